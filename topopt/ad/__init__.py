@@ -1,0 +1,57 @@
+"""A small reverse-mode (and forward-mode) differentiation core.
+
+``y, back = ad.pullback(f, *args)`` runs `f` on traced values and returns
+the vector-Jacobian product ``back``. Objectives are plain numpy: traced
+values ("boxes") take part in numpy's ``__array_ufunc__`` /
+``__array_function__`` protocols, so ``np.exp(x) * x`` records two calls on
+the tape, each with its rule.
+
+Design
+------
+* **Rules.** A reverse rule is ``rule(*args) -> (y, pullback)``: residuals
+  live in the closure, ``pullback(ybar)`` returns one cotangent per argument
+  and ``None`` is the one zero sentinel (`thunk` defers an expensive
+  cotangent until the walk needs it). A forward rule is ``rule(primals,
+  tangents) -> (y, ydot)``. Register with ``@ad.rrule(fun)`` /
+  ``@ad.frule(fun)``; a Python function the tape cannot see into (scipy, C)
+  becomes differentiable with ``@ad.primitive`` plus its rules.
+* **The tape** is the graph of `Node` objects reachable from the output;
+  `core.backward` walks it once in reverse topological order. Cotangents are
+  summed out of place and never mutated.
+* **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
+  `opt_out` (trace through the implementation), which beats the generic
+  rule. A call without a rule raises `NoRuleError` naming the function; a
+  conversion of a traced value to a plain array raises ``TypeError``: a
+  derivative is never silently dropped.
+* **Nesting.** Each `pullback`/`jvp` opens a trace with a larger id and an
+  operation is processed by the innermost trace among its arguments, the
+  arguments unwrapped by one level only. Rules and pullbacks are written
+  with numpy, so on the values of outer traces they are recorded again:
+  ``gradient`` inside ``gradient`` and forward-over-reverse (`hvp`) work.
+* **Complex numbers** (Zygote's convention). For a real ``L(z)``,
+  ``gradient`` returns ``dL/dx + i dL/dy``: ``gradient(lambda z:
+  abs(z)**2, 1+2j) == 2+4j``. For holomorphic ``f``, ``conj(gradient(lambda
+  z: real(f(z)), z)) == f'(z)``. Pullbacks of holomorphic ops multiply by
+  ``conj(f')``; a cotangent reaching a real input keeps its real part.
+
+Examples
+--------
+>>> import numpy as np
+>>> from topopt import ad
+>>> ad.gradient(lambda x: np.sum(np.exp(x) * x), np.zeros(3))
+array([1., 1., 1.])
+"""
+
+from . import numpy_rules as _numpy_rules  # noqa: F401  (registers the rules)
+from .api import gradient, hvp, jvp, pullback, value_and_gradient
+from .core import (Box, NoRuleError, Thunk, apply, frule, is_traced, opt_out,
+                   primitive, remove_rule, rrule, thunk, value)
+from .numpy_rules import scatter_add
+from .testing import RuleCheckError, check_rule, taylor_test
+
+__all__ = [
+    "pullback", "gradient", "value_and_gradient", "jvp", "hvp",
+    "primitive", "rrule", "frule", "opt_out", "remove_rule", "thunk", "Thunk",
+    "check_rule", "taylor_test", "RuleCheckError", "NoRuleError",
+    "value", "is_traced", "scatter_add", "apply", "Box",
+]

@@ -1,0 +1,224 @@
+"""User-facing transformations: pullback, gradient, jvp, hvp."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .core import Box, Node, Trace, _dtype, _shape, backward, value
+
+__all__ = ["pullback", "gradient", "value_and_gradient", "jvp", "hvp"]
+
+
+def _differentiable(x) -> bool:
+    if isinstance(x, Box):
+        return True
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return False
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def _zeros_like(x):
+    return np.zeros(_shape(x), _dtype(x))
+
+
+def _strip(y, trace):
+    """Remove `trace`'s boxes from an output structure (tuples, lists, dicts)."""
+    if isinstance(y, Box):
+        return y.value if y.trace is trace else y
+    if type(y) in (tuple, list):
+        return type(y)(_strip(v, trace) for v in y)
+    if type(y) is dict:
+        return {k: _strip(v, trace) for k, v in y.items()}
+    return y
+
+
+def _outputs(y, trace):
+    """The boxes of `trace` in an output structure, in a fixed order."""
+    if isinstance(y, Box):
+        return [y] if y.trace is trace else [None]
+    if type(y) in (tuple, list):
+        return [b for v in y for b in _outputs(v, trace)]
+    return [None]
+
+
+def _flatten(ybar, y):
+    if type(y) in (tuple, list):
+        if type(ybar) not in (tuple, list) or len(ybar) != len(y):
+            raise ValueError("the cotangent must have the structure of the output")
+        return [c for cb, v in zip(ybar, y) for c in _flatten(cb, v)]
+    return [ybar]
+
+
+def pullback(f: Callable, *args) -> tuple[Any, Callable]:
+    """Evaluate ``y = f(*args)`` and return ``(y, back)``.
+
+    ``back(ybar)`` is the vector-Jacobian product: one cotangent per
+    argument (zeros for a differentiable argument `y` does not depend on,
+    ``None`` for a non-differentiable one such as an int or a mesh). `y` may
+    be an array or a tuple/list of arrays; `ybar` has the same structure.
+    Calling `back` again gives the same result.
+
+    Complex numbers follow Zygote's convention: for a real function ``L`` of
+    ``z = x + iy``, the cotangent is ``dL/dx + i dL/dy``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> y, back = ad.pullback(lambda a, b: a * b, np.array([1.0, 2.0]), 3.0)
+    >>> back(np.ones(2))
+    (array([3., 3.]), 3.0)
+    """
+    trace = Trace(reverse=True)
+    leaves = [Node(None, (), None, None) if _differentiable(a) else None for a in args]
+    boxed = [Box(a, trace, n) if n is not None else a for a, n in zip(args, leaves)]
+    y = f(*boxed)
+    outs = _outputs(y, trace)
+
+    def back(ybar):
+        pairs = [(o, c) for o, c in zip(outs, _flatten(ybar, y)) if o is not None]
+        found = backward([o for o, _ in pairs], [c for _, c in pairs])
+        cts = []
+        for a, n in zip(args, leaves):
+            if n is None:
+                cts.append(None)
+            else:
+                ct = found.get(n)
+                cts.append(_zeros_like(a) if ct is None else _cast(ct, a))
+        return tuple(cts)
+
+    return _strip(y, trace), back
+
+
+def _cast(ct, a):
+    """Cotangent in the type of a scalar argument (float in, float out)."""
+    if isinstance(ct, np.ndarray) and ct.ndim == 0 and not isinstance(a, np.ndarray):
+        return ct[()]
+    return ct
+
+
+def value_and_gradient(f: Callable, *args, argnums: int | Sequence[int] = 0,
+                       has_aux: bool = False):
+    """Value of a real scalar function `f` and its gradient in `argnums`.
+
+    With ``has_aux=True``, `f` returns ``(value, aux)`` and the result is
+    ``((value, aux), gradient)``. For a complex argument the gradient is
+    ``dL/dx + i dL/dy`` (see `pullback`): ``gradient(lambda z: abs(z)**2, z)``
+    is ``2z``, and for holomorphic ``g``, ``conj(gradient(lambda z:
+    real(g(z)), z))`` is ``g'(z)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> v, g = ad.value_and_gradient(lambda x: np.sum(x ** 2), np.array([1.0, 2.0]))
+    >>> float(v), g
+    (5.0, array([2., 4.]))
+    """
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"argnums={argnums} is out of range for {len(args)} arguments")
+        if not _differentiable(args[i]):
+            raise TypeError(
+                f"argument {i} of type {type(args[i]).__name__} is not differentiable; "
+                "pass a float or complex scalar or array")
+    fixed = list(args)
+
+    def partial(*diff):
+        call = list(fixed)
+        for i, d in zip(nums, diff):
+            call[i] = d
+        return f(*call)
+
+    out, back = pullback(partial, *[args[i] for i in nums])
+    if has_aux and (type(out) not in (tuple, list) or len(out) != 2):
+        raise ValueError("with has_aux=True, f must return (value, aux)")
+    val = out[0] if has_aux else out
+    if _shape(val) != () or np.iscomplexobj(value(val)):
+        raise TypeError(
+            f"gradient needs a real scalar output, got shape {_shape(val)} and "
+            f"dtype {_dtype(val)}; use ad.pullback for other outputs and "
+            "np.real(...) for a complex one")
+    grads = back((1.0, _none_like(out[1])) if has_aux else 1.0)
+    return out, grads[0] if isinstance(argnums, int) else grads
+
+
+def _none_like(y):
+    if type(y) in (tuple, list):
+        return type(y)(_none_like(v) for v in y)
+    return None
+
+
+def gradient(f: Callable, *args, argnums: int | Sequence[int] = 0, has_aux: bool = False):
+    """Gradient of a real scalar function `f` in `argnums`.
+
+    See `value_and_gradient` for the complex convention. With ``has_aux``,
+    returns ``(gradient, aux)``.
+
+    Examples
+    --------
+    >>> from topopt import ad
+    >>> complex(ad.gradient(lambda z: abs(z) ** 2, 1 + 2j))
+    (2+4j)
+    """
+    out, grads = value_and_gradient(f, *args, argnums=argnums, has_aux=has_aux)
+    return (grads, out[1]) if has_aux else grads
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """Forward mode: ``(f(*primals), J @ tangents)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> y, ydot = ad.jvp(np.sin, (0.0,), (2.0,))
+    >>> float(ydot)
+    2.0
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError(f"jvp got {len(primals)} primals and {len(tangents)} tangents")
+    trace = Trace(reverse=False)
+    boxed = []
+    for i, (p, t) in enumerate(zip(primals, tangents)):
+        if t is None or not _differentiable(p):
+            boxed.append(p)
+            continue
+        if _shape(t) != _shape(p):
+            raise ValueError(f"tangent {i} has shape {_shape(t)}, primal has {_shape(p)}")
+        if np.iscomplexobj(value(t)) and not np.iscomplexobj(value(p)):
+            raise TypeError(f"tangent {i} is complex but primal {i} is real")
+        boxed.append(Box(p, trace, tangent=t))
+    y = f(*boxed)
+    return _strip(y, trace), _tangent_of(y, trace)
+
+
+def _tangent_of(y, trace):
+    if isinstance(y, Box) and y.trace is trace:
+        return y.tangent
+    if type(y) in (tuple, list):
+        return type(y)(_tangent_of(v, trace) for v in y)
+    if type(y) is dict:
+        return {k: _tangent_of(v, trace) for k, v in y.items()}
+    return _zeros_like(y) if _differentiable(y) else None
+
+
+def hvp(f: Callable, x, v, *args):
+    """Hessian-vector product ``H(x) v`` of a real scalar `f`, forward-over-reverse.
+
+    Extra `args` are passed to `f` and not differentiated.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> ad.hvp(lambda x: np.sum(x ** 3), np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    return jvp(lambda x: gradient(f, x, *args), (x,), (v,))[1]

@@ -1,0 +1,762 @@
+"""Traced values, rule registry, dispatch and the backward walk.
+
+A *trace* is one differentiation in progress. Every call of `pullback` or
+`jvp` opens a new trace with a larger id; its inputs are wrapped in a `Box`
+that belongs to it. An operation on boxes runs `apply`: it takes the
+innermost trace among the arguments (largest id), unwraps that trace's boxes
+one level and asks the trace to process the call:
+
+* a reverse trace calls the function's reverse rule ``rule(*args) -> (y,
+  pullback)`` and records a `Node` (the pullback and the parent nodes);
+* a forward trace calls the forward rule ``rule(primals, tangents) -> (y,
+  ydot)`` and carries the tangent in the output box.
+
+Unwrapping one level only is what makes nesting work: the arguments a rule
+sees may still be boxes of an outer trace, so whatever the rule computes, its
+pullback included, is recorded by the outer trace (autograd's design).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "Box", "NoRuleError", "Thunk", "thunk", "primitive", "rrule", "frule",
+    "opt_out", "remove_rule", "value", "is_traced", "apply",
+]
+
+
+class NoRuleError(NotImplementedError):
+    """An operation on a traced value has no differentiation rule."""
+
+
+class Thunk:
+    """A cotangent computed only if the walk needs it (ChainRules' ``@thunk``).
+
+    Return ``thunk(lambda: expensive)`` from a pullback for an argument that
+    may be a constant: the backward walk calls it only for traced arguments.
+    """
+
+    __slots__ = ("fun",)
+
+    def __init__(self, fun: Callable[[], Any]):
+        self.fun = fun
+
+    def __call__(self):
+        return self.fun()
+
+
+thunk = Thunk
+
+_trace_ids = itertools.count(1)
+
+
+class Trace:
+    __slots__ = ("id", "reverse")
+
+    def __init__(self, reverse: bool):
+        self.id = next(_trace_ids)
+        self.reverse = reverse
+
+
+class Node:
+    """One recorded call: its pullback and, per traced argument, the parent."""
+
+    __slots__ = ("pullback", "parents", "name", "nout")
+
+    def __init__(self, pullback, parents, name, nout):
+        self.pullback = pullback
+        # (argpos, subpos, parent node, parent output index, shape, is_real)
+        self.parents = parents
+        self.name = name
+        self.nout = nout
+
+
+# --------------------------------------------------------------------- boxes
+
+class Box:
+    """A value traced by one differentiation (reverse or forward).
+
+    Boxes behave like numpy arrays for arithmetic, indexing and numpy
+    functions; numpy routes calls to `apply` through ``__array_ufunc__`` and
+    ``__array_function__``. They are immutable: item assignment and ``out=``
+    raise, and so does conversion to a plain array, which would silently
+    lose the derivative.
+    """
+
+    __slots__ = ("value", "trace", "node", "idx", "tangent")
+    __array_priority__ = 1000.0
+
+    def __init__(self, value, trace, node=None, idx=None, tangent=None):
+        self.value = value
+        self.trace = trace
+        self.node = node
+        self.idx = idx
+        self.tangent = tangent
+
+    # --- array attributes
+    @property
+    def shape(self):
+        return _shape(self.value)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    @property
+    def dtype(self):
+        return _dtype(self.value)
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of unsized traced value")
+        return shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        kind = "reverse" if self.trace.reverse else "forward"
+        return f"Box({self.value!r}, {kind} trace {self.trace.id})"
+
+    # --- numpy protocols
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs:
+            raise TypeError(
+                f"in-place numpy call {ufunc.__name__}(..., out=...) on a traced "
+                "value: traced arrays are immutable; build a new array instead")
+        if method != "__call__":
+            raise NoRuleError(
+                f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
+                f"use np.sum/np.cumsum-style functions, or register a rule for a "
+                f"primitive with @ad.primitive and @ad.rrule")
+        return apply(ufunc, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return apply(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "_matmul_dispatch":
+            # scipy.sparse returns NotImplemented for a 0-d object array, so
+            # that `K @ x` comes back to Box.__rmatmul__ and is traced.
+            return np.array(None, dtype=object)
+        raise TypeError(
+            f"a traced value was converted to a plain numpy array in "
+            f"{_user_frame_name()}: the derivative would be lost. A call to a "
+            "library without a differentiation rule (scipy, C code) or an "
+            "assignment into a plain array does this. Wrap the function with "
+            "ad.primitive and register @ad.rrule (and @ad.frule) for it, or "
+            "pass ad.value(x) if it is not to be differentiated.")
+
+    def __float__(self):
+        raise TypeError(
+            "float() of a traced value would drop its derivative; use "
+            "ad.value(x) if that is intended")
+
+    __complex__ = __float__
+
+    def item(self):
+        return self.__float__()
+
+    def __bool__(self):
+        return bool(value(self))
+
+    def __setitem__(self, key, val):
+        raise TypeError(
+            "in-place modification of a traced array (x[...] = v) is not "
+            "differentiable; build a new array (np.where, np.concatenate, "
+            "ad.scatter_add) instead")
+
+    # --- comparisons: not differentiable, act on values
+    def __lt__(self, other):
+        return value(self) < value(other)
+
+    def __le__(self, other):
+        return value(self) <= value(other)
+
+    def __gt__(self, other):
+        return value(self) > value(other)
+
+    def __ge__(self, other):
+        return value(self) >= value(other)
+
+    def __eq__(self, other):
+        return value(self) == value(other)
+
+    def __ne__(self, other):
+        return value(self) != value(other)
+
+    __hash__ = object.__hash__
+
+    # --- arithmetic
+    def __add__(self, other):
+        return apply(np.add, (self, other))
+
+    def __radd__(self, other):
+        return apply(np.add, (other, self))
+
+    def __sub__(self, other):
+        return apply(np.subtract, (self, other))
+
+    def __rsub__(self, other):
+        return apply(np.subtract, (other, self))
+
+    def __mul__(self, other):
+        return apply(np.multiply, (self, other))
+
+    def __rmul__(self, other):
+        return apply(np.multiply, (other, self))
+
+    def __truediv__(self, other):
+        return apply(np.true_divide, (self, other))
+
+    def __rtruediv__(self, other):
+        return apply(np.true_divide, (other, self))
+
+    def __pow__(self, other):
+        return apply(np.power, (self, other))
+
+    def __rpow__(self, other):
+        return apply(np.power, (other, self))
+
+    def __matmul__(self, other):
+        return apply(np.matmul, (self, other))
+
+    def __rmatmul__(self, other):
+        return apply(np.matmul, (other, self))
+
+    def __neg__(self):
+        return apply(np.negative, (self,))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return apply(np.absolute, (self,))
+
+    def __getitem__(self, idx):
+        return apply(getitem, (self, idx))
+
+    # --- array methods
+    @property
+    def T(self):
+        return apply(np.transpose, (self,))
+
+    @property
+    def real(self):
+        return apply(np.real, (self,))
+
+    @property
+    def imag(self):
+        return apply(np.imag, (self,))
+
+    def conj(self):
+        return apply(np.conjugate, (self,))
+
+    conjugate = conj
+
+    def reshape(self, *shape, order="C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return apply(np.reshape, (self, shape), {"order": order})
+
+    def ravel(self):
+        return apply(np.reshape, (self, -1))
+
+    flatten = ravel
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return apply(np.transpose, (self, axes or None))
+
+    def sum(self, axis=None, keepdims=False):
+        return apply(np.sum, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def mean(self, axis=None, keepdims=False):
+        return apply(np.mean, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def max(self, axis=None, keepdims=False):
+        return apply(np.max, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def min(self, axis=None, keepdims=False):
+        return apply(np.min, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def dot(self, other):
+        return apply(np.dot, (self, other))
+
+    def squeeze(self, axis=None):
+        return apply(np.squeeze, (self,), {"axis": axis})
+
+    def astype(self, dtype, copy=True):
+        return apply(astype, (self, np.dtype(dtype)))
+
+    def copy(self):
+        return self
+
+
+def _user_frame_name() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not (module.startswith("numpy") or module.startswith("topopt.ad")):
+            return f"{module}.{frame.f_code.co_name}()"
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def _shape(x) -> tuple:
+    shape = getattr(x, "shape", None)
+    return () if shape is None else tuple(shape)
+
+
+def _dtype(x) -> np.dtype:
+    dtype = getattr(x, "dtype", None)
+    return np.dtype(dtype) if dtype is not None else np.result_type(x)
+
+
+def value(x):
+    """The plain value of `x`, with every trace removed (a stop-gradient)."""
+    while isinstance(x, Box):
+        x = x.value
+    return x
+
+
+def is_traced(x) -> bool:
+    """True if `x` is a traced value of any differentiation in progress."""
+    return isinstance(x, Box)
+
+
+# ---------------------------------------------------------- rule registries
+
+_rrules: dict = {}
+_frules: dict = {}
+_opt_outs: dict = {}
+
+
+def _register(table: dict, fun, types, rule) -> None:
+    types = None if types is None else (types if isinstance(types, tuple) else (types,))
+    entries = [e for e in table.get(fun, []) if e[0] != types]
+    entries.insert(0, (types, rule))
+    table[fun] = entries
+
+
+def rrule(fun: Callable, types: type | tuple | None = None):
+    """Register the reverse rule of `fun`: ``rule(*args, **kw) -> (y, pullback)``.
+
+    ``pullback(ybar)`` returns a tuple with one cotangent per positional
+    argument of `fun`; ``None`` means zero or not differentiable, and a
+    `Thunk` is evaluated only when that argument is traced. For a function
+    with several outputs, `y` is a tuple and `ybar` a tuple (``None`` for an
+    output that received no cotangent).
+
+    With `types`, the rule is used only when an argument is an instance of
+    one of them, and then it takes precedence over the generic rule.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> @ad.primitive
+    ... def cube(x):
+    ...     return np.asarray(x) ** 3
+    >>> @ad.rrule(cube)
+    ... def cube_rrule(x):
+    ...     def cube_pullback(ybar):
+    ...         return (3 * ybar * np.conj(x) ** 2,)
+    ...     return cube(x), cube_pullback
+    >>> float(ad.gradient(cube, 2.0))
+    12.0
+    """
+    def decorator(rule):
+        _register(_rrules, fun, types, rule)
+        return rule
+    return decorator
+
+
+def frule(fun: Callable, types: type | tuple | None = None):
+    """Register the forward rule of `fun`: ``rule(primals, tangents, **kw) -> (y, ydot)``.
+
+    `tangents` holds one tangent per positional argument, ``None`` for the
+    arguments that are not traced; ``ydot = None`` means a zero tangent.
+    A primitive without a forward rule is differentiated in forward mode by
+    transposing its pullback, which works when the pullback is written with
+    traced operations.
+    """
+    def decorator(rule):
+        _register(_frules, fun, types, rule)
+        return rule
+    return decorator
+
+
+class _Registration:
+    def __init__(self, table, fun, types):
+        self.table, self.fun, self.types = table, fun, types
+
+    def remove(self) -> None:
+        entries = self.table.get(self.fun, [])
+        self.table[self.fun] = [e for e in entries if e[0] != self.types]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def opt_out(fun: Callable, types: type | tuple) -> _Registration:
+    """Differentiate through `fun`'s implementation when an argument has `types`.
+
+    The generic rule of `fun` is then not used for these types: the tape
+    records the operations of the implementation instead -- the primitive's
+    Python body, or for a numpy function the type's own ``__array_ufunc__`` /
+    ``__array_function__``. Returns a handle whose ``remove()`` (or ``with``
+    block) undoes the opt-out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> class Diagonal:
+    ...     def __init__(self, d):
+    ...         self.d = d
+    ...     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+    ...         if ufunc is np.matmul and inputs[1] is self:
+    ...             return inputs[0] * self.d
+    ...         return NotImplemented
+    >>> D = Diagonal(np.array([1.0, 2.0]))
+    >>> with ad.opt_out(np.matmul, Diagonal):
+    ...     g = ad.gradient(lambda x: np.sum(x @ D), np.ones(2))
+    >>> g
+    array([1., 2.])
+    """
+    types = types if isinstance(types, tuple) else (types,)
+    _register(_opt_outs, fun, types, True)
+    return _Registration(_opt_outs, fun, types)
+
+
+def remove_rule(fun: Callable, types: type | tuple | None = None) -> None:
+    """Remove the reverse and forward rules registered for `fun` and `types`."""
+    types = None if types is None else (types if isinstance(types, tuple) else (types,))
+    for table in (_rrules, _frules):
+        _Registration(table, fun, types).remove()
+
+
+def _lookup(table: dict, fun, args):
+    """The type-specific entry matching an argument, else the generic one."""
+    entries = table.get(fun)
+    if not entries:
+        return None, None
+    generic = None
+    for types, rule in entries:
+        if types is None:
+            generic = rule
+        elif any(isinstance(a, types) for a in _flat(args)):
+            return rule, types
+    return generic, None
+
+
+def _flat(args):
+    for a in args:
+        if type(a) in (list, tuple):
+            yield from a
+        else:
+            yield a
+
+
+def _name(fun) -> str:
+    module = getattr(fun, "__module__", None) or ""
+    if isinstance(fun, np.ufunc) or module.startswith("numpy"):
+        module = "numpy"
+    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+    return f"{module}.{name}" if module else name
+
+
+# ----------------------------------------------------------------- dispatch
+
+def primitive(fun: Callable) -> Callable:
+    """Mark `fun` as a primitive: traced calls use its registered rules.
+
+    Calls without traced arguments run `fun` directly. Use it for functions
+    the tape cannot see into (scipy, C code) and for functions with a cheaper
+    hand-derived pullback than tracing would give.
+    """
+    @functools.wraps(fun)
+    def wrapper(*args, **kwargs):
+        for a in _flat(args):
+            if isinstance(a, Box):
+                return apply(wrapper, args, kwargs)
+        return fun(*args, **kwargs)
+
+    wrapper._impl = fun
+    return wrapper
+
+
+def _top_trace(args):
+    top = None
+    for a in _flat(args):
+        if isinstance(a, Box) and (top is None or a.trace.id > top.id):
+            top = a.trace
+    return top
+
+
+def _unbox(args, trace):
+    out = []
+    for a in args:
+        if type(a) in (list, tuple):
+            out.append(type(a)(x.value if isinstance(x, Box) and x.trace is trace else x
+                               for x in a))
+        elif isinstance(a, Box) and a.trace is trace:
+            out.append(a.value)
+        else:
+            out.append(a)
+    return out
+
+
+def _implementation(fun, args, kwargs, types):
+    """Call `fun`'s own implementation with the boxed arguments (opt-out)."""
+    impl = getattr(fun, "_impl", None)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    owner = next(a for a in _flat(args) if isinstance(value(a), types))
+    owner = value(owner)
+    if isinstance(fun, np.ufunc) and hasattr(owner, "__array_ufunc__"):
+        result = owner.__array_ufunc__(fun, "__call__", *args, **kwargs)
+    elif hasattr(owner, "__array_function__"):
+        result = owner.__array_function__(fun, (type(owner),), args, kwargs)
+    else:
+        return fun(*args, **kwargs)
+    if result is NotImplemented:
+        raise NoRuleError(
+            f"{_name(fun)} is opted out for {type(owner).__name__}, but its "
+            f"__array_ufunc__/__array_function__ does not implement it")
+    return result
+
+
+def apply(fun: Callable, args, kwargs=None):
+    """Run `fun(*args, **kwargs)` on the innermost trace among `args`."""
+    kwargs = kwargs or {}
+    trace = _top_trace(args)
+    if trace is None:
+        return fun(*args, **kwargs)
+    if fun in _nondiff:
+        return fun(*[_strip(a) for a in args], **kwargs)
+    unboxed = _unbox(args, trace)
+    table = _rrules if trace.reverse else _frules
+    rule, types = _lookup(table, fun, unboxed)
+    if types is None and fun in _opt_outs:
+        optout, opt_types = _lookup(_opt_outs, fun, unboxed)
+        if optout and opt_types is not None:
+            return _implementation(fun, args, kwargs, opt_types)
+    try:
+        if trace.reverse:
+            if rule is None:
+                _raise_no_rule(fun, "reverse")
+            return _record(trace, fun, args, unboxed, *rule(*unboxed, **kwargs))
+        if rule is None:
+            rrule_ = _lookup(_rrules, fun, unboxed)[0]
+            if rrule_ is None:
+                _raise_no_rule(fun, "forward")
+            return _forward_by_transpose(trace, fun, args, unboxed, rrule_, kwargs)
+        tangents = _tangents(args, trace)
+        y, ydot = rule(tuple(unboxed), tangents, **kwargs)
+        return _wrap_forward(trace, y, ydot)
+    except Exception as err:
+        _annotate(err, fun)
+        raise
+
+
+def _raise_no_rule(fun, mode):
+    name = _name(fun)
+    how = "@ad.rrule" if mode == "reverse" else "@ad.frule"
+    raise NoRuleError(
+        f"no {mode}-mode differentiation rule for {name}. Register one with "
+        f"{how}({name}) -- for a function outside numpy first wrap it with "
+        f"ad.primitive -- or, if it is not to be differentiated, call it on "
+        f"ad.value(x).")
+
+
+def _annotate(err: Exception, fun) -> None:
+    note = f"(raised while tracing primitive {_name(fun)})"
+    notes = getattr(err, "__notes__", None) or []
+    if any(n.startswith("(raised while tracing primitive") for n in notes):
+        return
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    else:  # Python 3.10
+        err.__notes__ = notes + [note]
+
+
+def _strip(a):
+    if type(a) in (list, tuple):
+        return type(a)(value(x) for x in a)
+    return value(a)
+
+
+def _is_numeric(y) -> bool:
+    return isinstance(y, (np.ndarray, np.generic, float, complex, int, Box))
+
+
+def _record(trace, fun, args, unboxed, y, pullback):
+    parents = []
+    for pos, a in enumerate(args):
+        if type(a) in (list, tuple):
+            for sub, x in enumerate(a):
+                if isinstance(x, Box) and x.trace is trace:
+                    parents.append((pos, sub, x.node, x.idx, x.shape,
+                                    not np.iscomplexobj(value(x))))
+        elif isinstance(a, Box) and a.trace is trace:
+            parents.append((pos, None, a.node, a.idx, _shape(unboxed[pos]),
+                            not np.iscomplexobj(value(a))))
+    if isinstance(y, tuple):
+        node = Node(pullback, parents, fun, len(y))
+        return tuple(Box(yi, trace, node, i) if _is_numeric(yi) else yi
+                     for i, yi in enumerate(y))
+    return Box(y, trace, Node(pullback, parents, fun, None))
+
+
+def _tangents(args, trace):
+    out = []
+    for a in args:
+        if type(a) in (list, tuple):
+            out.append(type(a)(x.tangent if isinstance(x, Box) and x.trace is trace else None
+                               for x in a))
+        elif isinstance(a, Box) and a.trace is trace:
+            out.append(a.tangent)
+        else:
+            out.append(None)
+    return tuple(out)
+
+
+def _wrap_forward(trace, y, ydot):
+    if isinstance(y, tuple):
+        ydot = ydot if ydot is not None else (None,) * len(y)
+        return tuple(Box(yi, trace, tangent=ti) if ti is not None else yi
+                     for yi, ti in zip(y, ydot))
+    return y if ydot is None else Box(y, trace, tangent=ydot)
+
+
+def _forward_by_transpose(trace, fun, args, unboxed, rule, kwargs):
+    """Tangent of a primitive with only a reverse rule: ``ydot = J xdot``.
+
+    With ``back(u) = J^H u``, ``J xdot`` is the gradient in `u` of
+    ``Re <back(u), xdot>``; this needs a pullback written with traced ops.
+    """
+    from .api import gradient
+
+    y, back = rule(*unboxed, **kwargs)
+    tangents = _tangents(args, trace)
+
+    def linear(u):
+        cts = back(u)
+        total = 0.0
+        for ct, t in zip(_flat(cts), _flat(tangents)):
+            if isinstance(ct, Thunk):
+                ct = ct()
+            if ct is not None and t is not None:
+                total = total + np.sum(np.real(np.conj(ct) * t))
+        return total
+
+    if isinstance(y, tuple):
+        raise NoRuleError(f"{_name(fun)} has several outputs and no forward rule; "
+                          "register @ad.frule for it")
+    ydot = gradient(linear, np.zeros(_shape(y), _dtype(y)))
+    return _wrap_forward(trace, y, ydot)
+
+
+# ------------------------------------------------------------ backward walk
+
+def _toposort(roots):
+    order, seen, stack = [], set(), [(n, False) for n in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((p[2], False) for p in node.parents if id(p[2]) not in seen)
+    return order
+
+
+def _accumulate(cts, node, idx, ct):
+    if idx is None:
+        old = cts.get(node)
+        cts[node] = ct if old is None else old + ct
+    else:
+        slots = cts.setdefault(node, [None] * node.nout)
+        slots[idx] = ct if slots[idx] is None else slots[idx] + ct
+
+
+def backward(outputs, cotangents) -> dict:
+    """Propagate `cotangents` from the boxes `outputs` to every leaf node.
+
+    The one backward walk: nodes in reverse topological order, each pullback
+    called once with the summed cotangent of its outputs. Returns
+    ``{leaf node: cotangent}``.
+    """
+    cts: dict = {}
+    for out, ct in zip(outputs, cotangents):
+        if ct is not None:
+            _accumulate(cts, out.node, out.idx, ct)
+    leaves = {}
+    for node in reversed(_toposort([o.node for o in outputs])):
+        ct = cts.pop(node, None)
+        if ct is None:
+            continue
+        if node.pullback is None:
+            leaves[node] = ct
+            continue
+        if node.nout is not None:
+            ct = tuple(ct)
+        arg_cts = node.pullback(ct)
+        forced = {}
+        for pos, sub, parent, idx, shape, real in node.parents:
+            c = arg_cts[pos]
+            if isinstance(c, Thunk):
+                c = forced[pos] = forced[pos] if pos in forced else c()
+            if sub is not None and c is not None:
+                c = c[sub]
+                if isinstance(c, Thunk):
+                    c = c()
+            if c is None:
+                continue
+            if real and np.iscomplexobj(value(c)):
+                c = np.real(c)
+            if _shape(c) != shape:
+                raise ValueError(
+                    f"the pullback of {_name(node.name)} returned a cotangent of "
+                    f"shape {_shape(c)} for argument {pos} of shape {shape}")
+            _accumulate(cts, parent, idx, c)
+    return leaves
+
+
+# ------------------------------------------------ structural primitives
+
+@primitive
+def getitem(x, idx):
+    """``x[idx]`` as a traced operation."""
+    return x[idx]
+
+
+@primitive
+def astype(x, dtype):
+    """``x.astype(dtype)`` as a traced operation."""
+    return np.asarray(x).astype(dtype)
+
+
+_nondiff = set()

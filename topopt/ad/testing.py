@@ -1,0 +1,205 @@
+"""Gradient checks: the dot-product test of a rule and the Taylor test."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .core import NoRuleError, Thunk, _frules, _lookup, _name, _rrules, value
+
+__all__ = ["check_rule", "taylor_test", "RuleCheckError"]
+
+
+class RuleCheckError(AssertionError):
+    """A rule disagrees with central finite differences."""
+
+
+def _perturbable(x) -> bool:
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return False
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
+        return True
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
+
+
+def _slots(args):
+    """(position, index in a sequence argument or None) of each perturbable input."""
+    out = []
+    for pos, a in enumerate(args):
+        if type(a) in (list, tuple):
+            out += [(pos, sub) for sub, x in enumerate(a) if _perturbable(x)]
+        elif _perturbable(a):
+            out.append((pos, None))
+    return out
+
+
+def _get(args, slot):
+    pos, sub = slot
+    return args[pos] if sub is None else args[pos][sub]
+
+
+def _replace(args, slot, new):
+    args = list(args)
+    pos, sub = slot
+    if sub is None:
+        args[pos] = new
+    else:
+        seq = list(args[pos])
+        seq[sub] = new
+        args[pos] = type(args[pos])(seq)
+    return args
+
+
+def _random_like(rng, x):
+    shape = np.shape(x)
+    r = rng.standard_normal(shape)
+    if np.iscomplexobj(x):
+        r = r + 1j * rng.standard_normal(shape)
+    return r
+
+
+def _inner(a, b) -> float:
+    """Real inner product ``Re sum(conj(a) * b)`` (the one cotangents live in)."""
+    return float(np.real(np.vdot(np.asarray(a), np.asarray(b))))
+
+
+def _as_tuple(y):
+    return tuple(y) if isinstance(y, tuple) else (y,)
+
+
+def check_rule(fun: Callable, *args, seed: int = 0, rtol: float = 1e-6,
+               h: float | None = None, **kwargs) -> dict:
+    """Check the rules of `fun` at `args` against central finite differences.
+
+    For each perturbable argument ``x_i`` and a random direction ``d`` and
+    cotangent ``ybar`` (complex where the value is), the reverse rule must
+    satisfy the dot-product identity ``Re<ybar, J d> = Re<back(ybar)_i, d>``
+    and the forward rule, if any, ``ydot = J d``; ``J d`` is a Richardson-
+    extrapolated central difference of `fun` itself. Keyword arguments are
+    passed to `fun`.
+
+    Returns a report ``{argument: relative error}``; raises `RuleCheckError`
+    with the report when an error exceeds `rtol`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> report = ad.check_rule(np.tanh, np.array([0.1, -0.4]))
+    >>> report["arg 0 reverse"] < 1e-8
+    True
+    """
+    rule, _ = _lookup(_rrules, fun, args)
+    if rule is None:
+        raise NoRuleError(f"no reverse rule registered for {_name(fun)}")
+    forward, _ = _lookup(_frules, fun, args)
+    rng = np.random.default_rng(seed)
+    y0 = fun(*args, **kwargs)
+    y, back = rule(*args, **kwargs)
+    report, failures = {}, []
+    for yi, y0i in zip(_as_tuple(y), _as_tuple(y0)):
+        err = np.max(np.abs(np.asarray(value(yi)) - y0i), initial=0.0)
+        if not err <= rtol * max(1.0, np.max(np.abs(y0i), initial=0.0)):
+            failures.append(f"  value: rule returns a different y (max diff {err:.3e})")
+    ybar = tuple(_random_like(rng, yi) for yi in _as_tuple(y0))
+    cts = back(ybar if isinstance(y0, tuple) else ybar[0])
+    if len(cts) != len(args):
+        raise RuleCheckError(f"the pullback of {_name(fun)} returned {len(cts)} "
+                             f"cotangents for {len(args)} arguments")
+
+    def directional(slot, d, step):
+        x = _get(args, slot)
+        plus = _as_tuple(fun(*_replace(args, slot, x + step * d), **kwargs))
+        minus = _as_tuple(fun(*_replace(args, slot, x - step * d), **kwargs))
+        return [(np.asarray(p) - np.asarray(m)) / (2 * step) for p, m in zip(plus, minus)]
+
+    for slot in _slots(args):
+        pos, sub = slot
+        label = f"arg {pos}" if sub is None else f"arg {pos}[{sub}]"
+        x = _get(args, slot)
+        d = _random_like(rng, x)
+        step = h if h is not None else 1e-4 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        d1, d2 = directional(slot, d, step), directional(slot, d, step / 2)
+        jd = [(4 * b - a) / 3 for a, b in zip(d1, d2)]
+        scale = np.sqrt(sum(_inner(b, b) for b in ybar) * sum(_inner(j, j) for j in jd))
+        ct = cts[pos] if sub is None or cts[pos] is None else cts[pos][sub]
+        if isinstance(ct, Thunk):
+            ct = ct()
+        if sub is not None and isinstance(ct, Thunk):
+            ct = ct()
+        lhs = sum(_inner(b, j) for b, j in zip(ybar, jd))
+        rhs = 0.0 if ct is None else _inner(ct, d)
+        if ct is not None and not np.iscomplexobj(x):
+            rhs = _inner(np.real(ct), d)
+        if ct is not None and np.shape(ct) != np.shape(x):
+            failures.append(f"  {label}: cotangent shape {np.shape(ct)} != argument "
+                            f"shape {np.shape(x)}")
+        rel = abs(lhs - rhs) / max(scale, 1e-300)
+        report[f"{label} reverse"] = float(rel)
+        if not rel <= rtol:
+            failures.append(f"  {label}: <ybar, J d> = {lhs:.10g} by finite differences, "
+                            f"<back(ybar), d> = {rhs:.10g} (relative error {rel:.2e})")
+        if forward is not None:
+            tangents = [None] * len(args)
+            if sub is None:
+                tangents[pos] = d
+            else:
+                tangents[pos] = [None] * len(args[pos])
+                tangents[pos][sub] = d
+            _, ydot = forward(tuple(args), tuple(tangents), **kwargs)
+            ydot = _as_tuple(ydot) if isinstance(y0, tuple) else (ydot,)
+            num = sum(_inner(np.asarray(t) - j, np.asarray(t) - j) if t is not None
+                      else _inner(j, j) for t, j in zip(ydot, jd))
+            den = sum(_inner(j, j) for j in jd)
+            frel = np.sqrt(num) / max(np.sqrt(den), 1e-300) if den > 0 else np.sqrt(num)
+            report[f"{label} forward"] = float(frel)
+            if not frel <= rtol:
+                failures.append(f"  {label}: forward rule tangent differs from finite "
+                                f"differences (relative error {frel:.2e})")
+    if failures:
+        raise RuleCheckError(f"rule check of {_name(fun)} failed (seed={seed}):\n"
+                             + "\n".join(failures))
+    return report
+
+
+def taylor_test(f: Callable, x, dx, h0: float | None = None, steps: int = 6,
+                verbose: bool = False) -> float:
+    """Minimum convergence rate of the first-order Taylor remainder.
+
+    ``r(h) = |f(x + h dx) - f(x) - h <g, dx>|`` with ``g`` the gradient of
+    `f` at `x` is ``O(h^2)`` when ``g`` is right: the rates
+    ``log2(r(h) / r(h/2))`` approach 2 and a wrong gradient gives 1.
+    Remainders at round-off level are left out of the rates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> rate = ad.taylor_test(lambda x: np.sum(np.exp(x) * x), np.ones(4), np.arange(4.0))
+    >>> rate > 1.9
+    True
+    """
+    from .api import value_and_gradient
+
+    x = np.asarray(x)
+    dx = np.asarray(dx)
+    if dx.shape != x.shape:
+        raise ValueError(f"dx has shape {dx.shape}, x has shape {x.shape}")
+    f0, g = value_and_gradient(f, x)
+    f0 = float(f0)
+    slope = _inner(g, dx)
+    if h0 is None:
+        h0 = 1e-2 * max(1.0, float(np.max(np.abs(x)))) / max(float(np.max(np.abs(dx))), 1e-300)
+    hs = h0 / 2.0 ** np.arange(steps)
+    r = np.array([abs(float(f(x + h * dx)) - f0 - h * slope) for h in hs])
+    floor = 1e3 * np.finfo(float).eps * max(abs(f0), 1e-300)
+    rates = [np.log2(r[k] / r[k + 1]) for k in range(steps - 1) if r[k + 1] > floor]
+    if verbose:
+        for k, (h, rk) in enumerate(zip(hs, r)):
+            rate = f"{np.log2(r[k - 1] / rk):6.3f}" if k and rk > floor else "   -  "
+            print(f"h = {h:.3e}  remainder = {rk:.3e}  rate = {rate}")
+    if not rates:
+        raise ValueError("all Taylor remainders are at round-off level; increase h0 "
+                         "(or f is linear in this direction)")
+    return float(min(rates))
