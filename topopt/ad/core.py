@@ -357,7 +357,8 @@ def rrule(fun: Callable, types: type | tuple | None = None):
     """Register the reverse rule of `fun`: ``rule(*args, **kw) -> (y, pullback)``.
 
     ``pullback(ybar)`` returns a tuple with one cotangent per positional
-    argument of `fun`; ``None`` means zero or not differentiable, and a
+    argument of `fun` (trailing ``None`` may be left out, as for numpy's
+    optional `axis`); ``None`` means zero or not differentiable, and a
     `Thunk` is evaluated only when that argument is traced. For a function
     with several outputs, `y` is a tuple and `ybar` a tuple (``None`` for an
     output that received no cotangent).
@@ -477,10 +478,15 @@ def _flat(args):
 
 
 def _name(fun) -> str:
-    module = getattr(fun, "__module__", None) or ""
-    if isinstance(fun, np.ufunc) or module.startswith("numpy"):
-        module = "numpy"
     name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
+    if isinstance(fun, np.ufunc):
+        if getattr(np, fun.__name__, None) is fun:
+            return f"numpy.{name}"
+        sp = sys.modules.get("scipy.special")
+        return f"scipy.special.{name}" if getattr(sp, fun.__name__, None) is fun else name
+    module = getattr(fun, "__module__", None) or ""
+    if module.startswith("numpy"):
+        module = "numpy.linalg" if "linalg" in module else "numpy"
     return f"{module}.{name}" if module else name
 
 
@@ -726,6 +732,10 @@ def backward(outputs, cotangents) -> dict:
         arg_cts = node.pullback(ct)
         forced = {}
         for pos, sub, parent, idx, shape, real in node.parents:
+            if pos >= len(arg_cts):
+                raise ValueError(
+                    f"the pullback of {_name(node.name)} returned {len(arg_cts)} "
+                    f"cotangents but argument {pos} is traced")
             c = arg_cts[pos]
             if isinstance(c, Thunk):
                 c = forced[pos] = forced[pos] if pos in forced else c()

@@ -1,0 +1,63 @@
+"""Tape overhead: cost of value_and_gradient relative to one plain evaluation.
+
+For ``f(x) = sum(exp(x) * x)`` the tape records three operations whatever the
+size of ``x``; its cost must stay a small multiple of the numpy evaluation
+(issue 2, requirement 7: ratio <= 4 at 10^6 entries). Prints medians of
+`--repeat` timings.
+
+    python scripts/benchmark_ad.py [--n 1000000] [--repeat 15] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from topopt import ad
+
+
+def f(x):
+    return np.sum(np.exp(x) * x)
+
+
+def median_seconds(fun, repeat: int) -> float:
+    fun()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fun()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10**6, help="entries of x")
+    parser.add_argument("--repeat", type=int, default=15, help="timings per median")
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.repeat < 1:
+        parser.error("--n and --repeat must be positive")
+    x = np.random.default_rng(0).standard_normal(args.n)
+    plain = median_seconds(lambda: f(x), args.repeat)
+    taped = median_seconds(lambda: ad.value_and_gradient(f, x), args.repeat)
+    small = np.ones(10)
+    per_op = median_seconds(lambda: ad.value_and_gradient(f, small), args.repeat) / 3
+    result = {"n": args.n, "plain_s": plain, "value_and_gradient_s": taped,
+              "ratio": taped / plain, "overhead_per_op_s": per_op, "target_ratio": 4.0}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"f(x) = sum(exp(x) * x), x with {args.n} entries, medians of {args.repeat}")
+        print(f"  plain numpy evaluation   {plain * 1e3:8.3f} ms")
+        print(f"  value_and_gradient       {taped * 1e3:8.3f} ms")
+        print(f"  ratio                    {taped / plain:8.2f}   (target <= 4)")
+        print(f"  tape overhead per op     {per_op * 1e6:8.1f} us (x with 10 entries)")
+    return result
+
+
+if __name__ == "__main__":
+    main()
