@@ -579,6 +579,8 @@ def apply(fun: Callable, args, kwargs=None):
         tangents = _tangents(args, trace)
         y, ydot = rule(tuple(unboxed), tangents, **kwargs)
         return _wrap_forward(trace, y, ydot)
+    except NoRuleError:
+        raise
     except Exception as err:
         _annotate(err, fun)
         raise
@@ -646,12 +648,19 @@ def _tangents(args, trace):
     return tuple(out)
 
 
+def _forward_box(y, trace, ydot):
+    if ydot is None:
+        return y
+    if _shape(ydot) != _shape(y):
+        ydot = np.broadcast_to(ydot, _shape(y))
+    return Box(y, trace, tangent=ydot)
+
+
 def _wrap_forward(trace, y, ydot):
     if isinstance(y, tuple):
         ydot = ydot if ydot is not None else (None,) * len(y)
-        return tuple(Box(yi, trace, tangent=ti) if ti is not None else yi
-                     for yi, ti in zip(y, ydot))
-    return y if ydot is None else Box(y, trace, tangent=ydot)
+        return tuple(_forward_box(yi, trace, ti) for yi, ti in zip(y, ydot))
+    return _forward_box(y, trace, ydot)
 
 
 def _forward_by_transpose(trace, fun, args, unboxed, rule, kwargs):

@@ -191,7 +191,7 @@ def taylor_test(f: Callable, x, dx, h0: float | None = None, steps: int = 6,
     f0 = float(f0)
     slope = _inner(g, dx)
     if h0 is None:
-        h0 = 1e-2 * max(1.0, float(np.max(np.abs(x)))) / max(float(np.max(np.abs(dx))), 1e-300)
+        h0 = 1e-3 * max(1.0, float(np.max(np.abs(x)))) / max(float(np.max(np.abs(dx))), 1e-300)
     hs = h0 / 2.0 ** np.arange(steps)
     r = np.array([abs(float(f(x + h * dx)) - f0 - h * slope) for h in hs])
     floor = 1e3 * np.finfo(float).eps * max(abs(f0), 1e-300)
