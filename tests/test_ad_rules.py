@@ -130,7 +130,8 @@ def test_rule(fun, make, cplx, seed):
 
 
 def test_every_registered_rule_is_checked():
-    registered = set(core._rrules)
+    registered = {f for f in core._rrules
+                  if not getattr(f, "__module__", "").startswith("test")}
     assert registered <= set(CASES), f"rules without a check: {registered - set(CASES)}"
 
 

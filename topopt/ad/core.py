@@ -407,8 +407,11 @@ class _Registration:
         self.table, self.fun, self.types = table, fun, types
 
     def remove(self) -> None:
-        entries = self.table.get(self.fun, [])
-        self.table[self.fun] = [e for e in entries if e[0] != self.types]
+        entries = [e for e in self.table.get(self.fun, []) if e[0] != self.types]
+        if entries:
+            self.table[self.fun] = entries
+        else:
+            self.table.pop(self.fun, None)
 
     def __enter__(self):
         return self
