@@ -95,9 +95,12 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
 
 
 def _cast(ct, a):
-    """Cotangent in the type of a scalar argument (float in, float out)."""
-    if isinstance(ct, np.ndarray) and ct.ndim == 0 and not isinstance(a, np.ndarray):
-        return ct[()]
+    """Cotangent in the type of a scalar argument (Python float in, float out)."""
+    if isinstance(ct, (np.ndarray, np.generic)) and np.ndim(ct) == 0:
+        if isinstance(a, (float, complex)):
+            return complex(ct) if isinstance(a, complex) else float(np.real(ct))
+        if not isinstance(a, np.ndarray):
+            return ct[()]
     return ct
 
 
