@@ -1,0 +1,10 @@
+"""Finite-element layer on scikit-fem: meshes, element matrices, the design-dependent solve."""
+
+from .mesh import box, element_centroids, rectangle
+from .models import Model, elasticity, heat
+from .solvers import SingularSystemError, available_solvers
+from .system import LinearSystem, matvec, products, solve
+
+__all__ = ["rectangle", "box", "element_centroids", "Model", "elasticity", "heat",
+           "LinearSystem", "solve", "matvec", "products", "SingularSystemError",
+           "available_solvers"]

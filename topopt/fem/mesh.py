@@ -1,0 +1,60 @@
+"""Structured meshes; any scikit-fem mesh (triangles, tetrahedra, meshio files) works too."""
+
+from __future__ import annotations
+
+import numpy as np
+import skfem
+
+
+def _check_count(name: str, n) -> int:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def _check_size(h: float) -> float:
+    if not np.isfinite(h) or h <= 0:
+        raise ValueError(f"element size h must be positive and finite, got {h!r}")
+    return float(h)
+
+
+def rectangle(nelx: int, nely: int, h: float = 1.0) -> skfem.MeshQuad1:
+    """``nelx x nely`` bilinear quadrilaterals of size `h`, corner at the origin.
+
+    Examples
+    --------
+    >>> from topopt.fem import rectangle
+    >>> m = rectangle(6, 2)
+    >>> m.t.shape[1], m.p[:, -1].tolist()
+    (12, [6.0, 2.0])
+    """
+    nelx, nely, h = _check_count("nelx", nelx), _check_count("nely", nely), _check_size(h)
+    return skfem.MeshQuad.init_tensor(h * np.arange(nelx + 1.0), h * np.arange(nely + 1.0))
+
+
+def box(nelx: int, nely: int, nelz: int, h: float = 1.0) -> skfem.MeshHex1:
+    """``nelx x nely x nelz`` trilinear hexahedra of size `h`, corner at the origin.
+
+    Examples
+    --------
+    >>> from topopt.fem import box
+    >>> box(4, 2, 2).t.shape
+    (8, 16)
+    """
+    nelx, nely, nelz = (_check_count(n, v) for n, v in
+                        (("nelx", nelx), ("nely", nely), ("nelz", nelz)))
+    h = _check_size(h)
+    return skfem.MeshHex.init_tensor(*(h * np.arange(n + 1.0) for n in (nelx, nely, nelz)))
+
+
+def element_centroids(mesh: skfem.Mesh) -> np.ndarray:
+    """Centroids of the elements, shape ``(n_elements, dim)``.
+
+    Examples
+    --------
+    >>> from topopt.fem import element_centroids, rectangle
+    >>> element_centroids(rectangle(2, 1))
+    array([[0.5, 0.5],
+           [1.5, 0.5]])
+    """
+    return mesh.p[:, mesh.t].mean(axis=1).T

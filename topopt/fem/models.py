@@ -1,0 +1,206 @@
+"""Physics on scikit-fem meshes: element matrices, supports and loads by geometry."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import skfem
+from skfem.helpers import dot
+from skfem.models.elasticity import lame_parameters, linear_elasticity
+from skfem.models.poisson import laplace
+
+from .. import ad
+from .system import LinearSystem, solve
+
+__all__ = ["Model", "elasticity", "heat"]
+
+Where = Callable[[np.ndarray], np.ndarray] | Sequence[float] | np.ndarray
+
+
+class Model:
+    """A scikit-fem basis, its unit-coefficient element matrices, supports and loads.
+
+    ``K(E) = sum_e E_e K_e`` with ``K_e`` computed once at construction by
+    scikit-fem (``BilinearForm.elemental``). Build one with `elasticity` or
+    `heat`; select supports and loads by geometry with `fix`, `point_load`
+    and `traction`; solve with `solve`.
+
+    Attributes
+    ----------
+    mesh, basis : scikit-fem mesh and basis
+    Ke : (n_el, n_loc, n_loc) element matrices at unit coefficient
+    fixed : int array of supported dofs
+    """
+
+    def __init__(self, basis: skfem.CellBasis, Ke: np.ndarray, components: int):
+        self.basis = basis
+        self.mesh = basis.mesh
+        self.Ke = Ke
+        self.components = components
+        self.ndof = basis.N
+        self.n_el = self.mesh.t.shape[1]
+        self.fixed = np.array([], dtype=np.int64)
+        self._systems: dict = {}
+
+    def __repr__(self):
+        return (f"Model({type(self.mesh).__name__} with {self.n_el} elements, "
+                f"{self.ndof} dofs, {self.fixed.size} fixed)")
+
+    # ---------------------------------------------------------- selection
+    def _names(self, components):
+        if self.components == 1:
+            if components not in (None, (0,), [0], 0):
+                raise ValueError("a scalar problem has one component, 0")
+            return None
+        comps = range(self.components) if components is None else np.atleast_1d(components)
+        for c in comps:
+            if not 0 <= int(c) < self.components:
+                raise ValueError(f"component {c} is out of range [0, {self.components})")
+        return [f"u^{int(c) + 1}" for c in comps]
+
+    def _nodes(self, where: Where) -> np.ndarray:
+        p = self.mesh.p
+        if callable(where):
+            nodes = np.flatnonzero(where(p))
+        else:
+            point = np.asarray(where, dtype=float)
+            if point.shape != (p.shape[0],):
+                raise ValueError(f"a point must have {p.shape[0]} coordinates, got {point.shape}")
+            nodes = np.array([np.argmin(np.sum((p - point[:, None]) ** 2, axis=0))])
+        if nodes.size == 0:
+            raise ValueError("no mesh node satisfies the selection")
+        return nodes
+
+    def dofs(self, nodes: Where | None = None, facets: Callable | None = None,
+             components=None) -> np.ndarray:
+        """Dofs at the `nodes` (a predicate of the coordinates, or a point) or
+        on the boundary `facets` (a predicate of facet midpoints)."""
+        if (nodes is None) == (facets is None):
+            raise ValueError("select dofs with exactly one of nodes= or facets=")
+        if nodes is not None:
+            view = self.basis.get_dofs(nodes=self._nodes(nodes))
+        else:
+            view = self.basis.get_dofs(facets=facets)
+            if view.all().size == 0:
+                raise ValueError("no boundary facet satisfies the selection")
+        names = self._names(components)
+        return view.all() if names is None else view.all(names)
+
+    def fix(self, nodes: Where | None = None, facets: Callable | None = None,
+            components=None) -> "Model":
+        """Add homogeneous Dirichlet supports; returns the model for chaining."""
+        self.fixed = np.union1d(self.fixed, self.dofs(nodes, facets, components))
+        self._systems.clear()
+        return self
+
+    # --------------------------------------------------------------- loads
+    def _value(self, value) -> np.ndarray:
+        value = np.atleast_1d(np.asarray(value, dtype=float))
+        if value.shape != (self.components,):
+            raise ValueError(f"a load value needs {self.components} component(s), "
+                             f"got {value.shape}")
+        return value
+
+    def point_load(self, nodes: Where, value) -> np.ndarray:
+        """Load vector with `value` (one entry per component) at each selected node."""
+        value = self._value(value)
+        f = np.zeros(self.ndof)
+        for c, v in enumerate(value):
+            if v:
+                f[self.dofs(nodes=nodes, components=c if self.components > 1 else None)] += v
+        return f
+
+    def traction(self, facets: Callable, value) -> np.ndarray:
+        """Load vector of a uniform traction (flux for heat) on the selected facets."""
+        value = self._value(value)
+        chosen = self.mesh.facets_satisfying(facets, boundaries_only=True)
+        if chosen.size == 0:
+            raise ValueError("no boundary facet satisfies the selection")
+        fb = skfem.FacetBasis(self.mesh, self.basis.elem, facets=chosen)
+        if self.components == 1:
+            form = skfem.LinearForm(lambda v, w: value[0] * v)
+        else:
+            form = skfem.LinearForm(lambda v, w: dot(value[:, None, None], v))
+        return form.assemble(fb)
+
+    def body_load(self, value) -> np.ndarray:
+        """Load vector of a uniform body force (heat source) over the domain."""
+        value = self._value(value)
+        if self.components == 1:
+            form = skfem.LinearForm(lambda v, w: value[0] * v)
+        else:
+            form = skfem.LinearForm(lambda v, w: dot(value[:, None, None], v))
+        return form.assemble(self.basis)
+
+    # --------------------------------------------------------------- solve
+    def system(self, solver: str = "auto") -> LinearSystem:
+        """The `LinearSystem` for the current supports (built once per solver)."""
+        if solver not in self._systems:
+            self._systems[solver] = LinearSystem(
+                self.basis.element_dofs.T, self.Ke, self.ndof, self.fixed, solver=solver,
+                requires_support=True)
+        return self._systems[solver]
+
+    def solve(self, E, f, solver: str = "auto"):
+        """Displacements (temperatures) for element coefficients `E` and loads `f`."""
+        if np.shape(ad.value(E)) != (self.n_el,):
+            raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
+                             "one value per element")
+        return solve(self.system(solver), E, f)
+
+
+def _element(mesh: skfem.Mesh) -> skfem.Element:
+    elem = getattr(mesh, "elem", None)
+    if elem is None:
+        raise TypeError(f"unsupported mesh type {type(mesh).__name__}")
+    return elem()
+
+
+def _local(form, basis) -> np.ndarray:
+    return np.ascontiguousarray(form.elemental(basis).tolocal())
+
+
+def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,
+               plane: str = "stress") -> Model:
+    """Linear elasticity with Young's modulus `E0` at unit coefficient.
+
+    2-D meshes are plane stress (``plane="stress"``, unit thickness) or plane
+    strain; 3-D meshes use the full Hooke's law.
+
+    Examples
+    --------
+    Ke of a unit square, E = 1, nu = 0.3, plane stress: top88's ``KE``.
+
+    >>> from topopt.fem import elasticity, rectangle
+    >>> model = elasticity(rectangle(1, 1))
+    >>> round(float(model.Ke[0, 0, 0]), 6)      # top88: (1/(1-nu^2)) (1/2 - nu/6)
+    0.494505
+    """
+    if not -1.0 < nu < 0.5:
+        raise ValueError(f"Poisson's ratio nu must lie in (-1, 0.5), got {nu!r}")
+    if not (np.isfinite(E0) and E0 > 0):
+        raise ValueError(f"E0 must be positive, got {E0!r}")
+    if plane not in ("stress", "strain"):
+        raise ValueError(f"plane must be 'stress' or 'strain', got {plane!r}")
+    lam, mu = lame_parameters(E0, nu)
+    dim = mesh.p.shape[0]
+    if dim == 2 and plane == "stress":
+        lam = 2 * lam * mu / (lam + 2 * mu)
+    basis = skfem.Basis(mesh, skfem.ElementVector(_element(mesh)))
+    return Model(basis, _local(linear_elasticity(lam, mu), basis), components=dim)
+
+
+def heat(mesh: skfem.Mesh, k0: float = 1.0) -> Model:
+    """Steady heat conduction with conductivity `k0` at unit coefficient.
+
+    Examples
+    --------
+    >>> from topopt.fem import heat, rectangle
+    >>> heat(rectangle(2, 2)).Ke.shape
+    (4, 4, 4)
+    """
+    if not (np.isfinite(k0) and k0 > 0):
+        raise ValueError(f"k0 must be positive, got {k0!r}")
+    basis = skfem.Basis(mesh, _element(mesh))
+    return Model(basis, k0 * _local(laplace, basis), components=1)

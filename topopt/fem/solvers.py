@@ -1,0 +1,143 @@
+"""Sparse direct solver backends behind one small interface.
+
+A backend factorizes the free-dof matrix once per design; the forward solve
+and the adjoint solve (``K^H x = b``) both use that factorization.
+
+* ``"superlu"``: scipy's SuperLU, always installed. For symmetric matrices it
+  runs in symmetric mode (``permc_spec="MMD_AT_PLUS_A"``,
+  ``diag_pivot_thresh=0``, ``SymmetricMode``), which is a fill-reducing
+  ordering of ``A + A^T`` and diagonal pivots.
+* ``"cholmod"``: CHOLMOD through cvxopt (``pip install topopt[fast]``) for
+  real symmetric positive definite matrices; the symbolic analysis is done
+  once per sparsity pattern, only the numeric factorization per design.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+
+__all__ = ["SingularSystemError", "available_solvers", "pick_solver", "factorize"]
+
+
+class SingularSystemError(np.linalg.LinAlgError):
+    """The system matrix is singular (e.g. a part of the domain has no support)."""
+
+
+def _has_cholmod() -> bool:
+    try:
+        import cvxopt.cholmod  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def available_solvers() -> list[str]:
+    """Direct solver backends installed here, fastest first."""
+    return (["cholmod"] if _has_cholmod() else []) + ["superlu"]
+
+
+def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
+    """Resolve ``"auto"`` and check that `solver` can factorize such a matrix."""
+    if solver == "auto":
+        return "cholmod" if (real and hermitian and _has_cholmod()) else "superlu"
+    if solver == "cholmod":
+        if not _has_cholmod():
+            raise ValueError("solver='cholmod' needs cvxopt: pip install 'topopt[fast]'")
+        if not (real and hermitian):
+            raise ValueError("solver='cholmod' needs a real symmetric positive definite "
+                             "matrix; use solver='superlu'")
+        return solver
+    if solver == "superlu":
+        return solver
+    raise ValueError(f"unknown solver {solver!r}; expected one of 'auto', 'cholmod', "
+                     f"'superlu'")
+
+
+class SuperLUFactor:
+    """``K = LU`` by SuperLU; `symmetric` means ``K^T = K`` (real or complex)."""
+
+    def __init__(self, K: sps.spmatrix, symmetric: bool):
+        self.real = not np.iscomplexobj(K.data)
+        self.symmetric = symmetric
+        options = dict(SymmetricMode=True) if symmetric else {}
+        try:
+            self.lu = spla.splu(K.tocsc(), permc_spec="MMD_AT_PLUS_A" if symmetric else "COLAMD",
+                                diag_pivot_thresh=0.0 if symmetric else 1.0, options=options)
+        except RuntimeError as err:
+            raise SingularSystemError(f"the system matrix is singular ({err}): is every "
+                                      "part of the domain supported?") from err
+
+    def _solve(self, b, trans="N"):
+        if self.real and np.iscomplexobj(b):
+            return self.lu.solve(np.ascontiguousarray(b.real), trans) + \
+                1j * self.lu.solve(np.ascontiguousarray(b.imag), trans)
+        return self.lu.solve(np.asarray(b, dtype=np.result_type(b, self.lu.U.dtype)), trans)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return self._solve(b)
+
+    def solve_adjoint(self, b: np.ndarray) -> np.ndarray:
+        """Solve ``K^H x = b``."""
+        if self.symmetric:
+            return self._solve(b) if self.real else np.conj(self._solve(np.conj(b)))
+        return self._solve(b, "H")
+
+
+class CholmodContext:
+    """One CHOLMOD factor object per sparsity pattern, refactorized per design.
+
+    cvxopt's ``numeric`` overwrites its factor in place, so each
+    `CholmodFactor` remembers the generation it was computed in and
+    refactorizes its own matrix if a later design took the factor over.
+    """
+
+    def __init__(self):
+        from cvxopt import cholmod
+        self.cholmod = cholmod
+        self.F = None
+        self.generation = 0
+
+    def numeric(self, lower) -> int:
+        if self.F is None:
+            self.F = self.cholmod.symbolic(lower, uplo="L")
+        try:
+            self.cholmod.numeric(lower, self.F)
+        except ArithmeticError as err:
+            raise SingularSystemError(
+                "the system matrix is not positive definite (singular): is every part "
+                "of the domain supported?") from err
+        self.generation += 1
+        return self.generation
+
+
+class CholmodFactor:
+    """``K = L L^T`` by CHOLMOD; only the numeric factorization is per design."""
+
+    def __init__(self, lower, context: CholmodContext):
+        self.lower, self.context = lower, context
+        self.generation = context.numeric(lower)
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        from cvxopt import matrix
+        if np.iscomplexobj(b):
+            return self.solve(b.real) + 1j * self.solve(b.imag)
+        if self.context.generation != self.generation:
+            self.generation = self.context.numeric(self.lower)
+        x = matrix(np.asfortranarray(b, dtype=float))
+        self.context.cholmod.solve(self.context.F, x)
+        return np.array(x).reshape(np.shape(b))
+
+    solve_adjoint = solve
+
+
+def factorize(K: sps.spmatrix, solver: str, symmetric: bool, lower=None, context=None):
+    """Factorize `K` with a backend named by `pick_solver`.
+
+    For ``"cholmod"`` pass `lower`, the cvxopt lower triangle of `K`, and the
+    pattern's `CholmodContext`.
+    """
+    if solver == "cholmod":
+        return CholmodFactor(lower, context)
+    return SuperLUFactor(K, symmetric)
