@@ -130,8 +130,9 @@ def test_rule(fun, make, cplx, seed):
 
 
 def test_every_registered_rule_is_checked():
-    registered = {f for f in core._rrules
-                  if not getattr(f, "__module__", "").startswith("test")}
+    # rules registered by topopt.ad itself (other modules test their own rules)
+    registered = {f for f in core._rrules if (getattr(f, "__module__", None) or "numpy")
+                  .split(".")[0] in ("numpy", "scipy") or f.__module__.startswith("topopt.ad")}
     assert registered <= set(CASES), f"rules without a check: {registered - set(CASES)}"
 
 

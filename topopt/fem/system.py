@@ -106,6 +106,7 @@ class LinearSystem:
         self.counts = defaultdict(int)
         self.timers = defaultdict(float)
         self._cache = None
+        self.residual_tol = 1e-3
         self._cholmod = CholmodContext() if self.solver == "cholmod" else None
 
     def __repr__(self):
@@ -219,6 +220,15 @@ class LinearSystem:
         if not np.all(np.isfinite(x)):
             raise SingularSystemError("the solution is not finite: the system is singular "
                                       "(is every part of the domain supported?)")
+        if not adjoint:
+            K = F.matrix
+            norm_b = np.linalg.norm(b)
+            residual = np.linalg.norm(K @ x - b) / norm_b if norm_b else 0.0
+            if residual > self.residual_tol:
+                raise SingularSystemError(
+                    f"the solve left a relative residual of {residual:.1e}: the system is "
+                    "singular or nearly so (is every part of the domain supported against "
+                    "rigid-body motion?)")
         return x
 
     def expand(self, x_free, like):

@@ -1,0 +1,374 @@
+"""Density filters on scikit-fem meshes: classic (top88) and Helmholtz PDE.
+
+A filter is a linear map ``x -> F x`` of element values (one per column of
+``mesh.t``). Calling a filter runs the primitive `apply_filter`, whose
+pullback is the primitive `apply_filter_transpose` and vice versa, so a
+gradient through a filter costs one application of ``F^T`` and second
+derivatives (`ad.hvp`) go through it too.
+
+Examples
+--------
+>>> import numpy as np
+>>> from skfem import MeshQuad
+>>> from topopt import ad
+>>> from topopt.filters import DensityFilter
+>>> mesh = MeshQuad.init_tensor(np.arange(4.0), np.arange(2.0))
+>>> flt = DensityFilter(mesh, rmin=1.5)
+>>> flt(np.array([1.0, 0.0, 0.0]))
+array([0.75, 0.2 , 0.  ])
+>>> ad.gradient(lambda x: flt(x)[0], np.zeros(3))
+array([0.75, 0.25, 0.  ])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+from numpy.typing import ArrayLike
+from scipy.spatial import cKDTree
+from skfem import (Basis, BilinearForm, ElementHex0, ElementHex1, ElementLineP0,
+                   ElementLineP1, ElementQuad0, ElementQuad1, ElementTetP0,
+                   ElementTetP1, ElementTriP0, ElementTriP1, LinearForm, Mesh,
+                   MeshHex1, MeshLine1, MeshQuad1, MeshTet1, MeshTri1)
+from skfem.helpers import dot, grad
+
+from . import ad
+from .interpolation import _scalar
+
+__all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "helmholtz_radius",
+           "apply_filter", "apply_filter_transpose"]
+
+
+def _mesh(mesh) -> int:
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
+    return int(mesh.t.shape[1])
+
+
+def _positive(value, name: str, what: str) -> float:
+    value = _scalar(value, name)
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0 ({what}), got {value}")
+    return value
+
+
+class LinearFilter:
+    """Base class of the linear filters: validation and the primitive pair.
+
+    Subclasses set ``n`` (number of elements) and implement ``_forward(x)``
+    and ``_transpose(y)`` on plain 1-D arrays (real or complex); calls,
+    validation of the design vector and differentiation come from here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.filters import LinearFilter
+    >>> class Shift(LinearFilter):  # y_i = x_(i+1), cyclic
+    ...     n = 3
+    ...     def _forward(self, x):
+    ...         return np.roll(x, -1)
+    ...     def _transpose(self, y):
+    ...         return np.roll(y, 1)
+    >>> ad.gradient(lambda x: Shift()(x) @ np.array([1.0, 2.0, 3.0]), np.zeros(3))
+    array([3., 1., 2.])
+    """
+
+    n: int
+
+    def __call__(self, x: ArrayLike) -> np.ndarray:
+        """Filtered element values ``F x``; differentiable in `x`."""
+        return apply_filter(self, x)
+
+    def transpose(self, y: ArrayLike) -> np.ndarray:
+        """``F^T y``, the pullback of the filter; differentiable in `y`."""
+        return apply_filter_transpose(self, y)
+
+    @property
+    def operator(self) -> spla.LinearOperator:
+        """The filter as a scipy ``LinearOperator`` (``matvec`` F, ``rmatvec`` F^T)."""
+        return spla.LinearOperator((self.n, self.n), matvec=self._forward,
+                                   rmatvec=self._transpose, dtype=float)
+
+    def _check(self, x, name: str, nan: bool) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype.kind not in "iufc":
+            raise TypeError(f"{name} must be a numeric array, got dtype {x.dtype}")
+        if x.shape != (self.n,):
+            raise ValueError(
+                f"{name} has shape {x.shape}: expected mesh.t.shape[1] = {self.n} "
+                f"entries (one value per element)")
+        if nan and np.isnan(x).any():
+            raise ValueError(f"{name} contains NaN (at element "
+                             f"{np.flatnonzero(np.isnan(x))[:5]}...)")
+        return x if x.dtype.kind in "fc" else x.astype(float)
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _transpose(self, y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------- the primitive pair
+
+@ad.primitive
+def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
+    """``F x`` for a linear filter `flt`: the primitive behind ``flt(x)``.
+
+    Its pullback is `apply_filter_transpose`, its forward rule itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfem import MeshTri
+    >>> from topopt import ad
+    >>> from topopt.filters import HelmholtzFilter, apply_filter
+    >>> flt = HelmholtzFilter(MeshTri().refined(1), r=0.1)
+    >>> x = np.linspace(0.0, 1.0, 8)
+    >>> report = ad.check_rule(apply_filter, flt, x)
+    >>> report["arg 1 reverse"] < 1e-8
+    True
+    """
+    return flt._forward(flt._check(x, "x", nan=True))
+
+
+@ad.primitive
+def apply_filter_transpose(flt: LinearFilter, y: ArrayLike) -> np.ndarray:
+    """``F^T y`` for a linear filter `flt` (the pullback of `apply_filter`).
+
+    Its pullback is `apply_filter`, its forward rule itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfem import MeshQuad
+    >>> from topopt.filters import DensityFilter, apply_filter, apply_filter_transpose
+    >>> flt = DensityFilter(MeshQuad().refined(2), rmin=0.3)
+    >>> x, y = np.arange(16.0), np.cos(np.arange(16.0))
+    >>> bool(np.isclose(apply_filter(flt, x) @ y, x @ apply_filter_transpose(flt, y)))
+    True
+    """
+    return flt._transpose(flt._check(y, "y", nan=False))
+
+
+@ad.rrule(apply_filter)
+def apply_filter_rrule(flt, x):
+    def apply_filter_pullback(ybar):
+        return None, apply_filter_transpose(flt, ybar)
+    return apply_filter(flt, x), apply_filter_pullback
+
+
+@ad.frule(apply_filter)
+def apply_filter_frule(primals, tangents):
+    flt, x = primals
+    xdot = tangents[1]
+    return apply_filter(flt, x), None if xdot is None else apply_filter(flt, xdot)
+
+
+@ad.rrule(apply_filter_transpose)
+def apply_filter_transpose_rrule(flt, y):
+    def apply_filter_transpose_pullback(xbar):
+        return None, apply_filter(flt, xbar)
+    return apply_filter_transpose(flt, y), apply_filter_transpose_pullback
+
+
+@ad.frule(apply_filter_transpose)
+def apply_filter_transpose_frule(primals, tangents):
+    flt, y = primals
+    ydot = tangents[1]
+    return (apply_filter_transpose(flt, y),
+            None if ydot is None else apply_filter_transpose(flt, ydot))
+
+
+# ------------------------------------------------------------ density filter
+
+class DensityFilter(LinearFilter):
+    """Classic density filter: weighted average over element centroids.
+
+    ``x_tilde_e = sum_i H_ei x_i / sum_i H_ei`` (top88 eq. (7)) with
+    weights ``H_ei = max(0, rmin - |c_e - c_i|)`` (top88 eq. (6)) between
+    element centroids ``c`` (the mean of an element's vertices).
+
+    Parameters
+    ----------
+    mesh : skfem.Mesh
+        Any scikit-fem mesh; one design value per element.
+    rmin : float
+        Filter radius, > 0, in the mesh's length unit.
+
+    Attributes
+    ----------
+    H : scipy.sparse.csr_matrix
+        The weights ``H_ei``.
+    Hs : numpy.ndarray
+        Their row sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfem import MeshQuad
+    >>> from topopt import ad
+    >>> from topopt.filters import DensityFilter
+    >>> mesh = MeshQuad.init_tensor(np.arange(5.0), np.arange(3.0))
+    >>> flt = DensityFilter(mesh, rmin=1.5)
+    >>> np.allclose(flt(np.ones(8)), 1.0)
+    True
+    >>> x, w = np.linspace(0, 1, 8), np.arange(8.0)
+    >>> g = ad.gradient(lambda x: flt(x) @ w, x)
+    >>> np.allclose(g, flt.matrix.T @ w)
+    True
+    """
+
+    def __init__(self, mesh: Mesh, rmin: float):
+        self.rmin = _positive(rmin, "rmin", "filter radius")
+        self.n = _mesh(mesh)
+        centroids = mesh.p[:, mesh.t].mean(axis=1).T
+        tree = cKDTree(centroids)
+        pairs = tree.sparse_distance_matrix(tree, self.rmin, output_type="ndarray")
+        w = self.rmin - pairs["v"]  # top88 eq. (6); pairs within rmin, self included
+        keep = w > 0
+        self.H = sps.csr_matrix((w[keep], (pairs["i"][keep], pairs["j"][keep])),
+                                shape=(self.n, self.n))
+        self.Hs = np.asarray(self.H.sum(axis=1)).ravel()
+
+    @property
+    def matrix(self) -> sps.csr_matrix:
+        """The filter as a sparse matrix ``diag(1 / Hs) H``."""
+        return sps.csr_matrix(sps.diags(1.0 / self.Hs) @ self.H)
+
+    def _forward(self, x):
+        return (self.H @ x) / self.Hs  # top88 eq. (7)
+
+    def _transpose(self, y):
+        return self.H.T @ (y / self.Hs)  # top88 eq. (8): d x_tilde_e / d x_i = H_ei / Hs_e
+
+
+# ----------------------------------------------------------- Helmholtz filter
+
+# mesh type -> (linear nodal element, piecewise constant element)
+_ELEMENTS = (
+    (MeshTri1, ElementTriP1, ElementTriP0),
+    (MeshQuad1, ElementQuad1, ElementQuad0),
+    (MeshTet1, ElementTetP1, ElementTetP0),
+    (MeshHex1, ElementHex1, ElementHex0),
+    (MeshLine1, ElementLineP1, ElementLineP0),
+)
+
+
+def helmholtz_radius(rmin: float) -> float:
+    """Helmholtz filter radius ``r`` equivalent to density-filter radius `rmin`.
+
+    ``r = rmin / (2 sqrt(3))`` (Lazarov & Sigmund 2011).
+
+    Examples
+    --------
+    >>> from topopt.filters import helmholtz_radius
+    >>> round(helmholtz_radius(2 * 3 ** 0.5), 12)
+    1.0
+    """
+    return float(_positive(rmin, "rmin", "density filter radius") / (2.0 * np.sqrt(3.0)))
+
+
+@BilinearForm
+def _helmholtz(u, v, w):
+    return w.r2 * dot(grad(u), grad(v)) + u * v
+
+
+@BilinearForm
+def _mass(u, v, w):
+    return u * v
+
+
+@LinearForm
+def _measure(v, w):
+    return v
+
+
+class HelmholtzFilter(LinearFilter):
+    """PDE filter: ``r^2 (grad rho, grad v) + (rho, v) = (x, v)``, natural BCs.
+
+    Lazarov & Sigmund (2011). The element values `x` are piecewise constant
+    (P0); the nodal solution ``rho`` is linear (P1/Q1) and the output is its
+    element averages (L2 projection onto P0). As matrices, with ``Kf = r^2
+    K + M`` the filter stiffness, ``T`` the P0-to-P1 mass matrix and ``D``
+    the element measures, ``F = D^-1 T^T Kf^-1 T``. ``Kf`` is factorized
+    once here and reused by the forward and the transposed solves.
+
+    Parameters
+    ----------
+    mesh : skfem.Mesh
+        Triangle, quadrilateral, tetrahedron, hexahedron or line mesh.
+    r : float
+        Length scale, > 0; ``helmholtz_radius(rmin)`` matches a density
+        filter of radius `rmin` (or use `from_rmin`).
+
+    Attributes
+    ----------
+    basis : skfem.Basis
+        The P1/Q1 basis of the nodal field.
+    Kf, T : scipy.sparse.csr_matrix
+        Filter matrix and P0-to-P1 mass matrix (nodes x elements).
+    measures : numpy.ndarray
+        Element areas/volumes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfem import MeshQuad
+    >>> from topopt import ad
+    >>> from topopt.filters import HelmholtzFilter
+    >>> flt = HelmholtzFilter.from_rmin(MeshQuad().refined(3), rmin=0.2)
+    >>> np.allclose(flt(np.ones(64)), 1.0)
+    True
+    >>> x, w = np.linspace(0, 1, 64), np.arange(64.0)
+    >>> np.allclose(ad.gradient(lambda x: flt(x) @ w, x), flt.transpose(w))
+    True
+    """
+
+    helmholtz_radius = staticmethod(helmholtz_radius)
+
+    def __init__(self, mesh: Mesh, r: float):
+        self.r = _positive(r, "r", "Helmholtz filter length scale")
+        self.n = _mesh(mesh)
+        for mesh_type, p1, p0 in _ELEMENTS:
+            if isinstance(mesh, mesh_type):
+                break
+        else:
+            raise TypeError(
+                f"HelmholtzFilter supports MeshTri, MeshQuad, MeshTet, MeshHex and "
+                f"MeshLine meshes, got {type(mesh).__name__}")
+        self.basis = Basis(mesh, p1())
+        basis0 = self.basis.with_element(p0())  # same quadrature points
+        self.Kf = _helmholtz.assemble(self.basis, r2=self.r ** 2).tocsr()
+        self.T = _mass.assemble(basis0, self.basis).tocsr()
+        self.measures = _measure.assemble(basis0)
+        self._lu = spla.splu(self.Kf.tocsc())
+
+    @classmethod
+    def from_rmin(cls, mesh: Mesh, rmin: float) -> "HelmholtzFilter":
+        """The Helmholtz filter matching a density filter of radius `rmin`.
+
+        Examples
+        --------
+        >>> from skfem import MeshTri
+        >>> from topopt.filters import HelmholtzFilter
+        >>> flt = HelmholtzFilter.from_rmin(MeshTri(), rmin=2 * 3 ** 0.5)
+        >>> round(flt.r, 12)
+        1.0
+        """
+        return cls(mesh, helmholtz_radius(rmin))
+
+    def _solve(self, b, trans: str) -> np.ndarray:
+        if np.iscomplexobj(b):  # a real factorization solves real right-hand sides
+            return self._lu.solve(b.real, trans) + 1j * self._lu.solve(b.imag, trans)
+        return self._lu.solve(b, trans)
+
+    def _forward(self, x):
+        # F x = D^-1 T^T Kf^-1 T x
+        return (self.T.T @ self._solve(self.T @ x, "N")) / self.measures
+
+    def _transpose(self, y):
+        # F^T y = T^T Kf^-T T D^-1 y
+        return self.T.T @ self._solve(self.T @ (y / self.measures), "T")

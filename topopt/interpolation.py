@@ -1,0 +1,281 @@
+"""Material interpolation and projection of element densities.
+
+`project` is the smoothed Heaviside threshold of Wang, Lazarov & Sigmund
+(2011); `simp` and `ramp` map a density to a stiffness (modified SIMP of
+top88, RAMP of Stolpe & Svanberg 2001). Each is an `ad.primitive`
+differentiated in its first argument only; the other arguments are fixed
+parameters. Pullbacks are numpy expressions of the residuals, so second
+derivatives (`ad.hvp`) go through them.
+
+Examples
+--------
+>>> import numpy as np
+>>> from topopt.interpolation import project, simp
+>>> simp(project(np.array([0.0, 0.5, 1.0]), beta=8.0, eta=0.5), penal=3.0, Emin=0.0)
+array([0.   , 0.125, 1.   ])
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import ad
+
+__all__ = ["project", "simp", "ramp"]
+
+
+# --------------------------------------------------------------- validation
+
+def _scalar(value, name: str) -> float:
+    """`value` as a finite real float; TypeError/ValueError naming `name`."""
+    if ad.is_traced(value):
+        raise TypeError(f"{name} is a parameter and is not differentiated: pass a "
+                        f"plain number (ad.value({name}) if it is traced)")
+    arr = np.asarray(value)
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    out = float(arr)
+    if not np.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {out}")
+    return out
+
+
+def _density(x, name: str = "x") -> None:
+    """Check that `x` (possibly traced) is a real array without NaN."""
+    v = np.asarray(ad.value(x))
+    if v.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real array, got dtype {v.dtype}")
+    if np.isnan(v).any():
+        raise ValueError(f"{name} contains NaN (at index {np.flatnonzero(np.isnan(v))[:5]}...)")
+
+
+def _moduli(Emin, E0) -> tuple[float, float]:
+    Emin, E0 = _scalar(Emin, "Emin"), _scalar(E0, "E0")
+    if not 0.0 <= Emin < E0:
+        raise ValueError(f"need 0 <= Emin < E0, got Emin={Emin}, E0={E0}")
+    return Emin, E0
+
+
+def _bind(fun, primals, kw) -> tuple:
+    """Arguments of `fun` (positional or keyword) in signature order."""
+    bound = inspect.signature(fun).bind(*primals, **kw)
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
+
+
+# ---------------------------------------------------------------- projection
+
+def _project_params(beta, eta) -> tuple[float, float]:
+    beta, eta = _scalar(beta, "beta"), _scalar(eta, "eta")
+    if beta <= 0:
+        raise ValueError(f"beta must be > 0 (projection sharpness), got {beta}")
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"eta must be in [0, 1] (threshold), got {eta}")
+    return beta, eta
+
+
+@ad.primitive
+def project(x: ArrayLike, beta: float, eta: float) -> np.ndarray:
+    """Smoothed Heaviside projection of densities (tanh threshold).
+
+    ``(tanh(beta eta) + tanh(beta (x - eta))) / (tanh(beta eta) +
+    tanh(beta (1 - eta)))`` (Wang, Lazarov & Sigmund 2011): maps 0 to 0 and
+    1 to 1, and tends to a step at `eta` as `beta` grows.
+
+    Parameters
+    ----------
+    x : array_like
+        Densities, typically filtered, in [0, 1]. Differentiated.
+    beta : float
+        Sharpness, > 0. Not differentiated.
+    eta : float
+        Threshold in [0, 1]. Not differentiated.
+
+    Returns
+    -------
+    numpy.ndarray
+        Projected densities, same shape as `x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.interpolation import project
+    >>> project(np.array([0.0, 0.5, 1.0]), beta=8.0, eta=0.5)
+    array([0. , 0.5, 1. ])
+    >>> g = ad.gradient(lambda x: np.sum(project(x, 8.0, 0.5)), np.array([0.5]))
+    >>> np.round(g, 4)  # beta / (2 tanh(beta / 2)) at x = eta
+    array([4.0027])
+    """
+    beta, eta = _project_params(beta, eta)
+    _density(x)
+    x = np.asarray(x, dtype=float)
+    a, b = np.tanh(beta * eta), np.tanh(beta * (1.0 - eta))
+    return (a + np.tanh(beta * (x - eta))) / (a + b)
+
+
+def _project_parts(x, beta, eta):
+    """Value and derivative of `project`; numpy ops so that outer traces record them."""
+    beta, eta = _project_params(beta, eta)
+    _density(x)
+    a, b = np.tanh(beta * eta), np.tanh(beta * (1.0 - eta))
+    t = np.tanh(beta * (x - eta))
+    return (a + t) / (a + b), beta * (1.0 - t * t) / (a + b)
+
+
+@ad.rrule(project)
+def project_rrule(x, beta, eta):
+    y, dy = _project_parts(x, beta, eta)
+
+    def project_pullback(ybar):
+        return ybar * dy, None, None
+    return y, project_pullback
+
+
+@ad.frule(project)
+def project_frule(primals, tangents, **kw):
+    y, dy = _project_parts(*_bind(project._impl, primals, kw))
+    xdot = tangents[0]
+    return y, None if xdot is None else xdot * dy
+
+
+# ---------------------------------------------------------------------- SIMP
+
+def _simp_params(penal, Emin, E0) -> tuple[float, float, float]:
+    penal = _scalar(penal, "penal")
+    if penal < 1:
+        raise ValueError(f"penal must be >= 1 (SIMP penalization exponent), got {penal}")
+    return (penal, *_moduli(Emin, E0))
+
+
+@ad.primitive
+def simp(x: ArrayLike, penal: float = 3.0, Emin: float = 1e-9,
+         E0: float = 1.0) -> np.ndarray:
+    """Modified SIMP interpolation ``Emin + x**penal * (E0 - Emin)``.
+
+    top88 eq. (1): the small `Emin` keeps the stiffness matrix regular
+    where ``x = 0``.
+
+    Parameters
+    ----------
+    x : array_like
+        Densities in [0, 1]. Differentiated.
+    penal : float, default 3.0
+        Penalization exponent, >= 1.
+    Emin, E0 : float, default 1e-9 and 1.0
+        Void and solid stiffness, ``0 <= Emin < E0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Interpolated stiffness, same shape as `x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.interpolation import simp
+    >>> simp(np.array([0.0, 0.5, 1.0]), penal=3.0, Emin=0.0)
+    array([0.   , 0.125, 1.   ])
+    >>> ad.gradient(lambda x: np.sum(simp(x, 3.0, 0.0)), np.array([0.5]))
+    array([0.75])
+    """
+    penal, Emin, E0 = _simp_params(penal, Emin, E0)
+    _density(x)
+    return Emin + np.asarray(x, dtype=float) ** penal * (E0 - Emin)
+
+
+def _simp_parts(x, penal, Emin, E0):
+    penal, Emin, E0 = _simp_params(penal, Emin, E0)
+    _density(x)
+    xp1 = x ** (penal - 1.0)
+    return Emin + xp1 * x * (E0 - Emin), penal * (E0 - Emin) * xp1
+
+
+@ad.rrule(simp)
+def simp_rrule(x, penal=3.0, Emin=1e-9, E0=1.0):
+    y, dy = _simp_parts(x, penal, Emin, E0)
+
+    def simp_pullback(ybar):
+        return ybar * dy, None, None, None
+    return y, simp_pullback
+
+
+@ad.frule(simp)
+def simp_frule(primals, tangents, **kw):
+    y, dy = _simp_parts(*_bind(simp._impl, primals, kw))
+    xdot = tangents[0]
+    return y, None if xdot is None else xdot * dy
+
+
+# ---------------------------------------------------------------------- RAMP
+
+def _ramp_params(q, Emin, E0) -> tuple[float, float, float]:
+    q = _scalar(q, "q")
+    if q < 0:
+        raise ValueError(f"q must be >= 0 (RAMP penalization), got {q}")
+    return (q, *_moduli(Emin, E0))
+
+
+@ad.primitive
+def ramp(x: ArrayLike, q: float = 8.0, Emin: float = 1e-9,
+         E0: float = 1.0) -> np.ndarray:
+    """RAMP interpolation ``Emin + x / (1 + q (1 - x)) * (E0 - Emin)``.
+
+    Rational approximation of material properties (Stolpe & Svanberg 2001):
+    unlike SIMP its slope at ``x = 0`` is nonzero, ``(E0 - Emin) / (1 + q)``.
+
+    Parameters
+    ----------
+    x : array_like
+        Densities in [0, 1]. Differentiated.
+    q : float, default 8.0
+        Penalization, >= 0 (``q = 0`` is linear).
+    Emin, E0 : float, default 1e-9 and 1.0
+        Void and solid stiffness, ``0 <= Emin < E0``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Interpolated stiffness, same shape as `x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.interpolation import ramp
+    >>> ramp(np.array([0.0, 0.5, 1.0]), q=2.0, Emin=0.0)
+    array([0.  , 0.25, 1.  ])
+    >>> ad.gradient(lambda x: np.sum(ramp(x, 2.0, 0.0)), np.array([0.0]))
+    array([0.33333333])
+    """
+    q, Emin, E0 = _ramp_params(q, Emin, E0)
+    _density(x)
+    x = np.asarray(x, dtype=float)
+    return Emin + x / (1.0 + q * (1.0 - x)) * (E0 - Emin)
+
+
+def _ramp_parts(x, q, Emin, E0):
+    q, Emin, E0 = _ramp_params(q, Emin, E0)
+    _density(x)
+    d = 1.0 + q * (1.0 - x)
+    return Emin + x / d * (E0 - Emin), (1.0 + q) * (E0 - Emin) / (d * d)
+
+
+@ad.rrule(ramp)
+def ramp_rrule(x, q=8.0, Emin=1e-9, E0=1.0):
+    y, dy = _ramp_parts(x, q, Emin, E0)
+
+    def ramp_pullback(ybar):
+        return ybar * dy, None, None, None
+    return y, ramp_pullback
+
+
+@ad.frule(ramp)
+def ramp_frule(primals, tangents, **kw):
+    y, dy = _ramp_parts(*_bind(ramp._impl, primals, kw))
+    xdot = tangents[0]
+    return y, None if xdot is None else xdot * dy
