@@ -1,10 +1,10 @@
 """Finite-element layer on scikit-fem: meshes, element matrices, the design-dependent solve."""
 
-from .mesh import box, element_centroids, rectangle
+from .mesh import box, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .solvers import SingularSystemError, available_solvers
 from .system import LinearSystem, matvec, products, solve
 
-__all__ = ["rectangle", "box", "element_centroids", "Model", "elasticity", "heat",
+__all__ = ["rectangle", "box", "element_centroids", "element_volumes", "Model", "elasticity", "heat",
            "LinearSystem", "solve", "matvec", "products", "SingularSystemError",
            "available_solvers"]

@@ -58,3 +58,16 @@ def element_centroids(mesh: skfem.Mesh) -> np.ndarray:
            [1.5, 0.5]])
     """
     return mesh.p[:, mesh.t].mean(axis=1).T
+
+
+def element_volumes(mesh: skfem.Mesh) -> np.ndarray:
+    """Area (2-D) or volume (3-D) of each element, integrated by scikit-fem.
+
+    Examples
+    --------
+    >>> from topopt.fem import element_volumes, rectangle
+    >>> element_volumes(rectangle(2, 1, h=0.5))
+    array([0.25, 0.25])
+    """
+    basis = skfem.Basis(mesh, mesh.elem())
+    return skfem.Functional(lambda w: 1.0 + 0.0 * w.x[0]).elemental(basis)
