@@ -187,8 +187,9 @@ def apply_filter_transpose_frule(primals, tangents):
 class DensityFilter(LinearFilter):
     """Classic density filter: weighted average over element centroids.
 
-    ``x_tilde_e = sum_i H_ei x_i / sum_i H_ei`` (top88 eq. (7)) with
-    weights ``H_ei = max(0, rmin - |c_e - c_i|)`` (top88 eq. (6)) between
+    ``x_tilde_e = sum_i H_ei x_i / sum_i H_ei`` (the density filter of
+    top88, Andreassen et al. 2011, Sect. 2) with weights
+    ``H_ei = max(0, rmin - |c_e - c_i|)`` (top88 eq. (6)) between
     element centroids ``c`` (the mean of an element's vertices).
 
     Parameters
@@ -239,10 +240,11 @@ class DensityFilter(LinearFilter):
         return sps.csr_matrix(sps.diags(1.0 / self.Hs) @ self.H)
 
     def _forward(self, x):
-        return (self.H @ x) / self.Hs  # top88 eq. (7)
+        return (self.H @ x) / self.Hs  # top88 density filter: H x / Hs
 
     def _transpose(self, y):
-        return self.H.T @ (y / self.Hs)  # top88 eq. (8): d x_tilde_e / d x_i = H_ei / Hs_e
+        # top88 chain rule of the density filter: d x_tilde_e / d x_i = H_ei / Hs_e
+        return self.H.T @ (y / self.Hs)
 
 
 # ----------------------------------------------------------- Helmholtz filter
