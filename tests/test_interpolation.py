@@ -66,11 +66,15 @@ def test_derivatives_at_known_points():
     np.testing.assert_allclose(g, [1 / 9, 9.0], rtol=1e-14)
 
 
-def test_parameters_get_no_cotangent():
+def test_parameters_are_not_differentiable():
     x = np.array([0.2, 0.7])
     _, back = project_rrule(x, 8.0, 0.5)
     xbar, bbar, ebar = back(np.ones(2))
-    assert bbar is None and ebar is None
+    assert isinstance(bbar, ad.NotDifferentiable) and isinstance(ebar, ad.NotDifferentiable)
+    with pytest.raises(TypeError, match="beta of project is not differentiable"):
+        ad.gradient(lambda b: np.sum(project(x, b, 0.5)), 8.0)
+    with pytest.raises(TypeError, match="penal of simp is not differentiable"):
+        ad.jvp(lambda p: np.sum(simp(x, p)), (3.0,), (1.0,))
     np.testing.assert_allclose(xbar, central_gradient(lambda x: np.sum(project(x, 8.0, 0.5)), x),
                                rtol=1e-7)
 

@@ -131,12 +131,14 @@ def project_rrule(x, beta, eta):
     y, dy = _project_parts(x, beta, eta)
 
     def project_pullback(ybar):
-        return ybar * dy, None, None
+        return (ybar * dy, ad.not_differentiable("beta of project"),
+                ad.not_differentiable("eta of project"))
     return y, project_pullback
 
 
 @ad.frule(project)
 def project_frule(primals, tangents, **kw):
+    ad.check_tangents(tangents, {1: "beta of project", 2: "eta of project"})
     y, dy = _project_parts(*_bind(project._impl, primals, kw))
     xdot = tangents[0]
     return y, None if xdot is None else xdot * dy
@@ -200,12 +202,14 @@ def simp_rrule(x, penal=3.0, Emin=1e-9, E0=1.0):
     y, dy = _simp_parts(x, penal, Emin, E0)
 
     def simp_pullback(ybar):
-        return ybar * dy, None, None, None
+        return (ybar * dy,) + tuple(ad.not_differentiable(f"{p} of simp")
+                                    for p in ('penal', 'Emin', 'E0'))
     return y, simp_pullback
 
 
 @ad.frule(simp)
 def simp_frule(primals, tangents, **kw):
+    ad.check_tangents(tangents, {i + 1: f"{p} of simp" for i, p in enumerate(('penal', 'Emin', 'E0'))})
     y, dy = _simp_parts(*_bind(simp._impl, primals, kw))
     xdot = tangents[0]
     return y, None if xdot is None else xdot * dy
@@ -270,12 +274,14 @@ def ramp_rrule(x, q=8.0, Emin=1e-9, E0=1.0):
     y, dy = _ramp_parts(x, q, Emin, E0)
 
     def ramp_pullback(ybar):
-        return ybar * dy, None, None, None
+        return (ybar * dy,) + tuple(ad.not_differentiable(f"{p} of ramp")
+                                    for p in ('q', 'Emin', 'E0'))
     return y, ramp_pullback
 
 
 @ad.frule(ramp)
 def ramp_frule(primals, tangents, **kw):
+    ad.check_tangents(tangents, {i + 1: f"{p} of ramp" for i, p in enumerate(('q', 'Emin', 'E0'))})
     y, dy = _ramp_parts(*_bind(ramp._impl, primals, kw))
     xdot = tangents[0]
     return y, None if xdot is None else xdot * dy

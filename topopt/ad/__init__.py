@@ -44,14 +44,16 @@ array([1., 1., 1.])
 
 from . import numpy_rules as _numpy_rules  # noqa: F401  (registers the rules)
 from .api import gradient, hvp, jvp, pullback, value_and_gradient
-from .core import (Box, NoRuleError, Thunk, apply, frule, is_traced, opt_out,
-                   primitive, remove_rule, rrule, thunk, value)
+from .core import (Box, NoRuleError, NotDifferentiable, Thunk, apply, check_tangents, frule,
+                   is_traced, not_differentiable, opt_out, primitive, remove_rule, rrule,
+                   thunk, value)
 from .numpy_rules import scatter_add
 from .testing import RuleCheckError, check_rule, taylor_test
 
 __all__ = [
     "pullback", "gradient", "value_and_gradient", "jvp", "hvp",
     "primitive", "rrule", "frule", "opt_out", "remove_rule", "thunk", "Thunk",
+    "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "scatter_add", "apply", "Box",
 ]

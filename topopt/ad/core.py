@@ -26,7 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = [
-    "Box", "NoRuleError", "Thunk", "thunk", "primitive", "rrule", "frule",
+    "Box", "NoRuleError", "Thunk", "thunk", "NotDifferentiable", "not_differentiable",
+    "check_tangents", "primitive", "rrule", "frule",
     "opt_out", "remove_rule", "value", "is_traced", "apply",
 ]
 
@@ -52,6 +53,38 @@ class Thunk:
 
 
 thunk = Thunk
+
+
+class NotDifferentiable(Thunk):
+    """The cotangent of an argument that has no derivative (a parameter).
+
+    Return ``ad.not_differentiable("beta of project")`` from a pullback: if
+    that argument is traced the walk raises instead of returning a silent
+    zero. `check_rule` skips such arguments.
+    """
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+        super().__init__(self._fail)
+
+    def _fail(self):
+        raise TypeError(f"{self.what} is not differentiable; pass a plain number "
+                        "(ad.value(...)) for it")
+
+
+not_differentiable = NotDifferentiable
+
+
+def check_tangents(tangents, names: dict) -> None:
+    """Raise if a forward rule receives a tangent for a non-differentiable argument.
+
+    `names` maps argument positions to descriptions, e.g. ``{1: "beta of project"}``.
+    """
+    for pos, what in names.items():
+        if pos < len(tangents) and tangents[pos] is not None:
+            NotDifferentiable(what)()
 
 _trace_ids = itertools.count(1)
 
