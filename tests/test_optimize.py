@@ -1,0 +1,414 @@
+"""NLopt MMA driver: optima, one forward pass per design, stages, checkpoints."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.optimize
+
+from topopt.optimize import (MMA_PARAMS, Result, Stage, load_checkpoint,
+                             minimize)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# min sum(c / x) s.t. sum(x) <= V, 1e-3 <= x <= 1: KKT gives x ~ sqrt(c)
+RNG = np.random.default_rng(1)
+C = RNG.uniform(0.5, 3.0, 8)
+V = 0.35 * C.size
+X_STAR = V * np.sqrt(C) / np.sum(np.sqrt(C))
+F_STAR = np.sum(C / X_STAR)
+BOUNDS = (1e-3, 1.0)
+
+
+def compliance(x):
+    return np.sum(C / x)
+
+
+def volume(x):
+    return np.sum(x) - V
+
+
+def responses(x):
+    """Shared form: [f, g] from one forward pass."""
+    return np.stack([np.sum(C / x), np.sum(x) - V])
+
+
+def run(fun, constraints=None, **kw):
+    kw.setdefault("bounds", BOUNDS)
+    kw.setdefault("verbose", False)
+    return minimize(fun, np.full(C.size, 0.3), constraints, **kw)
+
+
+def python(code, tmp_path):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+# ---------------------------------------------------------------- optima
+
+@pytest.mark.parametrize("form", ["functions", "shared"])
+def test_convex_problem_matches_kkt_solution(form):
+    if form == "functions":
+        res = run(compliance, [volume], maxeval=100, ftol_rel=1e-10)
+    else:
+        res = run(responses, maxeval=100, ftol_rel=1e-10)
+    assert res.status == "ftol_reached"
+    np.testing.assert_allclose(res.x, X_STAR, rtol=1e-4)
+    assert res.fun == pytest.approx(F_STAR, rel=1e-4)
+    assert res.constraints[0] == pytest.approx(0.0, abs=1e-6)   # volume active
+    assert res.evaluations == len(res.history) == res.nlopt_evaluations
+
+
+def test_two_linear_constraints_match_slsqp():
+    rng = np.random.default_rng(3)
+    n = 6
+    c, d = rng.uniform(1, 2, n), rng.uniform(1, 3, n)
+    A = np.array([np.ones(n), np.linspace(1.0, 0.0, n)])
+    b = np.array([2.0, 0.6])
+
+    def fun(x):
+        return np.concatenate([np.sum(c * x ** 2 - d * x)[None], A @ x - b])
+
+    res = minimize(fun, np.full(n, 0.1), n_constraints=2, bounds=(0.0, 1.0),
+                   maxeval=300, ftol_rel=1e-12, verbose=False)
+    ref = scipy.optimize.minimize(
+        lambda x: np.sum(c * x ** 2 - d * x), np.full(n, 0.1),
+        jac=lambda x: 2 * c * x - d, method="SLSQP", bounds=[(0, 1)] * n,
+        constraints={"type": "ineq", "fun": lambda x: b - A @ x, "jac": lambda x: -A},
+        options={"ftol": 1e-14, "maxiter": 500})
+    assert ref.success
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-4)
+    assert res.fun == pytest.approx(ref.fun, rel=1e-6)
+    # the same active set: both constraints active at the reference optimum
+    np.testing.assert_allclose(A @ ref.x - b, 0.0, atol=1e-8)
+    np.testing.assert_allclose(res.constraints, 0.0, atol=1e-5)
+    # inner_maxeval=1 skips MMA's conservativeness loop: NLopt may accept a
+    # design that violates a constraint by a rounding-level amount
+    assert max(res.constraints) <= 1e-6
+
+
+def test_max_design_change_stops_run():
+    res = run(compliance, [volume], maxeval=200, ftol_rel=0.0, xtol_abs=1e-4)
+    assert res.status == "xtol_reached"
+    assert res.evaluations < 200
+    assert res.history[-1]["change"] < 1e-4
+    assert all(h["change"] >= 1e-4 for h in res.history[1:-1])
+
+
+# ---------------------------------------------------------------- shared forward pass
+
+def test_one_forward_pass_per_design_with_separate_functions():
+    calls = {"f": 0, "g1": 0, "g2": 0}
+
+    def counted(name, fn):
+        def wrapped(x):
+            calls[name] += 1
+            return fn(x)
+        return wrapped
+
+    res = run(counted("f", compliance),
+              [counted("g1", volume), counted("g2", lambda x: 0.05 - x[0])],
+              maxeval=40, ftol_rel=0.0)
+    # NLopt asked for the objective and the constraints at every design; each
+    # function ran once per distinct design
+    assert res.nlopt_evaluations == res.evaluations == 40
+    assert calls == {"f": 40, "g1": 40, "g2": 40}
+
+
+def test_one_forward_pass_per_design_shared_form():
+    forward = []
+
+    def fun(x):
+        forward.append(np.array(x.value if hasattr(x, "value") else x))
+        return (np.sum(C / x), [np.sum(x) - V, 0.05 - x[0]])
+
+    res = run(fun, maxeval=25, ftol_rel=0.0)
+    assert len(forward) == res.evaluations == res.nlopt_evaluations == 25
+    assert len({f.tobytes() for f in forward}) == 25            # all distinct
+    assert len(res.history[0]["constraints"]) == 2
+
+
+def test_gradients_of_all_responses_reach_nlopt():
+    # a gradient error would stop MMA far from the optimum; also check the
+    # second constraint (through a tuple output) is enforced
+    res = run(lambda x: (np.sum(C / x), np.sum(x) - V, 0.2 - x[0]), maxeval=100,
+              ftol_rel=1e-10)
+    np.testing.assert_allclose(res.x, X_STAR, rtol=1e-4)   # x[0] constraint inactive
+    assert res.constraints[1] == pytest.approx(0.2 - X_STAR[0], rel=1e-4)
+    assert max(res.constraints) <= 1e-6
+
+
+def test_fe_solve_counter():
+    class Problem:
+        solves = 0
+
+        def __call__(self, x):
+            self.solves += 1
+            return np.stack([np.sum(C / x), np.sum(x) - V])
+
+    p = Problem()
+    res = run(p, maxeval=12, ftol_rel=0.0, count_solves=lambda: p.solves)
+    assert res["fe_solves"] == 12 == res.evaluations
+    assert res["fe_solves_per_iteration"] == 1.0
+    assert [h["fe_solves"] for h in res.history] == list(range(1, 13))
+
+
+def test_evaluations_per_mma_iteration(tmp_path):
+    """NLopt prints one 'MMA dual converged' per new design and one 'MMA inner
+    iteration' per extra (conservativeness) design inside an outer iteration."""
+    code = """
+        import numpy as np
+        from topopt.optimize import minimize
+        c = np.random.default_rng(0).uniform(0.5, 2, 20)
+        res = minimize(lambda x: np.stack([np.sum(c / x), np.sum(x) - 8.0]),
+                       np.full(20, 0.4), bounds=(1e-3, 1), maxeval=100, ftol_rel=0,
+                       verbose=False, mma_params={"verbosity": 1%s})
+        print("EVALUATIONS", res.evaluations, flush=True)
+    """
+    ratios = {}
+    for label, extra in [("driver", ""), ("nlopt_default", ', "inner_maxeval": 0')]:
+        out = python(code % extra, tmp_path)
+        assert out.returncode == 0, out.stderr
+        duals = out.stdout.count("MMA dual converged")
+        inner = out.stdout.count("MMA inner iteration")
+        evaluations = int(out.stdout.split("EVALUATIONS")[1].split()[0])
+        assert duals == evaluations - 1              # one new design per dual solve
+        ratios[label] = duals / (duals - inner)      # designs per outer iteration
+    assert ratios["driver"] <= 1.1
+    assert ratios["driver"] == 1.0
+    print("evaluations per MMA iteration:", ratios)
+
+
+# ---------------------------------------------------------------- stages
+
+def test_continuation_stages():
+    seen = []
+
+    def fun(x, p):
+        seen.append(p)
+        return np.stack([np.sum(C / x) * p, np.sum(x) - V])
+
+    stages = [Stage(maxeval=5, params={"p": 1.0}), Stage(maxeval=7, params={"p": 2.0})]
+    res = run(fun, stages=stages, ftol_rel=0.0)
+    assert seen == [1.0] * 5 + [2.0] * 7
+    assert [h["stage"] for h in res.history] == [0] * 5 + [1] * 7
+    assert [h["stage_evaluation"] for h in res.history] == [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 6, 7]
+    assert [s["evaluations"] for s in res.stages] == [5, 7]
+    assert [s["status"] for s in res.stages] == ["maxeval_reached"] * 2
+    assert res.stages[1]["params"] == {"p": 2.0}
+    # stage 1 restarts from stage 0's design; its objective is scaled by p
+    assert res.history[5]["objective"] == pytest.approx(2 * res.stages[0]["fun"])
+    assert res.fun == pytest.approx(res.stages[1]["fun"])
+
+
+def test_stage_tolerances_and_total_cap():
+    stages = [Stage(maxeval=50, params={}, ftol_rel=1e-3), Stage(maxeval=50, ftol_rel=0.0)]
+    res = run(lambda x: np.stack([np.sum(C / x), np.sum(x) - V]), stages=stages, maxeval=30)
+    assert res.stages[0]["status"] == "ftol_reached"
+    assert res.evaluations == 30
+    assert res.status == "maxeval_reached"
+
+
+# ---------------------------------------------------------------- history, output
+
+def test_history_records_and_json(tmp_path):
+    path = tmp_path / "hist.json"
+    res = run(compliance, [volume], maxeval=6, ftol_rel=0.0, history_path=path)
+    h = res.history
+    assert h[0]["change"] is None
+    assert h[0]["grey"] == pytest.approx(np.mean(4 * (0.3 - 1e-3) / (1 - 1e-3) *
+                                                 (1 - (0.3 - 1e-3) / (1 - 1e-3))))
+    assert h[0]["objective"] == pytest.approx(np.sum(C / 0.3))
+    assert h[0]["constraints"] == [pytest.approx(0.3 * C.size - V)]
+    assert all(h[i]["time"] <= h[i + 1]["time"] for i in range(5))
+    assert all(r["change"] > 0 for r in h[1:])
+    saved = json.loads(path.read_text())
+    assert saved["status"] == "maxeval_reached" and saved["history"] == h
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp")]
+    d = json.loads(res.to_json())
+    np.testing.assert_allclose(d["x"], res.x)
+    assert d["evaluations"] == 6 and d["status"] == res.status
+
+
+def test_verbose_prints_one_line_per_evaluation(capsys):
+    run(compliance, [volume], maxeval=4, ftol_rel=0.0, verbose=True)
+    err = capsys.readouterr().err.splitlines()
+    lines = [ln for ln in err if not ln.startswith("stage")]
+    assert len(lines) == 4
+    assert "obj" in lines[0] and "grey" in lines[0] and "ch" in lines[0]
+
+
+def test_callback_can_stop():
+    res = run(compliance, [volume], maxeval=50, ftol_rel=0.0,
+              callback=lambda rec, x: rec["evaluation"] >= 7)
+    assert res.status == "stopped" and res.evaluations == 7
+
+
+# ---------------------------------------------------------------- checkpoints
+
+@pytest.mark.parametrize("how", ["budget", "callback"])
+def test_checkpoint_and_resume(tmp_path, how):
+    ck = tmp_path / "run.npz"
+    full = run(compliance, [volume], maxeval=60, ftol_rel=0.0)
+    if how == "budget":
+        first = run(compliance, [volume], maxeval=20, ftol_rel=0.0, checkpoint=ck,
+                    checkpoint_every=7)
+        assert first.status == "maxeval_reached"
+    else:
+        first = run(compliance, [volume], maxeval=60, ftol_rel=0.0, checkpoint=ck,
+                    callback=lambda rec, x: rec["evaluation"] == 20)
+        assert first.status == "stopped"
+    saved = load_checkpoint(ck)
+    assert len(saved["history"]) == saved["evaluations"] == 20
+    assert saved["seed"] is not None                       # no re-evaluation needed
+
+    calls = []
+    resumed = run(lambda x: calls.append(1) or compliance(x), [volume], maxeval=60,
+                  ftol_rel=0.0, checkpoint=ck, resume=ck)
+    assert len(calls) == 40                               # the remaining budget
+    assert resumed.evaluations == len(resumed.history) == 60
+    assert [h["evaluation"] for h in resumed.history] == list(range(1, 61))
+    assert resumed.history[:20] == first.history
+    # deterministic: the first 20 designs are those of the uninterrupted run
+    for a, b in zip(resumed.history[:20], full.history[:20]):
+        assert a["objective"] == b["objective"] and a["constraints"] == b["constraints"]
+    # MMA restarts at the checkpoint (NLopt's asymptotes are internal), so the
+    # tail differs from the uninterrupted run but reaches the same optimum
+    np.testing.assert_allclose(resumed.x, full.x, rtol=1e-4)
+    assert resumed.fun == pytest.approx(full.fun, rel=1e-6)
+    np.testing.assert_allclose(resumed.x, X_STAR, rtol=1e-4)
+    assert load_checkpoint(ck)["evaluations"] == 60
+
+    again = run(compliance, [volume], maxeval=60, ftol_rel=0.0, resume=ck, checkpoint=ck)
+    assert again.evaluations == 60 and again.status == "maxeval_reached"
+    np.testing.assert_allclose(again.x, resumed.x)
+    assert again.fun == resumed.fun
+    assert load_checkpoint(ck)["evaluations"] == 60
+
+
+def test_resume_continues_stage_and_history(tmp_path):
+    ck = tmp_path / "c.npz"
+
+    def fun(x, p):
+        return np.stack([p * np.sum(C / x), np.sum(x) - V])
+
+    stages = [Stage(10, {"p": 1.0}), Stage(10, {"p": 3.0})]
+    first = run(fun, stages=stages, ftol_rel=0.0, checkpoint=ck,
+                callback=lambda rec, x: rec["evaluation"] == 14)
+    assert first.status == "stopped"
+    saved = load_checkpoint(ck)
+    assert (saved["stage"], saved["stage_evaluations"]) == (1, 4)
+    res = run(fun, stages=stages, ftol_rel=0.0, resume=ck)
+    assert res.evaluations == 20
+    assert [h["stage"] for h in res.history] == [0] * 10 + [1] * 10
+    assert [s["evaluations"] for s in res.stages] == [10, 10]
+
+
+def test_objective_error_saves_last_good_design(tmp_path):
+    ck = tmp_path / "err.npz"
+    designs = []
+
+    def fun(x):
+        if len(designs) == 4:
+            raise RuntimeError("solver diverged")
+        designs.append(np.array(x.value))
+        return np.stack([np.sum(C / x), np.sum(x) - V])
+
+    with pytest.raises(RuntimeError, match="solver diverged"):
+        run(fun, maxeval=50, ftol_rel=0.0, checkpoint=ck, checkpoint_every=100)
+    saved = load_checkpoint(ck)
+    assert saved["status"] == "error"
+    assert len(saved["history"]) == 4
+    np.testing.assert_array_equal(saved["x_last"], designs[-1])
+    assert any(np.array_equal(saved["x"], d) for d in designs)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
+    code = f"""
+        import os, signal, numpy as np
+        from topopt.optimize import minimize
+        c = np.linspace(1, 2, 6)
+        n = [0]
+        def fun(x):
+            n[0] += 1
+            if n[0] == 5:
+                os.kill(os.getpid(), signal.{sig})
+            return np.stack([np.sum(c / x), np.sum(x) - 2.0])
+        before = signal.getsignal(signal.{sig})
+        res = minimize(fun, np.full(6, 0.3), bounds=(1e-3, 1), maxeval=50,
+                       checkpoint="ck.npz", checkpoint_every=100, verbose=False)
+        print("STATUS", res.status, res.evaluations, n[0])
+        print("RESTORED", signal.getsignal(signal.{sig}) is before)
+    """
+    out = python(code, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "STATUS interrupted 5 5" in out.stdout
+    assert "RESTORED True" in out.stdout
+    saved = load_checkpoint(tmp_path / "ck.npz")
+    assert len(saved["history"]) == 5
+    assert saved["stage_status"] == "interrupted"
+
+
+# ---------------------------------------------------------------- bad input
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(fun=42), TypeError, "fun must be callable"),
+    (dict(x0=np.zeros((2, 2))), ValueError, "x0 must be a non-empty 1-D"),
+    (dict(x0=np.array([0.5, np.nan, 0.5])), ValueError, r"x0 must be finite; x0\[1\]"),
+    (dict(x0=np.array([0.5, 1j, 0.5])), TypeError, "x0 must be a 1-D array of finite real"),
+    (dict(x0=[]), ValueError, "x0 must be a non-empty"),
+    (dict(bounds=(1.0, 0.0)), ValueError, "lower must be <= upper"),
+    (dict(bounds=(0.0, np.ones(2))), ValueError, r"shape \(3,\)"),
+    (dict(bounds=(0.0,)), TypeError, "bounds must be a pair"),
+    (dict(x0=np.array([0.5, 1.5, 0.5])), ValueError, r"x0\[1\] = 1.5 is outside \[0.0, 1.0\]"),
+    (dict(maxeval=0), ValueError, "maxeval must be an integer >= 1"),
+    (dict(maxeval=2.5), TypeError, "maxeval must be an integer"),
+    (dict(ftol_rel=-1.0), ValueError, "ftol_rel must be a finite number >= 0"),
+    (dict(xtol_abs=np.nan), ValueError, "xtol_abs"),
+    (dict(checkpoint_every=0), ValueError, "checkpoint_every"),
+    (dict(constraints=[42]), TypeError, r"constraints\[0\] must be callable"),
+    (dict(constraints=lambda x: x[0]), TypeError, "constraints must be a list"),
+    (dict(n_constraints=-1), ValueError, "n_constraints"),
+    (dict(stages=[Stage(0)]), ValueError, r"stages\[0\].maxeval"),
+    (dict(stages=[]), TypeError, "stages must be a non-empty list"),
+    (dict(mma_params={"inner_maxevals": 1}), ValueError, "accepted: inner_maxeval"),
+    (dict(callback=3), TypeError, "callback must be callable"),
+])
+def test_bad_input_raises_before_any_evaluation(kwargs, exc, match):
+    calls = []
+
+    def fun(x):
+        calls.append(1)
+        return np.sum(x)
+
+    args = dict(fun=fun, x0=np.full(3, 0.5), verbose=False)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        minimize(**args)
+    assert calls == []
+
+
+def test_wrong_number_of_responses():
+    with pytest.raises(ValueError, match="returned 2 values; expected 3"):
+        minimize(lambda x: np.stack([np.sum(x), x[0]]), np.full(3, 0.5), n_constraints=2,
+                 verbose=False)
+
+
+def test_resume_checks(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        minimize(compliance, np.full(8, 0.3), resume=tmp_path / "missing.npz", verbose=False)
+    ck = tmp_path / "a.npz"
+    run(compliance, [volume], maxeval=2, checkpoint=ck)
+    with pytest.raises(ValueError, match="shape"):
+        minimize(compliance, np.full(3, 0.3), [volume], resume=ck, verbose=False)
+
+
+def test_public_names():
+    assert set(MMA_PARAMS) >= {"inner_maxeval", "dual_ftol_rel", "rho_init", "verbosity"}
+    assert Result.__dataclass_fields__.keys() >= {"x", "fun", "history", "status", "stages"}
