@@ -1,0 +1,192 @@
+"""Minimum compliance with a volume constraint: the chain of top88, on any mesh.
+
+``x -> x_tilde = F x`` (density or Helmholtz filter) ``-> x_phys`` (optionally
+the tanh projection) ``-> E = simp(x_phys)`` ``-> u = K(E)^{-1} f`` ``-> c =
+f^T u``, minimised by MMA subject to ``v(x_phys) <= volfrac`` (top88 eq. (1)).
+Problem scripts set up the mesh, supports and loads and call `run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Sequence
+
+import numpy as np
+
+from . import fem
+from .filters import DensityFilter, HelmholtzFilter
+from .interpolation import project, simp
+from .objectives import compliance, volume
+from .optimize import Result, Stage, minimize
+
+__all__ = ["ComplianceProblem", "grey_level", "write_results"]
+
+FILTERS = ("density", "helmholtz")
+
+
+def _check_open_unit(name: str, value) -> float:
+    if not isinstance(value, (int, float, np.floating)) or not 0 < value < 1:
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
+    return float(value)
+
+
+def grey_level(x_phys) -> float:
+    """Sigmund's measure of non-discreteness ``mean(4 x (1 - x))``: 0 for 0/1 designs."""
+    x = np.asarray(x_phys)
+    return float(np.mean(4 * x * (1 - x)))
+
+
+class ComplianceProblem:
+    """Minimum compliance subject to a volume fraction.
+
+    Parameters
+    ----------
+    model : topopt.fem.Model
+        Elasticity (or heat) model with its supports.
+    f : (ndof,) or (ndof, n_loads) array
+        Load vector(s); several load cases sum their compliances.
+    volfrac : float in (0, 1)
+    rmin : float > 0
+        Filter radius in length units (top88: in elements for unit elements).
+        The Helmholtz filter uses ``r = rmin / (2 sqrt(3))``.
+    penal : float >= 1
+        SIMP exponent.
+    filter : {"density", "helmholtz"}
+    Emin : float
+        Void stiffness (top88: 1e-9).
+    solver : str
+        Linear-solver backend (see `topopt.fem.solvers`).
+    eta : float
+        Threshold of the projection when a stage sets ``beta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import fem
+    >>> from topopt.problem import ComplianceProblem
+    >>> model = fem.elasticity(fem.rectangle(6, 2)).fix(nodes=lambda x: x[0] == 0)
+    >>> f = model.point_load((6, 0), (0, -1))
+    >>> p = ComplianceProblem(model, f, volfrac=0.5, rmin=1.5)
+    >>> round(float(p.compliance(np.full(12, 0.5))), 3)
+    207.386
+    """
+
+    def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, penal: float = 3.0,
+                 filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
+                 eta: float = 0.5):
+        self.volfrac = _check_open_unit("volfrac", volfrac)
+        if not np.isfinite(rmin) or rmin <= 0:
+            raise ValueError(f"rmin must be positive, got {rmin!r}")
+        if not np.isfinite(penal) or penal < 1:
+            raise ValueError(f"penal must be >= 1, got {penal!r}")
+        if filter not in FILTERS:
+            raise ValueError(f"filter must be one of {FILTERS}, got {filter!r}")
+        if not 0 <= Emin < 1:
+            raise ValueError(f"Emin must lie in [0, 1), got {Emin!r}")
+        f = np.asarray(f, dtype=float)
+        if f.ndim not in (1, 2) or f.shape[0] != model.ndof:
+            raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},) or "
+                             f"({model.ndof}, n_loads)")
+        if not np.any(f):
+            raise ValueError("the load vector f is zero")
+        self.model, self.f = model, f
+        self.rmin, self.penal, self.Emin, self.eta = float(rmin), float(penal), float(Emin), eta
+        self.filter_name = filter
+        mesh = model.mesh
+        self.filter = (DensityFilter(mesh, rmin) if filter == "density"
+                       else HelmholtzFilter.from_rmin(mesh, rmin))
+        self.system = model.system(solver)
+        self.weights = fem.element_volumes(mesh)
+        self.n = model.n_el
+        self.c0 = None
+
+    def check_design(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.n,):
+            raise ValueError(f"the design vector has shape {x.shape}; expected ({self.n},), "
+                             "one value per element")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("the design vector contains NaN or inf")
+        return x
+
+    def x_phys(self, x, beta: float | None = None):
+        """Physical densities: filtered, then projected if `beta` is given."""
+        x_tilde = self.filter(x)
+        return x_tilde if beta is None else project(x_tilde, beta, self.eta)
+
+    def compliance(self, x, beta: float | None = None):
+        """``c(x) = f^T K(E(x_phys))^{-1} f`` (top88 eq. (2)); differentiable."""
+        E = simp(self.x_phys(x, beta), self.penal, self.Emin)
+        return compliance(fem.solve(self.system, E, self.f), self.f)
+
+    def volume(self, x, beta: float | None = None):
+        return volume(self.x_phys(x, beta), self.weights)
+
+    def responses(self, x, beta: float | None = None):
+        """``[c / c0, v / volfrac - 1]``: scaled objective and constraint for MMA."""
+        x_phys = self.x_phys(x, beta)
+        c = compliance(fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f),
+                       self.f)
+        v = volume(x_phys, self.weights)
+        return np.stack([c / self.c0, v / self.volfrac - 1.0])
+
+    def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
+            ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
+            checkpoint: str | None = None, resume: str | None = None,
+            mma_params: dict | None = None) -> dict:
+        """Optimize from `x0` (uniform `volfrac` by default); returns metrics and the design."""
+        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0)
+        if self.c0 is None:
+            self.c0 = float(self.compliance(x0))
+        solves0 = self.system.counts["factorizations"]
+        t0 = time.perf_counter()
+        res: Result = minimize(
+            self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
+            maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
+            xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
+            mma_params=mma_params,
+            count_solves=lambda: self.system.counts["factorizations"] - solves0)
+        seconds = time.perf_counter() - t0
+        beta = stages[-1].params.get("beta") if stages else None
+        x_phys = np.asarray(self.x_phys(res.x, beta))
+        return {
+            "compliance": float(self.compliance(res.x, beta)),
+            "volume": float(volume(x_phys, self.weights)),
+            "grey_level": grey_level(x_phys),
+            "evaluations": res.evaluations,
+            "fe_solves": res.fe_solves,
+            "fe_solves_per_iteration": res.fe_solves_per_iteration,
+            "seconds": seconds,
+            "status": res.status,
+            "solver": self.system.solver,
+            "filter": self.filter_name,
+            "x": res.x,
+            "x_phys": x_phys,
+            "history": res.history,
+        }
+
+
+def write_results(out: str, mesh, result: dict, setup: dict, title: str,
+                  mirror: bool = False) -> dict:
+    """Write ``design.png``, ``history.png`` and ``result.json`` (no arrays) to `out`."""
+    from .plot import save_design, save_design_3d, save_history
+
+    os.makedirs(out, exist_ok=True)
+    metrics = {k: v for k, v in result.items() if k not in ("x", "x_phys", "history")}
+    if mesh.p.shape[0] == 2:
+        save_design(mesh, result["x_phys"], os.path.join(out, "design.png"),
+                    title=f"{title}: c = {result['compliance']:.2f}", mirror=mirror)
+    else:
+        save_design_3d(mesh, result["x_phys"], os.path.join(out, "design.png"),
+                       title=f"{title}: c = {result['compliance']:.2f}")
+    save_history(result["history"], os.path.join(out, "history.png"), title=title,
+                 objective_label="c / c0")
+    payload = {"setup": setup, "result": metrics,
+               "objective_history": [h["objective"] for h in result["history"]]}
+    tmp = os.path.join(out, "result.json.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(payload, fh, indent=2, default=float)
+    os.replace(tmp, os.path.join(out, "result.json"))
+    return payload
