@@ -84,7 +84,7 @@ MMA_PARAMS: dict[str, float] = {
     "dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0, "verbosity": 0,
 }
 #: What `minimize` sets unless ``mma_params`` overrides it.
-DEFAULT_MMA_PARAMS: dict[str, float] = {"inner_maxeval": 1}
+DEFAULT_MMA_PARAMS = {"inner_maxeval": 1, "dual_algorithm": nlopt.LD_SLSQP}
 
 _STATUS = {
     nlopt.SUCCESS: "success", nlopt.STOPVAL_REACHED: "stopval_reached",

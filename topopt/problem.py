@@ -125,12 +125,16 @@ class ComplianceProblem:
         return volume(self.x_phys(x, beta), self.weights)
 
     def responses(self, x, beta: float | None = None):
-        """``[c / c0, v / volfrac - 1]``: scaled objective and constraint for MMA."""
+        """``(c / c0, v / volfrac - 1)``: scaled objective and constraint for MMA.
+
+        A tuple, not a stacked array: the constraint's gradient then skips the
+        FE adjoint (its cotangent into the solve is None, not zeros).
+        """
         x_phys = self.x_phys(x, beta)
         c = compliance(fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f),
                        self.f)
         v = volume(x_phys, self.weights)
-        return np.stack([c / self.c0, v / self.volfrac - 1.0])
+        return c / self.c0, v / self.volfrac - 1.0
 
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,

@@ -33,9 +33,13 @@ def _has_cholmod() -> bool:
     return True
 
 
-def available_solvers() -> list[str]:
-    """Direct solver backends installed here, fastest first."""
-    return (["cholmod"] if _has_cholmod() else []) + ["superlu"]
+def available_solvers(iterative: bool = False) -> list[str]:
+    """Solver backends installed here, fastest first (direct ones unless `iterative`)."""
+    direct = (["cholmod"] if _has_cholmod() else []) + ["superlu"]
+    return direct + (ITERATIVE if iterative else [])
+
+
+ITERATIVE: list[str] = []
 
 
 def pick_solver(solver: str, real: bool, hermitian: bool) -> str:

@@ -330,10 +330,13 @@ def _solve_adjoint_frule(primals, tangents):
 @ad.primitive
 def matvec(S: LinearSystem, a, w):
     """``sum_e a_e K_e w_e``: the design part of ``K(a) w`` on all dofs."""
+    t0 = time.perf_counter()
     a, w = np.asarray(a), np.asarray(w)
     local = S.apply_Ke(S.gather(w))
     local = local * (a[:, None] if local.ndim == 2 else a[:, None, None])
-    return S.scatter(local).reshape(w.shape)
+    y = S.scatter(local).reshape(w.shape)
+    S.timers["sensitivity"] += time.perf_counter() - t0
+    return y
 
 
 @ad.rrule(matvec)
@@ -357,10 +360,13 @@ def matvec_frule(primals, tangents):
 @ad.primitive
 def products(S: LinearSystem, v, w):
     """Per element ``conj(v_e)^T K_e w_e``, summed over load cases."""
+    t0 = time.perf_counter()
     ve, Kw = S.gather(v), S.apply_Ke(S.gather(w))
     if np.iscomplexobj(ve):
         ve = np.conj(ve)
-    return np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
+    y = np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
+    S.timers["sensitivity"] += time.perf_counter() - t0
+    return y
 
 
 @ad.rrule(products)

@@ -1,0 +1,150 @@
+"""Time per design iteration, split by phase, and the linear-solver floor.
+
+    python scripts/benchmark.py [--problem mbb|cantilever3d] [--nelx 240 --nely 80]
+                                [--nelz 40] [--solver all|auto|cholmod|superlu|...]
+                                [--iters 20] [--repeat 3] [--json] [--no-pymoto]
+
+For each solver backend: MMA on the compliance problem for ``--iters``
+designs, ``--repeat`` times; prints medians over the repeats of the seconds
+per design iteration in assembly (``K.data = P @ E``), solve (factorization
++ forward solve, or the forward MG-CG solve), adjoint (adjoint solve +
+element sensitivities), filter (F and F^T), optimizer (the rest: MMA, the
+tape, the projection and SIMP), and FE solves per iteration. ``floor_s`` is
+one factorization + solve of the final matrix (or one MG-CG solve) timed
+alone in the same run. With pyMOTO importable, its equivalent MBB problem
+runs at the same size in the same process and the speed ratio is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "problems"))
+
+from topopt import fem  # noqa: E402
+from topopt.interpolation import simp  # noqa: E402
+from topopt.problem import ComplianceProblem  # noqa: E402
+
+
+def make_problem(args, solver):
+    if args.problem == "mbb":
+        import mbb_beam
+        mesh, model, f = mbb_beam.setup(args.nelx, args.nely)
+        volfrac, rmin = 0.5, args.rmin if args.rmin else 2.4 * args.nelx / 60
+    else:
+        import cantilever3d
+        mesh, model, f = cantilever3d.setup(args.nelx, args.nely, args.nelz)
+        volfrac, rmin = 0.3, args.rmin if args.rmin else 1.5
+    return ComplianceProblem(model, f, volfrac, rmin, solver=solver)
+
+
+def floor_seconds(problem, x, repeat: int = 3) -> float:
+    """One factorization (or MG setup) + solve of the matrix at `x`, timed alone."""
+    S = problem.system
+    E = np.asarray(simp(problem.x_phys(x), problem.penal, problem.Emin))
+    times = []
+    for _ in range(repeat):
+        S._cache = None
+        t0 = time.perf_counter()
+        F = S.factorize(E)
+        S.free_solve(F, problem.f[S.free])
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def one_run(args, solver) -> dict:
+    problem = make_problem(args, solver)
+    S, flt = problem.system, problem.filter
+    S.timers.clear()
+    flt.seconds = 0.0
+    t0 = time.perf_counter()
+    result = problem.run(maxeval=args.iters, verbose=False)
+    total = time.perf_counter() - t0
+    n = result["evaluations"]
+    T = S.timers
+    parts = {
+        "assembly_s": T["assembly"] / n,
+        "solve_s": (T["factorization"] + T["solve"]) / n,
+        "adjoint_s": (T["adjoint"] + T["sensitivity"]) / n,
+        "filter_s": flt.seconds / n,
+    }
+    per_iteration = total / n
+    parts["optimizer_s"] = per_iteration - sum(parts.values())
+    return {"per_iteration_s": per_iteration, **parts,
+            "fe_solves_per_iteration": result["fe_solves_per_iteration"],
+            "floor_s": floor_seconds(problem, result["x"]), "solver": S.solver,
+            "dofs": int(S.free.size), "elements": int(S.n_el),
+            "compliance": result["compliance"]}
+
+
+def median_runs(args, solver) -> dict:
+    runs = [one_run(args, solver) for _ in range(args.repeat)]
+    out = {k: (float(np.median([r[k] for r in runs])) if isinstance(runs[0][k], float)
+               else runs[0][k]) for k in runs[0]}
+    out["ratio_to_floor"] = out["per_iteration_s"] / out["floor_s"]
+    out["repeats"] = args.repeat
+    return out
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problem", choices=("mbb", "cantilever3d"), default="mbb")
+    parser.add_argument("--nelx", type=int, default=240)
+    parser.add_argument("--nely", type=int, default=80)
+    parser.add_argument("--nelz", type=int, default=40)
+    parser.add_argument("--rmin", type=float, default=None,
+                        help="filter radius (default: top88's 2.4 scaled to nelx/60)")
+    parser.add_argument("--solver", default="all",
+                        help="a backend name, 'auto', or 'all' installed backends")
+    parser.add_argument("--iters", type=int, default=20, help="design iterations per run")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per median")
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--no-pymoto", action="store_true", help="skip the pyMOTO comparison")
+    args = parser.parse_args(argv)
+    if min(args.nelx, args.nely, args.nelz, args.iters, args.repeat) < 1:
+        parser.error("sizes, --iters and --repeat must be positive")
+    solvers = fem.available_solvers() if args.solver == "all" else [args.solver]
+    if args.problem == "cantilever3d" and args.solver == "all":
+        solvers = fem.available_solvers(iterative=True)
+    rows = [dict(problem=args.problem, nelx=args.nelx, nely=args.nely,
+                 nelz=args.nelz if args.problem == "cantilever3d" else None,
+                 **median_runs(args, s)) for s in solvers]
+    if args.problem == "mbb" and not args.no_pymoto:
+        try:
+            from pymoto_mbb import pymoto_per_iteration
+        except ImportError:
+            pymoto = None
+        else:
+            pymoto = pymoto_per_iteration(args.nelx, args.nely, args.iters, args.repeat)
+        if pymoto:
+            for row in rows:
+                row["pymoto"] = pymoto
+                row["speedup_vs_pymoto"] = {k: v / row["per_iteration_s"]
+                                            for k, v in pymoto.items()}
+    if args.json:
+        print(json.dumps(rows if len(rows) > 1 else rows[0], indent=1))
+        return rows
+    for r in rows:
+        print(f"{r['problem']} {r['nelx']}x{r['nely']}" + (f"x{r['nelz']}" if r["nelz"] else "")
+              + f"  ({r['elements']} elements, {r['dofs']} free dofs), solver {r['solver']}, "
+              f"median of {r['repeats']} runs x {args.iters} iterations")
+        for key in ("per_iteration_s", "assembly_s", "solve_s", "adjoint_s", "filter_s",
+                    "optimizer_s", "floor_s"):
+            print(f"  {key:18s} {r[key] * 1e3:10.2f} ms")
+        print(f"  {'per_iteration/floor':18s} {r['ratio_to_floor']:10.3f}")
+        print(f"  {'FE solves/iter':18s} {r['fe_solves_per_iteration']:10.3f}")
+        for k, v in r.get("speedup_vs_pymoto", {}).items():
+            print(f"  pyMOTO {k}: {r['pymoto'][k] * 1e3:.1f} ms/iteration -> topopt is "
+                  f"{v:.2f}x faster")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
