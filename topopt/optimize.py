@@ -26,7 +26,8 @@ name                NLopt      meaning
 ``dual_xtol_rel``   0          relative multiplier tolerance of the dual
 ``dual_xtol_abs``   0          absolute multiplier tolerance of the dual
 ``dual_maxeval``    100000     evaluations of the dual subproblem
-``dual_algorithm``  LD_MMA     NLopt algorithm code for the dual
+``dual_algorithm``  LD_MMA     NLopt algorithm code for the dual. **Set to
+                               LD_SLSQP here** (see below).
 ``rho_init``        1          initial MMA penalty ``rho`` (> 0)
 ``verbosity``       0          > 0: MMA prints its iterations (C stdout)
 ==================  =========  ==============================================
@@ -38,6 +39,16 @@ evaluations per outer iteration, ``inner_maxeval=1`` exactly 1.0 (tests count th
 cost two orders of magnitude in final accuracy there, so it stays at NLopt's
 default. NLopt does not report the outer-iteration count through its API;
 with ``inner_maxeval=1`` every evaluation after the first is one iteration.
+
+The dual subproblem has one variable per constraint and costs O(n) per
+evaluation; NLopt's default inner MMA needs thousands of such evaluations.
+Measured on the MBB beam at 240 x 80 (19 200 variables, one constraint):
+75 ms per MMA step with the default dual, 13 ms with ``LD_SLSQP`` and the
+same compliance to 7 digits (233.50 at 60 x 20, as with the default).
+``LD_LBFGS`` was as fast but failed with NLopt runtime errors on small
+problems. Near the optimum the SLSQP dual lets MMA repeat a design exactly;
+the cache absorbs the repeat, so such a stage may end with fewer forward
+evaluations than its budget.
 
 Stopping: ``maxeval`` (forward evaluations per stage), ``ftol_rel`` and
 ``xtol_abs`` (NLopt's own checks, applied between consecutive MMA
