@@ -109,14 +109,22 @@ def test_solve_rule_and_second_order(solver):
     np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-8 * np.abs(hv).max())
 
 
-def test_one_factorization_per_design():
+def test_one_factorization_per_design_and_self_adjoint_compliance():
     model = fem.elasticity(fem.rectangle(6, 3)).fix(nodes=lambda x: np.isclose(x[0], 0))
     f = model.point_load((6, 3), (0, -1))
     S = model.system("superlu")
     E = np.full(model.n_el, 0.5)
-    ad.value_and_gradient(lambda E: f @ model.solve(E, f, "superlu"), E)
+    c = lambda E: 2.5 * (f @ model.solve(E, f, "superlu"))
+    _, g = ad.value_and_gradient(c, E)
     assert S.counts["factorizations"] == 1 and S.counts["solves"] == 1
+    assert S.counts["adjoints"] == 0 and S.counts["self_adjoint"] == 1   # lambda = 2.5 u
+    # the same gradient through the adjoint solve: another objective direction
+    w = np.random.default_rng(0).standard_normal(model.ndof)
+    g2 = ad.gradient(lambda E: c(E) + 1e-30 * (w @ model.solve(E, f, "superlu")), E)
     assert S.counts["adjoints"] == 1
+    np.testing.assert_allclose(g, g2, rtol=1e-12)
+    fd = [(c(E + 1e-6 * e) - c(E - 1e-6 * e)) / 2e-6 for e in np.eye(model.n_el)[:4]]
+    np.testing.assert_allclose(g[:4], fd, rtol=1e-6)
 
 
 def complex_system(symmetric, rng, n_side=5):

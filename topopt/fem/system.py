@@ -184,10 +184,10 @@ class LinearSystem:
         if self._cache is not None and np.array_equal(self._cache[0], a):
             return self._cache[1]
         t0 = time.perf_counter()
-        K = self.matrix(a)
-        lower = None
         if self.solver == "cholmod":
-            lower = self._cvxopt_lower(K.data)
+            K, lower = None, self._cvxopt_lower(a)
+        else:
+            K, lower = self.matrix(a), None
         self.timers["assembly"] += time.perf_counter() - t0
         t0 = time.perf_counter()
         F = factorize(K, self.solver, self.symmetric, lower, self._cholmod)
@@ -197,17 +197,27 @@ class LinearSystem:
         self._cache = (a.copy(), F)
         return F
 
-    def _cvxopt_lower(self, data):
+    def _cvxopt_lower(self, a):
+        """The lower triangle of ``K(a)`` as a cvxopt matrix, assembled directly.
+
+        The rows of ``P`` for the lower triangle are put once in cvxopt's
+        column-compressed order, so each design costs one sparse product.
+        """
         from cvxopt import matrix, spmatrix
         if not hasattr(self, "_lower_spmatrix"):
             I = self.rows[self.lower].astype(np.int64)
             J = self.cols[self.lower].astype(np.int64)
             n = self.free.size
             A = spmatrix(matrix(np.arange(I.size, dtype=float)), matrix(I), matrix(J), (n, n))
-            self._lower_order = np.flatnonzero(self.lower)[np.array(A.V, dtype=np.int64).ravel()]
+            order = np.flatnonzero(self.lower)[np.array(A.V, dtype=np.int64).ravel()]
+            self._P_lower = self.P[order].tocsr()
+            self._K0_lower = None if self.K0_data is None else self.K0_data[order]
             self._lower_spmatrix = A
+        data = self._P_lower @ a
+        if self._K0_lower is not None:
+            data = data + self._K0_lower
         A = self._lower_spmatrix
-        A.V = matrix(data[self._lower_order])
+        A.V = matrix(data)
         return A
 
     def free_solve(self, F, b, adjoint=False):
@@ -220,7 +230,7 @@ class LinearSystem:
         if not np.all(np.isfinite(x)):
             raise SingularSystemError("the solution is not finite: the system is singular "
                                       "(is every part of the domain supported?)")
-        if not adjoint:
+        if not adjoint and F.matrix is not None:    # CHOLMOD detects singularity itself
             K = F.matrix
             norm_b = np.linalg.norm(b)
             residual = np.linalg.norm(K @ x - b) / norm_b if norm_b else 0.0
@@ -285,12 +295,36 @@ def _solve_adjoint(S: LinearSystem, a, g, F):
     return S.expand(S.free_solve(F, g[S.free], adjoint=True), g)
 
 
+def _self_adjoint(S: LinearSystem, f, u, ubar):
+    """``lambda = K^{-H} ubar`` without a solve when ``ubar = alpha f`` and ``K = K^H``.
+
+    Compliance ``c = f^T u`` gives ``ubar = f`` (times a scale): then
+    ``lambda = alpha u`` exactly. Checked per call, per load case; None when
+    it does not apply (or for traced values, whose derivatives need the solve).
+    """
+    if not (S.real and S.symmetric) or any(map(ad.is_traced, (f, u, ubar))):
+        return None
+    fb, ub = np.asarray(f)[S.free], np.asarray(ubar)[S.free]
+    if fb.shape != ub.shape or np.iscomplexobj(ub):
+        return None
+    ff = np.sum(fb * fb, axis=0)
+    if np.any(ff == 0):
+        return None
+    alpha = np.sum(fb * ub, axis=0) / ff
+    if np.max(np.abs(ub - alpha * fb), initial=0.0) > 1e-13 * np.max(np.abs(ub), initial=0.0):
+        return None
+    S.counts["self_adjoint"] += 1
+    return np.asarray(u) * alpha
+
+
 @ad.rrule(_solve)
 def _solve_rrule(S, a, f, F):
     u = _solve(S, a, f, F)
 
     def solve_pullback(ubar):
-        lam = _solve_adjoint(S, a, ubar, F)
+        lam = _self_adjoint(S, f, u, ubar)
+        if lam is None:
+            lam = _solve_adjoint(S, a, ubar, F)
         return None, ad.thunk(lambda: -_conj(products(S, lam, u))), lam, None
     return u, solve_pullback
 
