@@ -23,7 +23,7 @@ from topopt import fem
 from topopt.problem import FILTERS, ComplianceProblem, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.join(HERE, "..", "results", "mbb_beam")
+DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "mbb_beam"))
 
 
 def setup(nelx: int, nely: int):
@@ -63,13 +63,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--maxeval", type=int, default=300)
     parser.add_argument("--solver", default="auto")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--checkpoint", default=None, help="checkpoint file (.npz)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file (default: OUT/checkpoint.npz)")
     parser.add_argument("--resume", default=None, help="resume from a checkpoint")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     result = run(args.nelx, args.nely, args.volfrac, args.rmin, args.penal, args.filter,
                  args.maxeval, args.out, args.solver, verbose=not args.quiet,
-                 checkpoint=args.checkpoint, resume=args.resume)
+                 checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
+                 resume=args.resume)
     print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
           f"evaluations {result['evaluations']}  FE solves/iteration "
           f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")

@@ -295,6 +295,7 @@ def _params_json(params: Mapping) -> dict:
 def _atomic_write_bytes(path, write: Callable) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + "-")
     try:
         with os.fdopen(fd, "wb") as fh:
