@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_readme_example_runs_and_reproduces_top88():
     text = open(os.path.join(ROOT, "README.md")).read()
     lines = text.splitlines()
-    assert lines[2] == "pip install -e . && python problems/mbb_beam.py"
+    assert lines[3] == "pip install -e . && python problems/mbb_beam.py"
     assert lines[3] == "pip install -e '.[test]' && pytest"
     code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     namespace = {}
