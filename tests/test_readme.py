@@ -12,7 +12,7 @@ def test_readme_example_runs_and_reproduces_top88():
     text = open(os.path.join(ROOT, "README.md")).read()
     lines = text.splitlines()
     assert lines[3] == "pip install -e . && python problems/mbb_beam.py"
-    assert lines[3] == "pip install -e '.[test]' && pytest"
+    assert lines[4] == "pip install -e '.[test]' && pytest"
     code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     namespace = {}
     exec(code.replace("maxeval=100)", "maxeval=100, verbose=False)"), namespace)
