@@ -70,7 +70,7 @@ class ComplianceProblem:
     >>> f = model.point_load((6, 0), (0, -1))
     >>> p = ComplianceProblem(model, f, volfrac=0.5, rmin=1.5)
     >>> round(float(p.compliance(np.full(12, 0.5))), 3)
-    207.386
+    833.599
     """
 
     def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, penal: float = 3.0,
