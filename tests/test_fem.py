@@ -127,7 +127,7 @@ def test_one_factorization_per_design_and_self_adjoint_compliance():
     np.testing.assert_allclose(g[:4], fd, rtol=1e-6)
 
 
-def complex_system(symmetric, rng, n_side=5):
+def complex_system(symmetric, rng, n_side=5, solver="superlu"):
     """A damped wave-like system: K0 = -k^2 M + i c M (+ a skew part if not symmetric)."""
     mesh = fem.rectangle(n_side, n_side)
     basis = skfem.Basis(mesh, skfem.ElementQuad1())
@@ -139,13 +139,17 @@ def complex_system(symmetric, rng, n_side=5):
         K0 = K0 + 0.3j * sps.triu(M, 1) - 0.1 * sps.tril(M, -1)
     fixed = basis.get_dofs(lambda x: np.isclose(x[0], 0)).all()
     return fem.LinearSystem(basis.element_dofs.T, Ke.elemental(basis).tolocal(), basis.N,
-                            fixed, K0=K0, symmetric=symmetric, solver="superlu")
+                            fixed, K0=K0, symmetric=symmetric, solver=solver)
 
 
+COMPLEX_SOLVERS = [s for s in fem.available_solvers() if s != "cholmod"]
+
+
+@pytest.mark.parametrize("solver", COMPLEX_SOLVERS)
 @pytest.mark.parametrize("symmetric", [True, False])
-def test_complex_non_hermitian_solve_rule(symmetric):
+def test_complex_non_hermitian_solve_rule(symmetric, solver):
     rng = np.random.default_rng(3)
-    S = complex_system(symmetric, rng)
+    S = complex_system(symmetric, rng, solver=solver)
     a = rng.uniform(0.5, 1.5, S.n_el) + 1j * rng.uniform(-0.3, 0.3, S.n_el)
     f = rng.standard_normal(S.ndof) + 1j * rng.standard_normal(S.ndof)
     K = S.matrix(a).toarray()

@@ -90,7 +90,7 @@ class WaveModel:
     periodic : bool
         Identify the left and right edges.
     solver : str
-        Direct solver (complex systems: ``"superlu"``).
+        Direct solver; ``"auto"`` takes UMFPACK when cvxopt is installed.
 
     Examples
     --------
@@ -111,7 +111,7 @@ class WaveModel:
     """
 
     def __init__(self, mesh: skfem.Mesh, k: float, pml, design, R: float = 1e-10,
-                 periodic: bool = True, solver: str = "superlu"):
+                 periodic: bool = True, solver: str = "auto"):
         if not (np.isfinite(k) and k > 0):
             raise ValueError(f"the wavenumber k must be positive, got {k!r}")
         y_bottom, y_top, d = (float(v) for v in pml)

@@ -10,6 +10,10 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
 * ``"cholmod"``: CHOLMOD through cvxopt (``pip install topopt[fast]``) for
   real symmetric positive definite matrices; the symbolic analysis is done
   once per sparsity pattern, only the numeric factorization per design.
+* ``"umfpack"``: UMFPACK through cvxopt for any square matrix, real or
+  complex (the wave problems); symbolic analysis once per pattern. scipy's
+  complex SuperLU took 1-6 s where UMFPACK takes 0.1 s on the 10 k-dof
+  EM-focusing cell.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ def _has_cholmod() -> bool:
 
 def available_solvers(iterative: bool = False) -> list[str]:
     """Solver backends installed here, fastest first (direct ones unless `iterative`)."""
-    direct = (["cholmod"] if _has_cholmod() else []) + ["superlu"]
+    direct = (["cholmod", "umfpack"] if _has_cholmod() else []) + ["superlu"]
     return direct + (ITERATIVE if iterative else [])
 
 
@@ -45,7 +49,13 @@ ITERATIVE: list[str] = []
 def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
     """Resolve ``"auto"`` and check that `solver` can factorize such a matrix."""
     if solver == "auto":
-        return "cholmod" if (real and hermitian and _has_cholmod()) else "superlu"
+        if not _has_cholmod():
+            return "superlu"
+        return "cholmod" if (real and hermitian) else "umfpack"
+    if solver == "umfpack":
+        if not _has_cholmod():
+            raise ValueError("solver='umfpack' needs cvxopt: pip install 'topopt[fast]'")
+        return solver
     if solver == "cholmod":
         if not _has_cholmod():
             raise ValueError("solver='cholmod' needs cvxopt: pip install 'topopt[fast]'")
@@ -56,7 +66,7 @@ def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
     if solver == "superlu":
         return solver
     raise ValueError(f"unknown solver {solver!r}; expected one of 'auto', 'cholmod', "
-                     f"'superlu'")
+                     f"'umfpack', 'superlu'")
 
 
 class SuperLUFactor:
@@ -136,6 +146,35 @@ class CholmodFactor:
     solve_adjoint = solve
 
 
+class UmfpackFactor:
+    """``K = LU`` by UMFPACK (cvxopt), real or complex; `symbolic` reused per pattern."""
+
+    def __init__(self, A, symbolic):
+        from cvxopt import umfpack
+        self.A, self._umfpack = A, umfpack
+        try:
+            self.F = umfpack.numeric(A, symbolic)
+        except ArithmeticError as err:
+            raise SingularSystemError(f"the system matrix is singular ({err}): is every "
+                                      "part of the domain supported?") from err
+
+    def _solve(self, b, trans):
+        from cvxopt import matrix
+        complex_ = self.A.typecode == "z"
+        if not complex_ and np.iscomplexobj(b):
+            return self._solve(b.real, trans) + 1j * self._solve(b.imag, trans)
+        x = matrix(np.asfortranarray(b, dtype=complex if complex_ else float))
+        self._umfpack.solve(self.A, self.F, x, trans=trans)
+        return np.array(x).reshape(np.shape(b))
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        return self._solve(b, "N")
+
+    def solve_adjoint(self, b: np.ndarray) -> np.ndarray:
+        """Solve ``K^H x = b``."""
+        return self._solve(b, "C")
+
+
 def factorize(K: sps.spmatrix, solver: str, symmetric: bool, lower=None, context=None):
     """Factorize `K` with a backend named by `pick_solver`.
 
@@ -144,4 +183,6 @@ def factorize(K: sps.spmatrix, solver: str, symmetric: bool, lower=None, context
     """
     if solver == "cholmod":
         return CholmodFactor(lower, context)
+    if solver == "umfpack":
+        return UmfpackFactor(lower, context)
     return SuperLUFactor(K, symmetric)

@@ -108,6 +108,7 @@ class LinearSystem:
         self._cache = None
         self.residual_tol = 1e-3
         self._cholmod = CholmodContext() if self.solver == "cholmod" else None
+        self._umf_symbolic = None
 
     def __repr__(self):
         return (f"LinearSystem({self.n_el} elements, {self.free.size} free dofs, "
@@ -186,11 +187,20 @@ class LinearSystem:
         t0 = time.perf_counter()
         if self.solver == "cholmod":
             K, lower = None, self._cvxopt_lower(a)
+        elif self.solver == "umfpack":
+            K = self.matrix(a)
+            lower = self._cvxopt_full(K.data)
         else:
             K, lower = self.matrix(a), None
         self.timers["assembly"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        F = factorize(K, self.solver, self.symmetric, lower, self._cholmod)
+        context = self._cholmod
+        if self.solver == "umfpack":
+            if self._umf_symbolic is None:
+                from cvxopt import umfpack
+                self._umf_symbolic = umfpack.symbolic(lower)
+            context = self._umf_symbolic
+        F = factorize(K, self.solver, self.symmetric, lower, context)
         F.matrix = K
         self.timers["factorization"] += time.perf_counter() - t0
         self.counts["factorizations"] += 1
@@ -218,6 +228,26 @@ class LinearSystem:
             data = data + self._K0_lower
         A = self._lower_spmatrix
         A.V = matrix(data)
+        return A
+
+    def _cvxopt_full(self, data):
+        """``K`` as a cvxopt matrix (pattern and value order built once)."""
+        from cvxopt import matrix, spmatrix
+        complex_ = np.iscomplexobj(data) or not self.real
+        if getattr(self, "_full_complex", None) != complex_:
+            n = self.free.size
+            A = spmatrix(matrix(np.arange(self.rows.size, dtype=float)),
+                         matrix(self.rows.astype(np.int64)), matrix(self.cols.astype(np.int64)),
+                         (n, n))
+            self._full_order = np.array(A.V, dtype=np.int64).ravel()
+            if complex_:
+                A = spmatrix(matrix(np.zeros(self.rows.size, dtype=complex)),
+                             matrix(self.rows.astype(np.int64)),
+                             matrix(self.cols.astype(np.int64)), (n, n), "z")
+            self._full_spmatrix, self._full_complex = A, complex_
+            self._umf_symbolic = None
+        A = self._full_spmatrix
+        A.V = matrix(np.asarray(data, dtype=complex if complex_ else float)[self._full_order])
         return A
 
     def free_solve(self, F, b, adjoint=False):
