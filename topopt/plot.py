@@ -37,17 +37,19 @@ def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
 
 
 def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax=1.0,
-                  mirror: bool = False) -> Figure:
+                  mirror: bool = False, xlim=None, ylim=None, colorbar: bool = False) -> Figure:
     """A figure of the element field `x` on a 2-D mesh (black = 1).
 
     Structured meshes are drawn as an image, others as polygons. `mirror`
-    reflects the picture about its left edge (the full MBB beam from half).
+    reflects the picture about its left edge (the full MBB beam from half);
+    `xlim`, `ylim` zoom to a window.
     """
     x = np.asarray(x, dtype=float)
     if mesh.p.shape[0] != 2:
         raise ValueError("design_figure draws 2-D meshes; use save_design_3d")
-    fig = Figure(figsize=(8, 8 * np.ptp(mesh.p[1]) / np.ptp(mesh.p[0]) * (0.5 if mirror else 1)
-                          + 0.6))
+    width = np.ptp(xlim) if xlim is not None else np.ptp(mesh.p[0]) * (2 if mirror else 1)
+    height = np.ptp(ylim) if ylim is not None else np.ptp(mesh.p[1])
+    fig = Figure(figsize=(8, min(8 * height / width, 10) + 0.6))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     idx = grid_indices(mesh)
@@ -59,15 +61,29 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
         if mirror:
             img = np.hstack([img[:, ::-1], img])
             x0 = x0 - (x1 - x0)
-        ax.imshow(img, origin="lower", cmap=cmap, vmin=vmin, vmax=vmax,
-                  extent=(x0, x1, y0, y1), interpolation="nearest")
+        art = ax.imshow(img, origin="lower", cmap=cmap, vmin=vmin, vmax=vmax,
+                        extent=(x0, x1, y0, y1), interpolation="nearest")
     else:
         polys = mesh.p[:, mesh.t].transpose(2, 1, 0)
-        coll = PolyCollection(polys, array=x, cmap=cmap, edgecolors="face")
-        coll.set_clim(vmin, vmax)
-        ax.add_collection(coll)
+        if xlim is not None or ylim is not None:
+            c = element_centroids(mesh)
+            keep = np.ones(c.shape[0], dtype=bool)
+            for axis, lim in ((0, xlim), (1, ylim)):
+                if lim is not None:
+                    pad = 0.05 * np.ptp(lim)
+                    keep &= (c[:, axis] > lim[0] - pad) & (c[:, axis] < lim[1] + pad)
+            polys, x = polys[keep], x[keep]
+        art = PolyCollection(polys, array=x, cmap=cmap, edgecolors="face")
+        art.set_clim(vmin, vmax)
+        ax.add_collection(art)
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if colorbar:
+        fig.colorbar(art, ax=ax, shrink=0.8)
     ax.set_aspect("equal")
     ax.set_axis_off()
     if title:
