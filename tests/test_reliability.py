@@ -482,3 +482,14 @@ def test_bad_arguments_are_reported():
         rel.failure_probability(paraboloid, KAPPA, BETA, "sorn", m=3)
     with pytest.raises(TypeError, match="unknown MPP options"):
         rel.failure_probability(paraboloid, KAPPA, BETA, "form", m=3, tolerance=1e-3)
+
+
+def test_sorm_when_the_nominal_point_fails_is_not_small():
+    """F(0) >= z: pf >= 1/2. Breitung's factor with beta < 0 once gave ln pf = -6.5 here."""
+    ls = rel.QuadraticLimitState(4e8, np.array([4e7, 5e6]),
+                                 np.array([[4e6, 5e5], [5e5, 2.7e8]]))
+    r = rel.failure_probability(ls, None, 7.67, method="sorm")
+    assert r.beta < 0 and r.bound == "form"
+    assert r.ln_pf > np.log(0.5)
+    mc = rel.sampling_estimate(ls, None, 7.67, method="mc", n_samples=10**4, seed=0)
+    assert mc.pf == pytest.approx(1.0)

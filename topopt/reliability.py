@@ -857,6 +857,11 @@ def _point_estimate(ls, q, z, mpp: MPPResult, method: str, on_failure: str) -> d
         if on_failure == "raise":
             raise err
         pt.update(grad_method="form", bound="form")
+    if method == "sorm" and not beta > 0:
+        # The origin fails: Breitung's factor with beta < 0 would describe the
+        # safe set, not the failure set, and can give a tiny pf for a design
+        # that fails almost surely. FORM's Phi(-beta) >= 1/2 is used instead.
+        pt.update(grad_method="form", bound="form")
     ln = _base_ln_pf(pt["grad_method"], beta)
     if pt["grad_method"] in ("sorm", "ldt-prefactor"):
         H = mpp.hessian if mpp.hessian is not None else np.asarray(ls.hessian(theta, *q), float)
