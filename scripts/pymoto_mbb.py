@@ -1,0 +1,92 @@
+"""pyMOTO's equivalent of our MBB benchmark, for `scripts/benchmark.py`.
+
+The half MBB beam of top88 (unit elements, E = 1, nu = 0.3 plane stress,
+SIMP p = 3 with Emin = 1e-9, density filter rmin = 2.4, volume fraction 0.5,
+MMA) in pyMOTO's module network, timed per MMA iteration with each of its
+sparse solvers that is installed. pyMOTO is not a dependency of topopt: this
+module imports it only when called.
+
+    python scripts/pymoto_mbb.py --nelx 240 --nely 80 --iters 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import time
+import warnings
+
+import numpy as np
+
+
+def _network(pym, nelx: int, nely: int, solver):
+    domain = pym.VoxelDomain(nelx, nely)
+    left = domain.get_dofnumber(domain.nodes[0, :], 0, ndof=2).flatten()        # symmetry
+    roller = domain.get_dofnumber(domain.nodes[nelx, 0], 1, ndof=2).flatten()   # roller
+    f = np.zeros(2 * domain.nnodes)
+    f[domain.get_dofnumber(domain.nodes[0, nely], 1, ndof=2)] = -1.0           # load
+    sx = pym.Signal("x", state=np.full(domain.nel, 0.5))
+    sxf = pym.DensityFilter(domain, radius=2.4)(sx)
+    sE = pym.MathExpression("1e-9 + (1 - 1e-9) * inp0^3")(sxf)
+    sK = pym.AssembleStiffness(domain, bc=np.concatenate([left, roller]), plane="stress")(sE)
+    su = pym.LinSolve(symmetric=True, positive_definite=True, solver=solver)(sK, f)
+    sc = pym.EinSum("i, i->")(su, f)
+    sg0 = pym.Scaling(scaling=100.0)(sc)
+    svol = pym.EinSum("i->")(sxf)
+    sg1 = pym.MathExpression(f"10 * (inp0 / {domain.nel} - 0.5)")(svol)
+    return sx, sg0, sg1, sc
+
+
+def _solvers(pym) -> dict:
+    out = {"superlu": pym.solvers.SolverSparseLU}
+    try:
+        import pypardiso  # noqa: F401
+        out["pardiso"] = pym.solvers.SolverSparsePardiso
+    except ImportError:
+        pass
+    try:
+        import cvxopt  # noqa: F401
+        out["cholmod"] = pym.solvers.SolverSparseCholeskyCVXOPT
+    except ImportError:
+        pass
+    return out
+
+
+def pymoto_per_iteration(nelx: int, nely: int, iters: int = 10, repeat: int = 3) -> dict:
+    """Median seconds per MMA iteration for each installed pyMOTO solver; {} without pyMOTO."""
+    try:
+        import pymoto as pym
+    except ImportError:
+        return {}
+    results = {}
+    for name, cls in _solvers(pym).items():
+        times = []
+        for _ in range(repeat):
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                sx, sg0, sg1, sc = _network(pym, nelx, nely, cls())
+                t0 = time.perf_counter()
+                pym.minimize_mma(sx, [sg0, sg1], maxit=iters, tolx=0.0, tolf=0.0)
+                times.append((time.perf_counter() - t0) / iters)
+        results[name] = float(np.median(times))
+    return results
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nelx", type=int, default=240)
+    parser.add_argument("--nely", type=int, default=80)
+    parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    out = pymoto_per_iteration(args.nelx, args.nely, args.iters, args.repeat)
+    for k, v in out.items():
+        print(f"pyMOTO {k}: {v * 1e3:.1f} ms per iteration")
+    if not out:
+        print("pyMOTO is not installed")
+    return out
+
+
+if __name__ == "__main__":
+    main()
