@@ -13,14 +13,13 @@ writes ``results/mbb_beam/{design.png, history.png, result.json}``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 import numpy as np
 
 from topopt import fem
-from topopt.problem import FILTERS, ComplianceProblem, write_results
+from topopt.problem import compliance_main, run_compliance
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "mbb_beam"))
@@ -41,41 +40,14 @@ def run(nelx: int = 60, nely: int = 20, volfrac: float = 0.5, rmin: float = 2.4,
         solver: str = "auto", verbose: bool = False, **options) -> dict:
     """Optimize the half MBB beam; returns the metrics of `ComplianceProblem.run`."""
     mesh, model, f = setup(nelx, nely)
-    problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
-                                solver=solver)
-    result = problem.run(maxeval=maxeval, verbose=verbose, **options)
-    if out is not None:
-        write_results(out, mesh, result, title=f"MBB {nelx}x{nely}, {filter} filter",
-                      setup=dict(problem="mbb_beam", nelx=nelx, nely=nely, volfrac=volfrac,
-                                 rmin=rmin, penal=penal, filter=filter, maxeval=maxeval),
-                      mirror=True)
-    return result
+    return run_compliance("mbb_beam", f"MBB {nelx}x{nely}", mesh, model, f, volfrac, rmin,
+                          penal, filter, maxeval, out, solver, verbose, mirror=True,
+                          sizes=dict(nelx=nelx, nely=nely), **options)
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nelx", type=int, default=60)
-    parser.add_argument("--nely", type=int, default=20)
-    parser.add_argument("--volfrac", type=float, default=0.5)
-    parser.add_argument("--rmin", type=float, default=2.4)
-    parser.add_argument("--penal", type=float, default=3.0)
-    parser.add_argument("--filter", choices=FILTERS, default="density")
-    parser.add_argument("--maxeval", type=int, default=300)
-    parser.add_argument("--solver", default="auto")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file (default: OUT/checkpoint.npz)")
-    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    result = run(args.nelx, args.nely, args.volfrac, args.rmin, args.penal, args.filter,
-                 args.maxeval, args.out, args.solver, verbose=not args.quiet,
-                 checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-                 resume=args.resume)
-    print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
-          f"evaluations {result['evaluations']}  FE solves/iteration "
-          f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
-    return result
+    return compliance_main(argv, __doc__, run, sizes=dict(nelx=60, nely=20),
+                           defaults=dict(volfrac=0.5, rmin=2.4), out=DEFAULT_OUT)
 
 
 if __name__ == "__main__":

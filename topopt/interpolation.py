@@ -126,22 +126,6 @@ def _project_parts(x, beta, eta):
     return (a + t) / (a + b), beta * (1.0 - t * t) / (a + b)
 
 
-@ad.rrule(project)
-def project_rrule(x, beta, eta):
-    y, dy = _project_parts(x, beta, eta)
-
-    def project_pullback(ybar):
-        return (ybar * dy, ad.not_differentiable("beta of project"),
-                ad.not_differentiable("eta of project"))
-    return y, project_pullback
-
-
-@ad.frule(project)
-def project_frule(primals, tangents, **kw):
-    ad.check_tangents(tangents, {1: "beta of project", 2: "eta of project"})
-    y, dy = _project_parts(*_bind(project._impl, primals, kw))
-    xdot = tangents[0]
-    return y, None if xdot is None else xdot * dy
 
 
 # ---------------------------------------------------------------------- SIMP
@@ -197,22 +181,6 @@ def _simp_parts(x, penal, Emin, E0):
     return Emin + xp1 * x * (E0 - Emin), penal * (E0 - Emin) * xp1
 
 
-@ad.rrule(simp)
-def simp_rrule(x, penal=3.0, Emin=1e-9, E0=1.0):
-    y, dy = _simp_parts(x, penal, Emin, E0)
-
-    def simp_pullback(ybar):
-        return (ybar * dy,) + tuple(ad.not_differentiable(f"{p} of simp")
-                                    for p in ('penal', 'Emin', 'E0'))
-    return y, simp_pullback
-
-
-@ad.frule(simp)
-def simp_frule(primals, tangents, **kw):
-    ad.check_tangents(tangents, {i + 1: f"{p} of simp" for i, p in enumerate(('penal', 'Emin', 'E0'))})
-    y, dy = _simp_parts(*_bind(simp._impl, primals, kw))
-    xdot = tangents[0]
-    return y, None if xdot is None else xdot * dy
 
 
 # ---------------------------------------------------------------------- RAMP
@@ -269,19 +237,38 @@ def _ramp_parts(x, q, Emin, E0):
     return Emin + x / d * (E0 - Emin), (1.0 + q) * (E0 - Emin) / (d * d)
 
 
-@ad.rrule(ramp)
-def ramp_rrule(x, q=8.0, Emin=1e-9, E0=1.0):
-    y, dy = _ramp_parts(x, q, Emin, E0)
+# ------------------------------------------------------------------- rules
 
-    def ramp_pullback(ybar):
-        return (ybar * dy,) + tuple(ad.not_differentiable(f"{p} of ramp")
-                                    for p in ('q', 'Emin', 'E0'))
-    return y, ramp_pullback
+def _register(fun, parts, params: tuple):
+    """Rules of an elementwise map of `x` whose other arguments are parameters.
+
+    ``parts(x, *params) -> (y, dy/dx)`` with numpy operations, so that outer
+    traces record them (second derivatives); each parameter gets a cotangent
+    that raises if it is traced.
+    """
+    name = fun.__name__
+    names = {i + 1: f"{p} of {name}" for i, p in enumerate(params)}
+
+    @ad.rrule(fun)
+    def rrule(x, *args, **kw):
+        y, dy = parts(*_bind(fun._impl, (x,) + args, kw))
+
+        def pullback(ybar):
+            return (ybar * dy,) + tuple(ad.not_differentiable(v) for v in names.values())
+        pullback.__name__ = pullback.__qualname__ = f"{name}_pullback"
+        return y, pullback
+
+    @ad.frule(fun)
+    def frule(primals, tangents, **kw):
+        ad.check_tangents(tangents, names)
+        y, dy = parts(*_bind(fun._impl, primals, kw))
+        return y, None if tangents[0] is None else tangents[0] * dy
+
+    rrule.__name__ = rrule.__qualname__ = f"{name}_rrule"
+    frule.__name__ = frule.__qualname__ = f"{name}_frule"
+    return rrule, frule
 
 
-@ad.frule(ramp)
-def ramp_frule(primals, tangents, **kw):
-    ad.check_tangents(tangents, {i + 1: f"{p} of ramp" for i, p in enumerate(('q', 'Emin', 'E0'))})
-    y, dy = _ramp_parts(*_bind(ramp._impl, primals, kw))
-    xdot = tangents[0]
-    return y, None if xdot is None else xdot * dy
+project_rrule, project_frule = _register(project, _project_parts, ("beta", "eta"))
+simp_rrule, simp_frule = _register(simp, _simp_parts, ("penal", "Emin", "E0"))
+ramp_rrule, ramp_frule = _register(ramp, _ramp_parts, ("q", "Emin", "E0"))

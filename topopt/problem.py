@@ -195,3 +195,52 @@ def write_results(out: str, mesh, result: dict, setup: dict, title: str,
         json.dump(payload, fh, indent=2, default=float)
     os.replace(tmp, os.path.join(out, "result.json"))
     return payload
+
+
+def run_compliance(name: str, title: str, mesh, model, f, volfrac: float, rmin: float,
+                   penal: float = 3.0, filter: str = "density", maxeval: int = 300,
+                   out: str | None = None, solver: str = "auto", verbose: bool = False,
+                   mirror: bool = False, sizes: dict | None = None, **options) -> dict:
+    """Optimize a compliance problem set up by a problem script; write results to `out`."""
+    problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
+                                solver=solver)
+    result = problem.run(maxeval=maxeval, verbose=verbose, **options)
+    if out is not None:
+        write_results(out, mesh, result, title=f"{title}, {filter} filter", mirror=mirror,
+                      setup=dict(problem=name, **(sizes or {}), volfrac=volfrac, rmin=rmin,
+                                 penal=penal, filter=filter, maxeval=maxeval))
+    return result
+
+
+def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) -> dict:
+    """Command line of a compliance problem script: ``--help`` lists the options.
+
+    `sizes` are the mesh counts (``{"nelx": 60, ...}``) passed positionally to
+    `run`; `defaults` holds ``volfrac``, ``rmin`` and ``maxeval``.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for key, value in sizes.items():
+        parser.add_argument(f"--{key}", type=int, default=value)
+    parser.add_argument("--volfrac", type=float, default=defaults["volfrac"])
+    parser.add_argument("--rmin", type=float, default=defaults["rmin"])
+    parser.add_argument("--penal", type=float, default=3.0)
+    parser.add_argument("--filter", choices=FILTERS, default="density")
+    parser.add_argument("--maxeval", type=int, default=defaults.get("maxeval", 300))
+    parser.add_argument("--solver", default="auto")
+    parser.add_argument("--out", default=out, help="results folder")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file (default: OUT/checkpoint.npz)")
+    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac, rmin=args.rmin,
+                 penal=args.penal, filter=args.filter, maxeval=args.maxeval, out=args.out,
+                 solver=args.solver, verbose=not args.quiet,
+                 checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
+                 resume=args.resume)
+    print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
+          f"evaluations {result['evaluations']}  FE solves/iteration "
+          f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
+    return result

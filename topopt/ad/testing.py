@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from .api import _differentiable as _perturbable
 from .core import NoRuleError, NotDifferentiable, Thunk, _frules, _lookup, _name, _rrules, value
 
 __all__ = ["check_rule", "taylor_test", "RuleCheckError"]
@@ -13,14 +14,6 @@ __all__ = ["check_rule", "taylor_test", "RuleCheckError"]
 
 class RuleCheckError(AssertionError):
     """A rule disagrees with central finite differences."""
-
-
-def _perturbable(x) -> bool:
-    if isinstance(x, (bool, int, np.integer, np.bool_)):
-        return False
-    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
-        return True
-    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
 def _slots(args):
