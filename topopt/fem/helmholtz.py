@@ -89,6 +89,11 @@ class WaveModel:
         Round-trip reflection of the PML profile in the continuum limit.
     periodic : bool
         Identify the left and right edges.
+    design_quadrature : (X, W), optional
+        Reference quadrature points and weights: then the coefficient ``a``
+        has one value per design element and point (element by element),
+        ``K_{e,q} = w_q grad N_i . grad N_j``, so ``1/eps`` may vary inside
+        an element (e.g. a projection of a smooth filtered field).
     solver : str
         Direct solver; ``"auto"`` takes UMFPACK when cvxopt is installed.
 
@@ -111,7 +116,7 @@ class WaveModel:
     """
 
     def __init__(self, mesh: skfem.Mesh, k: float, pml, design, R: float = 1e-10,
-                 periodic: bool = True, solver: str = "auto"):
+                 periodic: bool = True, solver: str = "auto", design_quadrature=None):
         if not (np.isfinite(k) and k > 0):
             raise ValueError(f"the wavenumber k must be positive, got {k!r}")
         y_bottom, y_top, d = (float(v) for v in pml)
@@ -133,7 +138,13 @@ class WaveModel:
         self._reduce(periodic)
         K0 = self._air_form().assemble(self.basis)
         K0 = (self.Rmat.T @ K0 @ self.Rmat).tocsr()
-        if self.design.size:
+        if self.design.size and design_quadrature is not None:
+            db = skfem.Basis(mesh, element, elements=self.design, quadrature=design_quadrature)
+            g = np.stack([np.asarray(db.basis[i][0].grad) for i in range(db.Nbfun)])
+            n_q = db.dx.shape[1]
+            Ke = np.einsum("idep,jdep,ep->epij", g, g, db.dx).reshape(-1, db.Nbfun, db.Nbfun)
+            edofs = np.repeat(self.reduced[db.element_dofs.T], n_q, axis=0)
+        elif self.design.size:
             db = skfem.Basis(mesh, element, elements=self.design)
             Ke = skfem.BilinearForm(lambda u, v, w: dot(grad(u), grad(v))).elemental(db)
             Ke, edofs = Ke.tolocal(), self.reduced[db.element_dofs.T]
