@@ -29,7 +29,7 @@ import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
 from .. import ad
-from .solvers import CholmodContext, SingularSystemError, factorize, pick_solver
+from .solvers import ITERATIVE, CholmodContext, SingularSystemError, factorize, pick_solver
 
 __all__ = ["LinearSystem", "solve", "matvec", "products"]
 
@@ -55,10 +55,18 @@ class LinearSystem:
         Constant part (may be complex).
     symmetric : bool
         Whether ``K^T = K``.
-    solver : {"auto", "cholmod", "superlu"}
-        Direct solver backend (see `topopt.fem.solvers`).
+    solver : {"auto", "cholmod", "umfpack", "superlu", "mg-cg", "amg-cg"}
+        Solver backend (see `topopt.fem.solvers`); the iterative ones are
+        for real symmetric positive definite systems.
     requires_support : bool
         Check that every connected part of the mesh has a fixed dof.
+    geometry : (p, nodal_dofs), optional
+        Node coordinates and dofs per node (``basis.nodal_dofs``): needed by
+        ``"mg-cg"`` (the lattice) and used by ``"amg-cg"`` (rigid-body
+        modes); `Model.system` passes them.
+    solver_options : dict, optional
+        Options of the iterative backends, e.g. ``{"rtol": 1e-8, "maxiter":
+        500}`` (see `topopt.fem.multigrid`); read at each factorization.
 
     Examples
     --------
@@ -73,7 +81,8 @@ class LinearSystem:
     """
 
     def __init__(self, element_dofs, Ke, ndof: int, fixed=(), K0=None, symmetric: bool = True,
-                 solver: str = "auto", requires_support: bool = False):
+                 solver: str = "auto", requires_support: bool = False, geometry=None,
+                 solver_options: dict | None = None):
         self.element_dofs = np.asarray(element_dofs, dtype=np.int64)
         if self.element_dofs.ndim != 2:
             raise ValueError("element_dofs must be a 2-D array (elements x local dofs)")
@@ -81,9 +90,9 @@ class LinearSystem:
         Ke = np.asarray(Ke)
         if np.iscomplexobj(Ke):
             raise TypeError("element matrices Ke must be real; put complex constant terms in K0")
-        if Ke.ndim == 3 and Ke.shape[0] == self.n_el and np.allclose(Ke, Ke[:1], rtol=1e-12,
-                                                                      atol=0):
-            Ke = Ke[0]
+        if Ke.ndim == 3 and Ke.shape[0] == self.n_el and (
+                Ke.strides[0] == 0 or np.allclose(Ke, Ke[:1], rtol=1e-12, atol=0)):
+            Ke = Ke[0]                      # equal matrices (a broadcast view: no check needed)
         if Ke.shape[-2:] != (self.n_loc, self.n_loc) or Ke.ndim not in (2, 3):
             raise ValueError(f"Ke has shape {Ke.shape}; expected ({self.n_loc}, {self.n_loc}) "
                              f"or ({self.n_el}, {self.n_loc}, {self.n_loc})")
@@ -109,6 +118,12 @@ class LinearSystem:
         self.residual_tol = 1e-3
         self._cholmod = CholmodContext() if self.solver == "cholmod" else None
         self._umf_symbolic = None
+        self.solver_options = dict(solver_options or {})
+        self._iterative = None
+        if self.solver in ITERATIVE:
+            from .multigrid import GeometricMultigrid, SmoothedAggregation
+            backend = GeometricMultigrid if self.solver == "mg-cg" else SmoothedAggregation
+            self._iterative = backend(self, geometry, self.solver_options)
 
     def __repr__(self):
         return (f"LinearSystem({self.n_el} elements, {self.free.size} free dofs, "
@@ -130,6 +145,8 @@ class LinearSystem:
 
     def _build_pattern(self):
         """Free-dof CSR pattern and the operator ``P`` with ``K.data = P @ a``."""
+        if self.K0 is None:
+            return self._build_pattern_chunked()
         index = -np.ones(self.ndof, dtype=np.int64)
         index[self.free] = np.arange(self.free.size)
         loc = index[self.element_dofs]                          # (n_el, n_loc)
@@ -155,6 +172,58 @@ class LinearSystem:
         if self.K0 is not None:
             self.K0_data = np.zeros(nnz, dtype=K0.data.dtype)
             np.add.at(self.K0_data, inverse[rows.size:], K0.data)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
+        self.indptr, self.indices = indptr, self.cols
+        self.lower = self.rows >= self.cols
+
+    def _build_pattern_chunked(self, chunk_entries: int = 2 ** 23):
+        """`_build_pattern` without ``K0``, in blocks of rows (the same pattern and ``P``).
+
+        Sorting all ``n_el n_loc^2`` entries at once took 6 GB on a 80 x 40 x
+        40 hex mesh (74 M entries); blocks of ~8 M entries keep the peak near
+        the size of ``P`` itself.
+        """
+        index = -np.ones(self.ndof, dtype=np.int64)
+        index[self.free] = np.arange(self.free.size)
+        loc = index[self.element_dofs]                          # (n_el, n_loc)
+        n, n_loc = self.free.size, self.n_loc
+        e_idx, i_idx = np.nonzero(loc >= 0)                     # (element, local row) pairs
+        prow = loc[e_idx, i_idx]
+        order = np.argsort(prow, kind="stable")                 # by row, then element
+        e_idx, i_idx, prow = e_idx[order], i_idx[order], prow[order]
+        del order
+        total = int(np.sum((loc >= 0).sum(axis=1)[e_idx]))
+        data = np.empty(total)
+        indices = np.empty(total, dtype=np.int32 if self.n_el < 2 ** 31 else np.int64)
+        # blocks of whole rows
+        starts = np.arange(0, prow.size, max(1, chunk_entries // n_loc))
+        starts = np.unique(np.searchsorted(prow, prow[starts], side="left"))
+        bounds = np.append(starts, prow.size)
+        keys_list, count_list, offset = [], [], 0
+        for s, t in zip(bounds[:-1], bounds[1:]):
+            e, i, r = e_idx[s:t], i_idx[s:t], prow[s:t]
+            c = loc[e]                                          # (m, n_loc) columns
+            v = self.Ke[i] if self.uniform else self.Ke[e, i]
+            keep = c >= 0
+            keys = (r[:, None] * n + c)[keep]
+            o = np.argsort(keys, kind="stable")
+            keys = keys[o]
+            m = keys.size
+            data[offset:offset + m] = v[keep][o]
+            indices[offset:offset + m] = np.broadcast_to(e[:, None], c.shape)[keep][o]
+            first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+            keys_list.append(keys[first])
+            count_list.append(np.diff(np.append(first, m)))
+            offset += m
+        keys = np.concatenate(keys_list)
+        nnz = keys.size
+        P_indptr = np.zeros(nnz + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(count_list), out=P_indptr[1:])
+        del keys_list, count_list
+        self.P = sps.csr_matrix((data, indices, P_indptr), shape=(nnz, self.n_el))
+        self.rows, self.cols = keys // n, keys % n
+        self.K0_data = None
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
         self.indptr, self.indices = indptr, self.cols
@@ -200,7 +269,10 @@ class LinearSystem:
                 from cvxopt import umfpack
                 self._umf_symbolic = umfpack.symbolic(lower)
             context = self._umf_symbolic
-        F = factorize(K, self.solver, self.symmetric, lower, context)
+        if self._iterative is not None:
+            context = self._iterative
+        F = factorize(K, self.solver, self.symmetric, lower, context, a=a,
+                      options=self.solver_options)
         F.matrix = K
         self.timers["factorization"] += time.perf_counter() - t0
         self.counts["factorizations"] += 1

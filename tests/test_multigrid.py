@@ -1,0 +1,261 @@
+"""Iterative backends: geometric multigrid CG on lattices, smoothed-aggregation AMG CG."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+import skfem
+from scipy.sparse.csgraph import connected_components
+
+from topopt import ad, fem
+from topopt.fem.multigrid import ConvergenceError, GeometricMultigrid, pcg, rigid_body_modes
+from topopt.fem.solvers import SingularSystemError
+from topopt.filters import DensityFilter
+from topopt.interpolation import simp
+from topopt.problem import ComplianceProblem
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "problems"))
+import cantilever3d  # noqa: E402
+
+EMIN = 1e-9
+SMALL = {"coarse_size": 60}          # several levels on test-sized meshes
+
+
+def solid_parts(mesh, x) -> int:
+    """Connected pieces of the solid (x > 0.5) elements."""
+    t = mesh.t[:, x > 0.5]
+    k = t.shape[0]
+    G = sps.coo_matrix((np.ones(t.size * k), (np.repeat(t, k, axis=0).ravel(),
+                                              np.tile(t, (k, 1)).ravel())),
+                       shape=(mesh.p.shape[1],) * 2)
+    label = connected_components(G)[1]
+    return np.unique(label[np.unique(t)]).size
+
+
+def contrast_design(mesh, seed=0, void=0.35):
+    """Filtered random 0.001/1 pattern (void holes in a connected solid) with grey elements.
+
+    A solid bottom layer and load end. Floating solid islands (held only by
+    Emin = 1e-9) are avoided: each gives near-zero eigenvalues that geometric
+    multigrid does not resolve (CG then needs hundreds of iterations).
+    """
+    rng = np.random.default_rng(seed)
+    flt = DensityFilter(mesh, 2.0)
+    x = np.asarray(flt(rng.uniform(size=mesh.t.shape[1])))
+    x = np.where(x > np.quantile(x, void), 1.0, 1e-3)
+    grey = rng.uniform(size=x.size) < 0.15
+    x[grey] = rng.uniform(1e-3, 1.0, grey.sum())   # values in [0.001, 1], mixed
+    c = fem.element_centroids(mesh)
+    x[(c[:, 1] < 1.0) | (c[:, 0] > c[:, 0].max() - 1.0)] = 1.0
+    return x
+
+
+def clamped(mesh):
+    model = fem.elasticity(mesh).fix(nodes=lambda x: np.isclose(x[0], 0.0))
+    dim = mesh.p.shape[0]
+    corner = mesh.p.max(axis=1) * np.r_[1.0, 0.0, 0.5][:dim]
+    f = model.point_load(corner, np.r_[0.0, -1.0, 0.0][:dim])
+    return model, f
+
+
+MESHES = {"2d": lambda: fem.rectangle(40, 20), "3d": lambda: fem.box(12, 6, 6),
+          "odd": lambda: fem.box(9, 5, 3)}
+
+
+@pytest.mark.parametrize("name", sorted(MESHES))
+def test_mg_cg_equals_direct_high_contrast(name):
+    mesh = MESHES[name]()
+    model, f = clamped(mesh)
+    x = contrast_design(mesh, seed=int(name == "2d"), void=0.3 if name == "2d" else 0.35)
+    assert np.mean(x < 0.01) > 0.2 and solid_parts(mesh, x) == 1    # void holes, no islands
+    E = simp(x, 3.0, EMIN)
+    ref = model.solve(E, f, "superlu")
+    # default tolerance (relative residual 1e-8): compliance and energy norm
+    S = model.system("mg-cg", SMALL)
+    assert len(S._iterative.sizes) >= 3
+    u = fem.solve(S, E, f)
+    c_ref = f @ ref
+    assert abs(f @ u - c_ref) <= 1e-10 * c_ref
+    e = (u - ref)[S.free]
+    assert np.sqrt(e @ (S.matrix(E) @ e)) <= 1e-6 * np.sqrt(c_ref)
+    assert 0 < S.counts["cg_iterations"] <= 100
+    # a tighter tolerance: the displacements themselves (void ones included)
+    u = fem.solve(model.system("mg-cg", {**SMALL, "rtol": 1e-11}), E, f)
+    assert np.linalg.norm(u - ref) <= 1e-7 * np.linalg.norm(ref)
+
+
+@pytest.mark.parametrize("name", sorted(MESHES))
+def test_galerkin_from_coefficients_equals_sparse_products(name):
+    """The per-design coarse operators from class matrices are exactly ``P^T A P``."""
+    mesh = MESHES[name]()
+    model = fem.elasticity(mesh)
+    model.fix(nodes=lambda x: np.isclose(x[0], 0.0), components=0)     # symmetry plane
+    model.fix(nodes=lambda x: np.isclose(x[1], 0.0) & (x[0] > 3.5) & (x[0] < 6.5))
+    S = model.system("mg-cg", SMALL)
+    H = S._iterative
+    assert [lvl.mode for lvl in H.levels[1:]] == ["element"] * (len(H.levels) - 1)
+    a = np.random.default_rng(1).uniform(1e-3, 1, model.n_el) ** 3
+    ops = H.galerkin(S.matrix(a), a)
+    A = ops[0]
+    for lvl, Ac in zip(H.levels[1:], ops[1:]):
+        A = (lvl.R @ A @ lvl.P).tocsr()
+        assert abs(A - Ac).max() <= 1e-13 * abs(A).max()
+
+
+def test_heat_and_multiple_and_complex_loads():
+    mesh = fem.rectangle(24, 16)
+    model = fem.heat(mesh).fix(nodes=lambda x: x[0] == 0)
+    x = contrast_design(mesh, seed=2)
+    E = simp(x, 3.0, 1e-6)
+    rng = np.random.default_rng(3)
+    F = rng.standard_normal((model.ndof, 2)) * (np.abs(mesh.p[1]) < 1.5)[:, None]
+    S = model.system("mg-cg", SMALL)
+    U = fem.solve(S, E, F)
+    ref = model.solve(E, F, "superlu")
+    assert np.allclose(U, ref, rtol=0, atol=1e-7 * np.abs(ref).max())
+    Fc = F[:, 0] + 1j * F[:, 1]
+    factor = S.factorize(E)
+    sol = S.expand(factor.solve(Fc[S.free]), Fc)
+    assert np.allclose(sol, ref[:, 0] + 1j * ref[:, 1], atol=1e-7 * np.abs(ref).max())
+    assert factor.solve_adjoint is not None and factor.matrix.shape[0] == S.free.size
+
+
+def optimized_iterates(maxeval=12):
+    mesh, model, f = cantilever3d.setup(16, 8, 8)
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver="mg-cg")
+    problem.system = model.system("mg-cg", SMALL)
+    designs = []
+    responses = problem.responses
+
+    def record(x, beta=None):
+        designs.append(np.asarray(ad.value(x)).copy())
+        return responses(x, beta)
+
+    problem.responses = record
+    problem.run(maxeval=maxeval, verbose=False)
+    return problem, designs
+
+
+def test_iterations_bounded_on_design_iterates():
+    problem, designs = optimized_iterates()
+    log = problem.system._iterative.log
+    assert len(log) >= len(designs) and max(log) <= 60, log
+    # the last iterate again, cold: the same bound
+    S = problem.system
+    E = simp(problem.x_phys(designs[-1]), 3.0, EMIN)
+    S._cache = None
+    F = S.factorize(E)
+    S.free_solve(F, problem.f[S.free])
+    assert F.last_iterations <= 60
+
+
+def test_warm_start_saves_iterations():
+    mesh, model, f = cantilever3d.setup(16, 8, 8)
+    S = model.system("mg-cg", {**SMALL, "warm_start": True})
+    x = contrast_design(mesh)
+    u1 = fem.solve(S, simp(x, 3.0, EMIN), f)
+    cold = S.counts["cg_iterations"]
+    x2 = np.clip(x * (1 + 0.02 * np.random.default_rng(7).standard_normal(x.size)), 1e-3, 1)
+    u2 = fem.solve(S, simp(x2, 3.0, EMIN), f)
+    warm = S.counts["cg_iterations"] - cold
+    assert warm < cold
+    ref = model.solve(simp(x2, 3.0, EMIN), f, "superlu")
+    assert abs(f @ u2 - f @ ref) <= 1e-10 * (f @ ref) and u1.shape == u2.shape
+
+
+@pytest.mark.parametrize("options", [{}, {"warm_start": True}], ids=["cold", "warm"])
+def test_taylor_compliance_mg_cg(options):
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver="mg-cg")
+    problem.system = model.system("mg-cg", {**SMALL, **options})
+    rng = np.random.default_rng(4)
+    x, dx = rng.uniform(0.05, 1, model.n_el), rng.standard_normal(model.n_el)
+    assert ad.taylor_test(problem.compliance, x, dx) >= 1.9
+    assert problem.system.counts["cg_iterations"] > problem.system.counts["cg_solves"]
+
+
+def test_taylor_displacement_mg_cg_adjoint():
+    """A non-self-adjoint objective: the pullback makes an MG-CG adjoint solve."""
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    S = model.system("mg-cg", SMALL)
+    flt = DensityFilter(mesh, 1.5)
+    probe = model.dofs(nodes=(12.0, 6.0, 3.0), components=0)[0]
+
+    def top_right_x(x):
+        return fem.solve(S, simp(flt(x), 3.0, EMIN), f)[probe]
+
+    rng = np.random.default_rng(5)
+    x, dx = rng.uniform(0.05, 1, model.n_el), rng.standard_normal(model.n_el)
+    assert ad.taylor_test(top_right_x, x, dx) >= 1.9
+    assert S.counts["adjoints"] >= 1
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_amg_cg_unstructured_equals_direct(dim):
+    pytest.importorskip("pyamg")
+    mesh = (skfem.MeshTri.init_symmetric().refined(4) if dim == 2
+            else skfem.MeshTet.init_tensor(*(np.linspace(0, 1, 7),) * 3))
+    model = fem.elasticity(mesh).fix(nodes=lambda x: x[0] == 0)
+    f = model.point_load(np.ones(dim), -np.eye(dim)[1])
+    rng = np.random.default_rng(6)
+    E = simp(rng.uniform(0.3, 1.0, model.n_el), 3.0, EMIN)
+    u = model.solve(E, f, "amg-cg")
+    ref = model.solve(E, f, "superlu")
+    assert np.linalg.norm(u - ref) <= 1e-7 * np.linalg.norm(ref)
+    S = model.system("amg-cg")
+    assert S.counts["cg_iterations"] >= 1 and S._iterative.B.shape[1] == 3 * (dim - 1)
+
+
+def test_rigid_body_modes_are_the_nullspace():
+    model = fem.elasticity(fem.box(2, 2, 1))
+    S = fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, solver="superlu")
+    B = rigid_body_modes(model.mesh.p, model.basis.nodal_dofs, model.ndof)
+    assert np.abs(S.matrix(np.ones(model.n_el)) @ B).max() < 1e-12
+
+
+def test_non_convergence_raises():
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    S = model.system("mg-cg", {**SMALL, "maxiter": 2})
+    with pytest.raises(ConvergenceError, match="did not converge in 2 iterations"):
+        fem.solve(S, simp(contrast_design(mesh), 3.0, EMIN), f)
+    assert issubclass(ConvergenceError, SingularSystemError)
+    assert issubclass(ConvergenceError, RuntimeError)
+    A = sps.diags([1.0, -1.0]).tocsr()
+    with pytest.raises(SingularSystemError, match="not positive definite"):
+        pcg(A, np.array([0.0, 1.0]))
+
+
+def test_mg_cg_needs_a_lattice():
+    tri = fem.elasticity(skfem.MeshTri.init_symmetric().refined(2)).fix(
+        nodes=lambda x: x[0] == 0)
+    with pytest.raises(ValueError, match="structured mesh"):
+        tri.system("mg-cg")
+    model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    with pytest.raises(ValueError, match="needs the mesh geometry"):
+        fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,
+                         solver="mg-cg")
+    with pytest.raises(ValueError, match="unknown solver option"):
+        model.system("mg-cg", {"tolerance": 1e-3})
+    with pytest.raises(ValueError, match="real symmetric"):
+        fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,
+                         K0=1j * sps.identity(model.ndof), solver="mg-cg")
+
+
+def test_unsupported_structure_is_singular():
+    model = fem.elasticity(fem.rectangle(8, 4))
+    S = fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, [0, 1],
+                         solver="mg-cg", geometry=(model.mesh.p, model.basis.nodal_dofs),
+                         solver_options={**SMALL, "maxiter": 50})
+    with pytest.raises(SingularSystemError):
+        fem.solve(S, np.ones(model.n_el), model.point_load((8.0, 4.0), (0.0, -1.0)))
+
+
+def test_available_and_picked():
+    assert "mg-cg" in fem.available_solvers(iterative=True)
+    assert "mg-cg" not in fem.available_solvers()
+    model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    assert model.system("auto").solver in ("cholmod", "superlu")
+    assert model.system("mg-cg").solver == "mg-cg"
+    assert isinstance(model.system("mg-cg")._iterative, GeometricMultigrid)
