@@ -60,9 +60,34 @@ MAXITER = 500
 """Default iteration limit of CG; `ConvergenceError` beyond it."""
 
 _OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "energy_scaling": True,
-            "degree": 2,
-            "coarse_size": 10000, "max_levels": 10, "lanczos_steps": 10,
-            "eig_ratio": 30.0}
+            "degree": 2, "eig_ratio": 30.0, "lanczos_steps": 10, "cycle": "V",
+            "coarse_size": 10000, "max_levels": 10, "semi_ratio": 0.25}
+"""Options of the iterative solvers (``LinearSystem(..., solver_options=...)``).
+
+``rtol``, ``maxiter``
+    CG stopping rule (relative residual) and iteration limit.
+``warm_start``
+    Start each solve from the previous solution of the same kind (forward,
+    adjoint, load column) when that is closer than zero. Saves ~15-20 % of the
+    iterations in an optimization but makes a solve depend on the previous
+    one: outputs other than compliance then carry first-order CG errors that
+    differ between nearby designs (the Taylor test of a displacement fails at
+    ``rtol = 1e-8``). Off by default; `problems/cantilever3d.py` turns it on.
+``energy_scaling``
+    Scale each solution by ``b^T x / x^T K x`` (the best multiple in the
+    energy norm): compliance ``b^T x`` then errs by ``||u - x||_K^2`` only.
+``degree``, ``eig_ratio``, ``lanczos_steps``
+    Chebyshev smoother degree and interval ``[lmax / eig_ratio, lmax]``,
+    ``lmax`` from that many Lanczos steps (mg-cg).
+``cycle``
+    ``"V"`` or ``"W"`` (mg-cg).
+``coarse_size``, ``max_levels``, ``semi_ratio``
+    Coarsen while a level has more free dofs than ``coarse_size``; an axis is
+    coarsened only while it has at least ``semi_ratio`` times the cells of the
+    longest axis (semi-coarsening of thin domains: a 60 x 20 x 4 plate keeps
+    its 4 cells through the thickness; full coarsening needed 40-60 CG
+    iterations on its designs instead of ~20) (mg-cg).
+"""
 
 
 class ConvergenceError(SingularSystemError, RuntimeError):
@@ -538,7 +563,10 @@ class GeometricMultigrid:
         cell_of = cls_of = M = None           # fine element -> cell/class of the current level
         while (levels[-1].n > opts["coarse_size"] and len(levels) < opts["max_levels"]
                and max(c.size for c in cur_coords) > 2):
-            ci = [_coarse_indices(c.size) for c in cur_coords]
+            cells = [c.size - 1 for c in cur_coords]
+            # semi-coarsening: keep the thin directions of slender domains
+            ci = [_coarse_indices(c.size) if n >= max(2, opts["semi_ratio"] * max(cells))
+                  else np.arange(c.size) for c, n in zip(cur_coords, cells)]
             c_coords = [X[c] for X, c in zip(cur_coords, ci)]
             c_shape = tuple(c.size for c in ci)
             # node prolongation, lexicographic (x fastest): kron(z, kron(y, x))
@@ -662,9 +690,14 @@ class GeometricMultigrid:
 
 
 class _VCycle:
-    """Symmetric V-cycle: Chebyshev pre/post smoothing, direct coarsest solve."""
+    """Symmetric V- (or W-) cycle: Chebyshev pre/post smoothing, direct coarsest solve.
+
+    The W-cycle (``cycle="W"``) applies the coarse-level cycle twice below the
+    finest level (error propagation ``(I - C A)^2``, still symmetric).
+    """
 
     def __init__(self, hierarchy: GeometricMultigrid, operators, options: dict):
+        self.gamma = {"V": 1, "W": 2}[options["cycle"]]
         self.P = [lvl.P for lvl in hierarchy.levels[1:]]
         self.R = [lvl.R for lvl in hierarchy.levels[1:]]
         self.A = operators
@@ -677,7 +710,11 @@ class _VCycle:
             return self.coarse(b)
         smooth = self.smoothers[level]
         x, r = smooth(b)
-        x += self.P[level] @ self(self.R[level] @ r, level + 1)
+        rc = self.R[level] @ r
+        e = self(rc, level + 1)
+        if self.gamma == 2 and level + 2 < len(self.A):
+            e += self(rc - self.A[level + 1] @ e, level + 1)
+        x += self.P[level] @ e
         x, _ = smooth(b, x, residual=False)
         return x
 

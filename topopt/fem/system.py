@@ -176,6 +176,8 @@ class LinearSystem:
         np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
         self.indptr, self.indices = indptr, self.cols
         self.lower = self.rows >= self.cols
+        if self.rows.size < 2 ** 31 - 1:         # else scipy downcasts at every assembly
+            self.indptr, self.indices = indptr.astype(np.int32), self.cols.astype(np.int32)
 
     def _build_pattern_chunked(self, chunk_entries: int = 2 ** 23):
         """`_build_pattern` without ``K0``, in blocks of rows (the same pattern and ``P``).
@@ -228,6 +230,8 @@ class LinearSystem:
         np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
         self.indptr, self.indices = indptr, self.cols
         self.lower = self.rows >= self.cols
+        if self.rows.size < 2 ** 31 - 1:         # else scipy downcasts at every assembly
+            self.indptr, self.indices = indptr.astype(np.int32), self.cols.astype(np.int32)
 
     def data(self, a) -> np.ndarray:
         """Values of ``K(a)`` on the free-dof pattern."""
@@ -253,6 +257,7 @@ class LinearSystem:
             raise ValueError("the coefficient vector contains NaN or inf")
         if self._cache is not None and np.array_equal(self._cache[0], a):
             return self._cache[1]
+        self._cache = None                        # free the previous factor first
         t0 = time.perf_counter()
         if self.solver == "cholmod":
             K, lower = None, self._cvxopt_lower(a)
