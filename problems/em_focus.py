@@ -31,6 +31,7 @@ import os
 import sys
 import time
 
+import nlopt
 import numpy as np
 
 from topopt import fem
@@ -81,12 +82,14 @@ def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadr
 class EMFocus:
     """The differentiable chain ``p -> p_f -> p_t -> eps -> u -> g``.
 
-    ``subcell=True`` (the tutorial's formulation): the projection acts on the
-    nodal filtered field at the quadrature points, so ``eps`` varies inside
-    the elements; ``False``: on element averages of the filtered field.
+    ``subcell=False``: the projection acts on element averages of the
+    filtered field; ``True`` (the tutorial's discretization): on the nodal
+    filtered field at the quadrature points, so ``eps`` varies inside the
+    elements. At 1 nm the first reached ``|E(x0)|/|E_inc| = 28.1``, the
+    second 22.9 (different local optima of a multimodal problem).
     """
 
-    def __init__(self, h: float = 4.0, subcell: bool = True):
+    def __init__(self, h: float = 4.0, subcell: bool = False):
         coarse = setup(h)
         self.mesh, self.design = coarse[0], coarse[2]
         self.filter = HelmholtzFilter(self.mesh.restrict(self.design), R_FILTER)
@@ -100,7 +103,6 @@ class EMFocus:
             self.smooth = self.filter
         self.subcell = subcell
         self.n = self.design.size
-        self.g0 = 1.0
 
     def p_phys(self, p, beta):
         """Projected density where ``eps`` is evaluated (points or elements)."""
@@ -121,7 +123,7 @@ class EMFocus:
         return np.real(np.vdot(u, self.O @ u))
 
     def responses(self, p, beta):
-        return -self.g(p, beta) / self.g0          # MMA minimises
+        return -self.g(p, beta)                    # maximise g, as the tutorial
 
     @staticmethod
     def enhancement(g: float) -> float:
@@ -135,7 +137,7 @@ class EMFocus:
 
 
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
-        checkpoint: str | None = None, resume: str | None = None, subcell: bool = True) -> dict:
+        checkpoint: str | None = None, resume: str | None = None, subcell: bool = False) -> dict:
     """Optimize with the tutorial's continuation; returns the metrics."""
     if maxeval < 1:
         raise ValueError(f"maxeval must be >= 1, got {maxeval}")
@@ -143,10 +145,13 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     prob = EMFocus(h, subcell)
     S = prob.model.system
     p0 = np.full(prob.n, P_START)
-    prob.g0 = float(prob.g(p0, BETAS[0]))
+    g_initial = float(prob.g(p0, BETAS[0]))
     stages = [Stage(maxeval=maxeval, params={"beta": beta}) for beta in BETAS]
+    # NLopt's own MMA settings, as the tutorial (NLopt.jl defaults): raw g,
+    # conservative inner iterations and NLopt's dual solver
     res = minimize(prob.responses, p0, bounds=(0.0, 1.0), stages=stages, ftol_rel=1e-8,
                    verbose=verbose, checkpoint=checkpoint, resume=resume,
+                   mma_params={"dual_algorithm": nlopt.LD_MMA},
                    count_solves=lambda: S.counts["factorizations"])
     p_phys = prob.element_density(res.x, BETAS[-1])
     g = float(prob.g(res.x, BETAS[-1]))
@@ -155,9 +160,9 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "subcell": subcell,
         "design_variables": int(prob.n),
         "elements": int(prob.mesh.t.shape[1]),
-        "g_initial": prob.g0,
+        "g_initial": g_initial,
         "g": g,
-        "g_per_stage": [-s["fun"] * prob.g0 for s in res.stages],
+        "g_per_stage": [-s["fun"] for s in res.stages],
         "field_enhancement": prob.enhancement(g),
         "grey_level": float(np.mean(4 * (pt := np.asarray(prob.p_phys(res.x, BETAS[-1])))
                                     * (1 - pt))),
@@ -188,7 +193,7 @@ def write(out: str, prob: EMFocus, res, p_phys, result: dict) -> None:
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 colorbar=True, **window)
-    history = [dict(h, objective=-h["objective"] * prob.g0) for h in res.history]
+    history = [dict(h, objective=-h["objective"]) for h in res.history]
     save_history(history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label="g = |grad u(x0)|^2")
     with open(os.path.join(out, "result.json.tmp"), "w") as fh:
@@ -205,8 +210,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--h", type=float, default=4.0,
                         help="element size in the design region, nm (tutorial: 1)")
     parser.add_argument("--maxeval", type=int, default=100, help="MMA evaluations per stage")
-    parser.add_argument("--per-element", action="store_true",
-                        help="project element averages instead of quadrature-point values")
+    parser.add_argument("--subcell", action="store_true",
+                        help="project the filtered field at quadrature points (eps varies "
+                             "inside elements) instead of element averages")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--checkpoint", default=None,
                         help="checkpoint file (default: OUT/checkpoint.npz)")
@@ -215,7 +221,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     result = run(args.h, args.maxeval, args.out, verbose=not args.quiet,
                  checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-                 resume=args.resume, subcell=not args.per_element)
+                 resume=args.resume, subcell=args.subcell)
     print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
           f"{result['field_enhancement']:.2f}, grey level {result['grey_level']:.3f}, "
           f"{result['evaluations']} evaluations, {result['seconds']:.0f} s -> {args.out}")
