@@ -86,6 +86,18 @@ def test_mg_cg_equals_direct_high_contrast(name):
     assert np.linalg.norm(u - ref) <= 1e-7 * np.linalg.norm(ref)
 
 
+@pytest.mark.parametrize("cycle", ["V", "W", "K"])
+def test_cycles(cycle):
+    mesh = fem.box(16, 8, 4)
+    model, f = clamped(mesh)
+    E = simp(contrast_design(mesh), 3.0, EMIN)
+    S = model.system("mg-cg", {**SMALL, "cycle": cycle})
+    u = fem.solve(S, E, f)
+    c_ref = f @ model.solve(E, f, "superlu")
+    assert abs(f @ u - c_ref) <= 1e-10 * c_ref and S.counts["cg_iterations"] <= 60
+    assert S._iterative.sizes[-1] < 100 and len(S._iterative.sizes) >= 3
+
+
 @pytest.mark.parametrize("name", sorted(MESHES))
 def test_galerkin_from_coefficients_equals_sparse_products(name):
     """The per-design coarse operators from class matrices are exactly ``P^T A P``."""

@@ -26,11 +26,18 @@ matrix on the free dofs, both used inside the same conjugate-gradient loop
   (``pip install 'topopt[fast]'``).
 
 The hierarchy ("factorization") is set up once per design and reused by
-the forward and the adjoint solve (``K`` is symmetric). Each solve starts
-from the previous solution of the same kind (warm start) when that is
-closer than zero, stops at the relative residual ``rtol`` (default
-`RTOL`) and raises `ConvergenceError` after ``maxiter`` iterations instead
-of returning an unconverged vector.
+the forward and the adjoint solve (``K`` is symmetric). Each solve stops at
+the relative residual ``rtol`` (default `RTOL`) and raises
+`ConvergenceError` after ``maxiter`` iterations instead of returning an
+unconverged vector; with ``warm_start`` it starts from the previous
+solution of the same kind when that is closer than zero. Options: see
+``_OPTIONS``.
+
+Measured on SIMP iterates (Emin = 1e-9, rtol = 1e-8): 11-16 CG iterations
+per solve on a 40 x 20 x 20 cantilever, ~18 (at most 57) on the 60 x 20 x
+4 one. Known weakness: solid islands held only by void (Emin) give
+near-singular modes that the geometric coarse spaces miss; CG then needs
+hundreds of iterations (a design with ten such islands took ~1000).
 """
 
 from __future__ import annotations
@@ -80,7 +87,7 @@ _OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "energy_scali
     Chebyshev smoother degree and interval ``[lmax / eig_ratio, lmax]``,
     ``lmax`` from that many Lanczos steps (mg-cg).
 ``cycle``
-    ``"V"`` or ``"W"`` (mg-cg).
+    ``"V"``, ``"W"`` or ``"K"`` (Krylov-accelerated coarse solves) (mg-cg).
 ``coarse_size``, ``max_levels``, ``semi_ratio``
     Coarsen while a level has more free dofs than ``coarse_size``; an axis is
     coarsened only while it has at least ``semi_ratio`` times the cells of the
@@ -125,8 +132,8 @@ def _norm(x: np.ndarray) -> float:
 
 
 def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
-        x0: np.ndarray | None = None, rtol: float = RTOL, maxiter: int = MAXITER
-        ) -> tuple[np.ndarray, int]:
+        x0: np.ndarray | None = None, rtol: float = RTOL, maxiter: int = MAXITER,
+        flexible: bool = False) -> tuple[np.ndarray, int]:
     """Preconditioned conjugate gradients for symmetric positive definite `A`.
 
     Stops when ``|b - A x| <= rtol |b|`` (checked on the true residual at
@@ -142,6 +149,9 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
     x0 : (n,) array, optional
         Initial guess.
     rtol, maxiter : float, int
+    flexible : bool
+        Polak-Ribiere ``beta`` (flexible CG, Notay 2000), for preconditioners
+        that are not fixed linear operators (the K-cycle).
 
     Returns
     -------
@@ -187,7 +197,11 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
             if not rz_new > 0:
                 raise SingularSystemError("the preconditioner is not positive definite "
                                           f"(r^T M r = {rz_new:.2e})")
-            p = z if p is None else z + (rz_new / rz) * p
+            if p is None:
+                p = z
+            else:
+                beta = (rz_new - _dot(z, r_prev)) / rz if flexible else rz_new / rz
+                p = z + beta * p
             rz = rz_new
             q = A @ p
             pq = _dot(p, q)
@@ -196,6 +210,8 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
                                           f"{pq:.2e}): is every part of the domain supported?")
             alpha = rz / pq
             x += alpha * p
+            if flexible:
+                r_prev = r.copy()
             r -= alpha * q
             rnorm = _norm(r)
             it += 1
@@ -533,7 +549,8 @@ class GeometricMultigrid:
     @property
     def levels(self) -> list[_Level]:
         """The levels, finest first (built on first use with the current options)."""
-        key = (int(self._opts["coarse_size"]), int(self._opts["max_levels"]))
+        key = (int(self._opts["coarse_size"]), int(self._opts["max_levels"]),
+               float(self._opts["semi_ratio"]))
         if self._levels is None or self._built_for != key:
             self._build(self._opts)
             self._built_for = key
@@ -693,11 +710,20 @@ class _VCycle:
     """Symmetric V- (or W-) cycle: Chebyshev pre/post smoothing, direct coarsest solve.
 
     The W-cycle (``cycle="W"``) applies the coarse-level cycle twice below the
-    finest level (error propagation ``(I - C A)^2``, still symmetric).
+    finest level (error propagation ``(I - C A)^2``, still symmetric). The
+    K-cycle (``cycle="K"``) replaces each coarse solve above the coarsest by
+    two flexible-CG steps preconditioned by that level's cycle (Notay &
+    Vassilevski, "Recursive Krylov-based multigrid cycles", Numer. Linear
+    Algebra Appl. 15 (2008) 473-487); the preconditioner is then not linear
+    and the outer CG is flexible.
     """
 
     def __init__(self, hierarchy: GeometricMultigrid, operators, options: dict):
-        self.gamma = {"V": 1, "W": 2}[options["cycle"]]
+        if options["cycle"] not in ("V", "W", "K"):
+            raise ValueError(f"cycle must be 'V', 'W' or 'K', got {options['cycle']!r}")
+        self.cycle = options["cycle"]
+        self.gamma = 2 if self.cycle == "W" else 1
+        self.flexible = self.cycle == "K"
         self.P = [lvl.P for lvl in hierarchy.levels[1:]]
         self.R = [lvl.R for lvl in hierarchy.levels[1:]]
         self.A = operators
@@ -711,12 +737,34 @@ class _VCycle:
         smooth = self.smoothers[level]
         x, r = smooth(b)
         rc = self.R[level] @ r
-        e = self(rc, level + 1)
-        if self.gamma == 2 and level + 2 < len(self.A):
-            e += self(rc - self.A[level + 1] @ e, level + 1)
+        if self.flexible and level + 2 < len(self.A):
+            e = self._krylov(rc, level + 1)
+        else:
+            e = self(rc, level + 1)
+            if self.gamma == 2 and level + 2 < len(self.A):
+                e += self(rc - self.A[level + 1] @ e, level + 1)
         x += self.P[level] @ e
         x, _ = smooth(b, x, residual=False)
         return x
+
+    def _krylov(self, r: np.ndarray, level: int) -> np.ndarray:
+        """Two flexible-CG steps for ``A_level e = r`` (Notay & Vassilevski 2008, Alg. 2.1)."""
+        A = self.A[level]
+        c = self(r, level)
+        v = A @ c
+        rho1, alpha1 = _dot(c, v), _dot(c, r)
+        if not rho1 > 0:
+            return c
+        rt = r - (alpha1 / rho1) * v
+        if _norm(rt) <= 0.25 * _norm(r):
+            return (alpha1 / rho1) * c
+        d = self(rt, level)
+        w = A @ d
+        gamma, beta, alpha2 = _dot(d, v), _dot(d, w), _dot(d, rt)
+        rho2 = beta - gamma ** 2 / rho1
+        if not rho2 > 0:
+            return (alpha1 / rho1) * c
+        return (alpha1 / rho1 - gamma * alpha2 / (rho1 * rho2)) * c + (alpha2 / rho2) * d
 
 
 # ------------------------------------------------------ smoothed aggregation
@@ -846,11 +894,16 @@ class IterativeFactor:
         if self.options["warm_start"]:
             prev = self.warm.get(key)
             if prev is not None and prev.shape == b.shape:
-                if _norm(b - self.matrix @ prev) < _norm(b):
-                    x0 = prev
+                # the best multiple of the previous solution in the energy norm: its
+                # error is then smaller than that of zero whenever b^T prev != 0
+                Ap = self.matrix @ prev
+                pAp = _dot(prev, Ap)
+                if pAp > 0 and _dot(b, prev) != 0:
+                    x0 = prev * (_dot(b, prev) / pAp)
         t0 = time.perf_counter()
         x, its = pcg(self.matrix, b, self.M, x0=x0, rtol=float(self.options["rtol"]),
-                     maxiter=int(self.options["maxiter"]))
+                     maxiter=int(self.options["maxiter"]),
+                     flexible=getattr(self.M, "flexible", False))
         if self.options["energy_scaling"]:
             # The Galerkin projection of u onto span{x}: compliance b^T x then errs by
             # ||u - x||_A^2 >= 0 (second order) even from a warm start.
