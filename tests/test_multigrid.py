@@ -271,3 +271,22 @@ def test_available_and_picked():
     assert model.system("auto").solver in ("cholmod", "superlu")
     assert model.system("mg-cg").solver == "mg-cg"
     assert isinstance(model.system("mg-cg")._iterative, GeometricMultigrid)
+
+
+def test_system_is_freed_without_the_garbage_collector():
+    """No reference cycle system <-> hierarchy: big systems go as soon as they are dropped."""
+    import gc
+    import weakref
+    mesh = fem.box(8, 4, 4)
+    model, f = clamped(mesh)
+    gc.collect()
+    gc.disable()
+    try:
+        S = model.system("mg-cg", SMALL)
+        fem.solve(S, np.ones(model.n_el), f)
+        ref = weakref.ref(S)
+        model._systems.clear()
+        del S
+        assert ref() is None
+    finally:
+        gc.enable()

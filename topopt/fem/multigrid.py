@@ -43,6 +43,7 @@ hundreds of iterations (a design with ten such islands took ~1000).
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -537,7 +538,11 @@ class GeometricMultigrid:
         fixed[S.fixed] = True
         # level 0: the mesh's dof numbering; lattice dof of dof d is lex[node]*ncomp + comp
         lex_dof = lex[node_of] * ncomp + comp_of
-        self._system, self._index, self._node_of, self._comp_of = S, index, node_of, comp_of
+        # what the levels need of the system, without a reference cycle system <-> hierarchy
+        # (a cycle would keep gigabytes alive until the garbage collector runs)
+        view = SimpleNamespace(ndof=S.ndof, free=S.free, element_dofs=S.element_dofs, Ke=S.Ke,
+                               uniform=S.uniform, K0=S.K0, n_loc=S.n_loc)
+        self._system, self._index, self._node_of, self._comp_of = view, index, node_of, comp_of
         self._lex_dof, self._fixed, self.coords = lex_dof, fixed, coords
         self.counts = getattr(system, "counts", None)
         self.warm: dict = {}
