@@ -60,6 +60,9 @@ class ComplianceProblem:
         Linear-solver backend (see `topopt.fem.solvers`).
     eta : float
         Threshold of the projection when a stage sets ``beta``.
+    solver_options : dict, optional
+        Options of an iterative solver (``rtol``, ``maxiter``, ...; see
+        `topopt.fem.multigrid`).
 
     Examples
     --------
@@ -75,7 +78,7 @@ class ComplianceProblem:
 
     def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
-                 eta: float = 0.5):
+                 eta: float = 0.5, solver_options: dict | None = None):
         self.volfrac = _check_open_unit("volfrac", volfrac)
         if not np.isfinite(rmin) or rmin <= 0:
             raise ValueError(f"rmin must be positive, got {rmin!r}")
@@ -97,7 +100,7 @@ class ComplianceProblem:
         mesh = model.mesh
         self.filter = (DensityFilter(mesh, rmin) if filter == "density"
                        else HelmholtzFilter.from_rmin(mesh, rmin))
-        self.system = model.system(solver)
+        self.system = model.system(solver, solver_options=solver_options)
         self.weights = fem.element_volumes(mesh)
         self.n = model.n_el
         self.c0 = None
