@@ -12,7 +12,9 @@ element sensitivities), filter (F and F^T), optimizer (the rest: MMA, the
 tape, the projection and SIMP), and FE solves per iteration. ``floor_s`` is
 one factorization + solve of the final matrix (or one MG-CG solve) timed
 alone in the same run. With pyMOTO importable, its equivalent MBB problem
-runs at the same size in the same process and the speed ratio is reported.
+runs at the same size (`pymoto_mbb.py`, one fresh process per run because
+pyMOTO re-evaluates every network a process has built) and the speed
+ratios are reported.
 """
 
 from __future__ import annotations
