@@ -134,3 +134,12 @@ def test_traced_parameter_is_rejected():
     with pytest.raises(TypeError, match="beta is a parameter"):
         ad.hvp(lambda b: np.sum(ad.gradient(lambda x: np.sum(project(x, b, 0.5)),
                                             np.array([0.3]))), 8.0, 1.0)
+
+
+@pytest.mark.parametrize("fun, args", [(project, (8.0, 0.5)), (simp, (3.0, 1e-9)),
+                                       (ramp, (5.0, 1e-9))])
+def test_traced_value_is_bitwise_the_plain_value(fun, args):
+    """The FE solve reuses a factorization for bitwise-equal moduli."""
+    x = np.random.default_rng(0).uniform(0, 1, 50)
+    y, _ = ad.pullback(lambda x: fun(x, *args), x)
+    np.testing.assert_array_equal(y, fun(x, *args))

@@ -177,8 +177,9 @@ def simp(x: ArrayLike, penal: float = 3.0, Emin: float = 1e-9,
 def _simp_parts(x, penal, Emin, E0):
     penal, Emin, E0 = _simp_params(penal, Emin, E0)
     _density(x)
-    xp1 = x ** (penal - 1.0)
-    return Emin + xp1 * x * (E0 - Emin), penal * (E0 - Emin) * xp1
+    # y exactly as `simp` computes it: the FE solve caches factorizations by
+    # the bits of E, and the traced and plain paths must agree on them
+    return Emin + x ** penal * (E0 - Emin), penal * (E0 - Emin) * x ** (penal - 1.0)
 
 
 
