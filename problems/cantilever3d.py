@@ -20,14 +20,13 @@ Large meshes want ``--solver mg-cg`` (multigrid-preconditioned CG);
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 import numpy as np
 
 from topopt import fem
-from topopt.problem import FILTERS, ComplianceProblem, write_results
+from topopt.problem import ComplianceProblem, compliance_main, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "cantilever3d"))
@@ -92,29 +91,8 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nelx", type=int, default=60)
-    parser.add_argument("--nely", type=int, default=20)
-    parser.add_argument("--nelz", type=int, default=4)
-    parser.add_argument("--volfrac", type=float, default=0.3)
-    parser.add_argument("--rmin", type=float, default=1.5)
-    parser.add_argument("--penal", type=float, default=3.0)
-    parser.add_argument("--filter", choices=FILTERS, default="density")
-    parser.add_argument("--maxeval", type=int, default=150)
-    parser.add_argument("--solver", default="auto",
-                        help="auto (direct), cholmod, superlu, mg-cg (multigrid CG), amg-cg")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--checkpoint", default=None, help="checkpoint file (.npz)")
-    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    result = run(args.nelx, args.nely, args.nelz, args.volfrac, args.rmin, args.penal,
-                 args.filter, args.maxeval, args.out, args.solver, verbose=not args.quiet,
-                 checkpoint=args.checkpoint, resume=args.resume)
-    print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
-          f"evaluations {result['evaluations']}  FE solves/iteration "
-          f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
-    return result
+    return compliance_main(argv, __doc__, run, sizes=dict(nelx=60, nely=20, nelz=4),
+                           defaults=dict(volfrac=0.3, rmin=1.5, maxeval=150), out=DEFAULT_OUT)
 
 
 if __name__ == "__main__":
