@@ -55,16 +55,23 @@ def permittivity(p):
     return (N_AIR + p * (N_METAL - N_AIR)) ** 2
 
 
-def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadrature=None):
+def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadrature=None,
+          isolated: bool = False):
     """The cell mesh, the wave model, the design and center elements, source and focus.
 
     With `design_quadrature` (the filter basis' points), ``1/eps`` is set per
     quadrature point of the design elements, as in the Gridap tutorial.
+    `isolated` adds PML of thickness ``d`` at the left and right as well (the
+    tutorial's mesh file, ``x`` in ``[-L/2 - d, L/2 + d]``): one particle
+    instead of a periodic row of them, ``L = 600`` apart.
     """
     if not 0 < h <= 10:
         raise ValueError(f"the design-region resolution h must lie in (0, 10] nm, got {h!r}")
     pad = R_D + 10.0
     xs = fem.graded_axis([-L / 2, -pad, pad, L / 2], [h_air, h, h, h_air])
+    if isolated:
+        xs = fem.graded_axis([-L / 2 - D_PML, -L / 2, -pad, pad, L / 2, L / 2 + D_PML],
+                             [h_pml, h_air, h, h, h_air, h_pml])
     ys = fem.graded_axis([-D_PML, 0.0, X0[1] - pad, X0[1] + pad, H1, H1 + H2, H1 + H2 + D_PML],
                          [h_pml, h_air, h, h, h_air, h_air, h_pml])
     import skfem
@@ -73,7 +80,8 @@ def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadr
     design = np.flatnonzero((r >= R_S) & (r <= R_D))
     center = np.flatnonzero(r < R_S)
     model = fem.WaveModel(mesh, 2 * np.pi / WAVELENGTH, pml=(0.0, H1 + H2, D_PML),
-                          design=design, R=1e-10, design_quadrature=design_quadrature)
+                          design=design, R=1e-10, design_quadrature=design_quadrature,
+                          pml_x=(-L / 2, L / 2) if isolated else None)
     b = model.line_source(H1)
     O = model.focus_matrix(center, X0, width=1.0)
     return mesh, model, design, center, b, O
@@ -89,19 +97,19 @@ class EMFocus:
     second 22.9 (different local optima of a multimodal problem).
     """
 
-    def __init__(self, h: float = 4.0, subcell: bool = False):
-        coarse = setup(h)
+    def __init__(self, h: float = 4.0, subcell: bool = False, isolated: bool = False):
+        coarse = setup(h, isolated=isolated)
         self.mesh, self.design = coarse[0], coarse[2]
         self.filter = HelmholtzFilter(self.mesh.restrict(self.design), R_FILTER)
         if subcell:
             flt = self.filter
             self.mesh, self.model, self.design, self.center, self.b, self.O = setup(
-                h, design_quadrature=(flt.basis.X, flt.basis.W))
+                h, design_quadrature=(flt.basis.X, flt.basis.W), isolated=isolated)
             self.smooth = flt.at_quadrature
         else:
             self.mesh, self.model, self.design, self.center, self.b, self.O = coarse
             self.smooth = self.filter
-        self.subcell = subcell
+        self.subcell, self.isolated = subcell, isolated
         self.n = self.design.size
 
     def p_phys(self, p, beta):
@@ -137,12 +145,13 @@ class EMFocus:
 
 
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
-        checkpoint: str | None = None, resume: str | None = None, subcell: bool = False) -> dict:
+        checkpoint: str | None = None, resume: str | None = None, subcell: bool = False,
+        isolated: bool = False) -> dict:
     """Optimize with the tutorial's continuation; returns the metrics."""
     if maxeval < 1:
         raise ValueError(f"maxeval must be >= 1, got {maxeval}")
     t0 = time.perf_counter()
-    prob = EMFocus(h, subcell)
+    prob = EMFocus(h, subcell, isolated)
     S = prob.model.system
     p0 = np.full(prob.n, P_START)
     g_initial = float(prob.g(p0, BETAS[0]))
@@ -158,6 +167,7 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     result = {
         "resolution_nm": h,
         "subcell": subcell,
+        "isolated": isolated,
         "design_variables": int(prob.n),
         "elements": int(prob.mesh.t.shape[1]),
         "g_initial": g_initial,
@@ -213,6 +223,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--subcell", action="store_true",
                         help="project the filtered field at quadrature points (eps varies "
                              "inside elements) instead of element averages")
+    parser.add_argument("--isolated", action="store_true",
+                        help="PML at the left and right too (the tutorial's mesh): one "
+                             "particle instead of a periodic row")
     parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--checkpoint", default=None,
                         help="checkpoint file (default: OUT/checkpoint.npz)")
@@ -221,7 +234,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     result = run(args.h, args.maxeval, args.out, verbose=not args.quiet,
                  checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-                 resume=args.resume, subcell=args.subcell)
+                 resume=args.resume, subcell=args.subcell, isolated=args.isolated)
     print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
           f"{result['field_enhancement']:.2f}, grey level {result['grey_level']:.3f}, "
           f"{result['evaluations']} evaluations, {result['seconds']:.0f} s -> {args.out}")

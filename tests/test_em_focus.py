@@ -80,3 +80,37 @@ def test_bad_resolution():
         em_focus.setup(h=0.0)
     with pytest.raises(ValueError, match="maxeval"):
         em_focus.run(h=8.0, maxeval=0)
+
+
+def test_isolated_cell_side_pml():
+    """PML at the sides too (the tutorial's mesh): the plane wave passes, scattering decays."""
+    prob = em_focus.EMFocus(h=8.0, isolated=True)
+    model = prob.model
+    x, y = model.mesh.p
+    k = model.k
+    u0 = model.full(model.solve(np.zeros(prob.n), prob.b))
+    # a plane wave travelling in y is unaffected by a stretch in x, PML included
+    exact = 1j / (2 * k) * np.exp(1j * k * np.abs(y - em_focus.H1))
+    inside = (y >= 0) & (y <= em_focus.H1 + em_focus.H2)
+    assert np.max(np.abs(u0 - exact)[inside]) < 0.01 * np.max(np.abs(exact))
+    assert np.abs(x).max() == pytest.approx(em_focus.L / 2 + em_focus.D_PML)
+    # the field scattered by a solid particle is absorbed on its way through the side PML
+    scattered = np.abs(model.full(prob.field(np.ones(prob.n), 8.0)) - u0)
+    rows = (y > 100) & (y < 500)
+    entrance = scattered[rows & np.isclose(np.abs(x), em_focus.L / 2)].max()
+    outer = scattered[rows & (np.abs(x) > em_focus.L / 2 + 0.85 * em_focus.D_PML)].max()
+    assert outer < 0.05 * entrance
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.2, 0.8, prob.n)
+    assert ad.taylor_test(lambda p: prob.g(p, 8.0), p, rng.standard_normal(prob.n)) >= 1.9
+
+
+def test_side_pml_bad_input():
+    mesh = fem.rectangle(4, 40, h=10.0)
+    with pytest.raises(ValueError, match="pml_x"):
+        fem.WaveModel(mesh, 0.03, pml=(50.0, 350.0, 50.0), design=[], pml_x=(30.0, 10.0))
+    c = fem.element_centroids(mesh)
+    side = np.flatnonzero((c[:, 0] < 10) & (c[:, 1] > 100) & (c[:, 1] < 300))[:1]
+    fem.WaveModel(mesh, 0.03, pml=(50.0, 350.0, 50.0), design=side)
+    with pytest.raises(ValueError, match="outside the PML"):
+        fem.WaveModel(mesh, 0.03, pml=(50.0, 350.0, 50.0), design=side, pml_x=(10.0, 30.0))

@@ -2,11 +2,14 @@
 
 ``-div(1/eps grad u) - k^2 u = f`` in a cell periodic in ``x``, with
 stretched-coordinate perfectly matched layers (PML) at the bottom and top
-and ``u = 0`` on the outer boundary. With ``d/dy -> (1/s_y) d/dy`` and
-``s_y = 1 + i sigma(y) / k`` (Oskooi & Johnson 2011), multiplying by
-``s_y`` gives the complex-symmetric weak form
+(optionally also at the left and right) and ``u = 0`` on the outer
+boundary. With ``d/dx -> (1/s_x) d/dx``, ``d/dy -> (1/s_y) d/dy`` and
+``s = 1 + i sigma / k`` (Oskooi & Johnson 2011), multiplying by ``s_x s_y``
+gives the complex-symmetric weak form
 
-``a(u, v) = int (s_y u_x v_x + u_y v_y / s_y) / eps - k^2 s_y u v``,
+``a(u, v) = int (s_y/s_x u_x v_x + s_x/s_y u_y v_y) / eps - k^2 s_x s_y u v``
+
+and the load ``int s_x s_y f v``,
 
 ``sigma = sigma_0 (depth / d)^2`` with ``sigma_0 = -3/4 ln(R) / d`` for a
 round-trip reflection ``R`` in the continuum limit (the Gridap tutorial
@@ -73,7 +76,7 @@ def graded_axis(points, sizes, growth: float = 1.15) -> np.ndarray:
 
 
 class WaveModel:
-    """Scalar wave problem with PML in ``y``, periodic in ``x``, design elements.
+    """Scalar wave problem with PML in ``y`` (and ``x``), periodic in ``x``, design elements.
 
     Parameters
     ----------
@@ -83,6 +86,10 @@ class WaveModel:
     pml : (y_bottom, y_top, d)
         The physical region is ``y_bottom <= y <= y_top``; the PML of
         thickness `d` lies outside it, up to the mesh boundary.
+    pml_x : (x_left, x_right), optional
+        Also absorb at the sides: PML of the same profile for ``x < x_left``
+        and ``x > x_right``. A scatterer is then isolated instead of one of a
+        periodic row; a plane wave travelling in ``y`` is unaffected.
     design : int array
         Elements whose ``1/eps`` is designed (outside the PML).
     R : float
@@ -116,7 +123,8 @@ class WaveModel:
     """
 
     def __init__(self, mesh: skfem.Mesh, k: float, pml, design, R: float = 1e-10,
-                 periodic: bool = True, solver: str = "auto", design_quadrature=None):
+                 periodic: bool = True, solver: str = "auto", design_quadrature=None,
+                 pml_x=None):
         if not (np.isfinite(k) and k > 0):
             raise ValueError(f"the wavenumber k must be positive, got {k!r}")
         y_bottom, y_top, d = (float(v) for v in pml)
@@ -124,15 +132,22 @@ class WaveModel:
             raise ValueError("pml must be (y_bottom, y_top, d) with y_bottom < y_top, d > 0")
         if not 0 < R < 1:
             raise ValueError(f"R must lie in (0, 1), got {R!r}")
+        if pml_x is not None:
+            x_left, x_right = (float(v) for v in pml_x)
+            if not x_left < x_right:
+                raise ValueError("pml_x must be (x_left, x_right) with x_left < x_right")
+            pml_x = (x_left, x_right)
         self.mesh, self.k, self.pml, self.R = mesh, float(k), (y_bottom, y_top, d), R
+        self.pml_x = pml_x
         self.design = np.asarray(design, dtype=np.int64)
         n_el = mesh.t.shape[1]
         if self.design.size and (self.design.min() < 0 or self.design.max() >= n_el):
             raise ValueError(f"design element indices must lie in [0, {n_el})")
         c = element_centroids(mesh)
-        if np.any((c[self.design, 1] < y_bottom) | (c[self.design, 1] > y_top)):
-            raise ValueError("design elements must lie outside the PML")
         self.sigma0 = -0.75 * np.log(R) / d
+        cy, cx = c[self.design, 1], c[self.design, 0]
+        if np.any(self.stretch(cy) != 1) or np.any(self.stretch(cy, cx) != 1):
+            raise ValueError("design elements must lie outside the PML")
         element = mesh.elem()
         self.basis = skfem.Basis(mesh, element, intorder=4)
         self._reduce(periodic)
@@ -157,9 +172,13 @@ class WaveModel:
                                    K0=K0, symmetric=True, solver=solver)
 
     # ---------------------------------------------------------------- setup
-    def stretch(self, y) -> np.ndarray:
-        """PML factor ``s_y = 1 + i sigma(y) / k`` (1 outside the PML)."""
+    def stretch(self, y, x=None) -> np.ndarray:
+        """PML factor ``s_y = 1 + i sigma(y) / k`` (1 outside the PML); with `x`, ``s_x``."""
         y_bottom, y_top, d = self.pml
+        if x is not None:
+            if self.pml_x is None:
+                return np.ones(np.shape(x), dtype=complex)
+            y_bottom, y_top, y = *self.pml_x, x
         depth = np.maximum(np.maximum(y_bottom - y, y - y_top), 0.0)
         return 1.0 + 1j * self.sigma0 / self.k * (depth / d) ** 2
 
@@ -167,9 +186,10 @@ class WaveModel:
         k2 = self.k ** 2
 
         def air(u, v, w):
-            s = self.stretch(w.x[1])
+            sx, sy = self.stretch(w.x[1], w.x[0]), self.stretch(w.x[1])
             du, dv = grad(u), grad(v)
-            return s * du[0] * dv[0] + du[1] * dv[1] / s - k2 * s * u * v
+            return (sy / sx * du[0] * dv[0] + sx / sy * du[1] * dv[1]
+                    - k2 * sx * sy * u * v)
 
         return skfem.BilinearForm(air, dtype=complex)
 
@@ -191,13 +211,14 @@ class WaveModel:
 
     # ---------------------------------------------------------------- use
     def line_source(self, y_s: float) -> np.ndarray:
-        """Load ``int_{y = y_s} v``: a plane wave source line (reduced dofs)."""
+        """Load ``int_{y = y_s} s_x v``: a plane wave source line (reduced dofs)."""
         facets = self.mesh.facets_satisfying(lambda x: np.isclose(x[1], y_s))
         if facets.size == 0:
             raise ValueError(f"no mesh facets lie on the line y = {y_s}")
         fb = skfem.FacetBasis(self.mesh, self.mesh.elem(), facets=facets)
-        b = skfem.LinearForm(lambda v, w: v).assemble(fb)
-        return self.Rmat.T @ b
+        b = skfem.LinearForm(lambda v, w: self.stretch(w.x[1], w.x[0]) * v,
+                             dtype=complex).assemble(fb)
+        return self.Rmat.T @ (b if self.pml_x else b.real)
 
     def focus_matrix(self, elements, x0, width: float = 1.0) -> sps.csr_matrix:
         """``O = int w(x) grad u . grad v`` over `elements`, ``w`` a normalized Gaussian at `x0`.

@@ -98,6 +98,7 @@ class LinearSystem:
                              f"or ({self.n_el}, {self.n_loc}, {self.n_loc})")
         self.Ke = Ke
         self.uniform = Ke.ndim == 2
+        self._KeT = np.ascontiguousarray(Ke.T) if self.uniform else None    # BLAS-friendly
         self.ndof = int(ndof)
         fixed = np.unique(np.asarray(fixed, dtype=np.int64))
         if fixed.size and (fixed.min() < 0 or fixed.max() >= self.ndof):
@@ -363,7 +364,7 @@ class LinearSystem:
     def apply_Ke(self, we):
         """``K_e w_e`` for every element."""
         if self.uniform:
-            return we @ self.Ke.T if we.ndim == 2 else np.matmul(self.Ke, we)
+            return we @ self._KeT if we.ndim == 2 else np.matmul(self.Ke, we)
         return np.einsum("eij,ej...->ei...", self.Ke, we, optimize=True)
 
     def scatter(self, local):
