@@ -182,8 +182,6 @@ def _simp_parts(x, penal, Emin, E0):
     return Emin + x ** penal * (E0 - Emin), penal * (E0 - Emin) * x ** (penal - 1.0)
 
 
-
-
 # ---------------------------------------------------------------------- RAMP
 
 def _ramp_params(q, Emin, E0) -> tuple[float, float, float]:
