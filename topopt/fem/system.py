@@ -489,14 +489,20 @@ def matvec_rrule(S, a, w):
     return matvec(S, a, w), matvec_pullback
 
 
-@ad.frule(matvec)
-def matvec_frule(primals, tangents):
-    S, a, w = primals
-    _, adot, wdot = tangents
-    ydot = None if adot is None else matvec(S, adot, w)
-    if wdot is not None:
-        ydot = matvec(S, a, wdot) if ydot is None else ydot + matvec(S, a, wdot)
-    return matvec(S, a, w), ydot
+def _bilinear_frule(fun):
+    """Forward rule of a primitive ``fun(S, v, w)`` linear in `v` and in `w`."""
+    def frule(primals, tangents):
+        S, v, w = primals
+        _, vdot, wdot = tangents
+        ydot = None if vdot is None else fun(S, vdot, w)
+        if wdot is not None:
+            ydot = fun(S, v, wdot) if ydot is None else ydot + fun(S, v, wdot)
+        return fun(S, v, w), ydot
+    frule.__name__ = frule.__qualname__ = f"{fun.__name__}_frule"
+    return frule
+
+
+ad.frule(matvec)(_bilinear_frule(matvec))
 
 
 @ad.primitive
@@ -519,14 +525,7 @@ def products_rrule(S, v, w):
     return products(S, v, w), products_pullback
 
 
-@ad.frule(products)
-def products_frule(primals, tangents):
-    S, v, w = primals
-    _, vdot, wdot = tangents
-    ydot = None if vdot is None else products(S, vdot, w)
-    if wdot is not None:
-        ydot = products(S, v, wdot) if ydot is None else ydot + products(S, v, wdot)
-    return products(S, v, w), ydot
+ad.frule(products)(_bilinear_frule(products))
 
 
 @ad.primitive
