@@ -37,7 +37,7 @@ import numpy as np
 from topopt import fem
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project
-from topopt.optimize import Stage, minimize
+from topopt.optimize import Stage, add_run_arguments, minimize
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
@@ -226,11 +226,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--isolated", action="store_true",
                         help="PML at the left and right too (the tutorial's mesh): one "
                              "particle instead of a periodic row")
-    parser.add_argument("--out", default=DEFAULT_OUT, help="results folder")
-    parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file (default: OUT/checkpoint.npz)")
-    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
-    parser.add_argument("--quiet", action="store_true")
+    add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
     result = run(args.h, args.maxeval, args.out, verbose=not args.quiet,
                  checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),

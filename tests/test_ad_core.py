@@ -7,16 +7,7 @@ import scipy.sparse as sps
 
 from topopt import ad
 
-
-def central_gradient(f, x, h=1e-6):
-    """Independent oracle: central differences, one coordinate at a time."""
-    x = np.asarray(x, float)
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
+from oracles import central_gradient
 
 
 def test_plain_numpy_objective_matches_central_differences():

@@ -6,6 +6,8 @@ import pytest
 from topopt import ad
 from topopt.interpolation import project, project_rrule, ramp, simp
 
+from oracles import central_gradient
+
 RULES = [
     (project, {"beta": 8.0, "eta": 0.5}),
     (project, {"beta": 1.0, "eta": 0.3}),
@@ -16,15 +18,6 @@ RULES = [
     (ramp, {"q": 8.0}),
     (ramp, {"q": 0.5, "Emin": 0.0, "E0": 3.0}),
 ]
-
-
-def central_gradient(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -93,8 +93,8 @@ import numpy as np
 
 from . import ad
 
-__all__ = ["minimize", "Stage", "Result", "load_checkpoint", "MMA_PARAMS",
-           "DEFAULT_MMA_PARAMS"]
+__all__ = ["minimize", "Stage", "Result", "load_checkpoint", "add_run_arguments",
+           "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
 
 #: NLopt 2.11 ``LD_MMA`` parameter names and NLopt's defaults.
 MMA_PARAMS: dict[str, float] = {
@@ -1010,3 +1010,29 @@ def minimize(
         nlopt_evaluations=run.nlopt_evals,
         x_last=None if run.x_prev is None else np.array(run.x_prev),
     )
+
+
+def add_run_arguments(parser, out: str) -> None:
+    """Add a problem script's ``--out``, ``--checkpoint``, ``--resume`` and ``--quiet``.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+    out : str
+        Default results folder; the checkpoint defaults to ``OUT/checkpoint.npz``.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from topopt.optimize import add_run_arguments
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, "results/demo")
+    >>> args = parser.parse_args(["--quiet"])
+    >>> args.out, args.checkpoint, args.resume, args.quiet
+    ('results/demo', None, None, True)
+    """
+    parser.add_argument("--out", default=out, help="results folder")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file (default: OUT/checkpoint.npz)")
+    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
+    parser.add_argument("--quiet", action="store_true")

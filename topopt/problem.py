@@ -19,7 +19,7 @@ from . import fem
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import project, simp
 from .objectives import compliance, volume
-from .optimize import Result, Stage, minimize
+from .optimize import Result, Stage, add_run_arguments, minimize
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results"]
 
@@ -241,11 +241,7 @@ def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) 
     parser.add_argument("--filter", choices=FILTERS, default="density")
     parser.add_argument("--maxeval", type=int, default=defaults.get("maxeval", 300))
     parser.add_argument("--solver", default="auto")
-    parser.add_argument("--out", default=out, help="results folder")
-    parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file (default: OUT/checkpoint.npz)")
-    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
-    parser.add_argument("--quiet", action="store_true")
+    add_run_arguments(parser, out)
     args = parser.parse_args(argv)
     result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac, rmin=args.rmin,
                  penal=args.penal, filter=args.filter, maxeval=args.maxeval, out=args.out,
