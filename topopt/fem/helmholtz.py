@@ -146,7 +146,7 @@ class WaveModel:
         c = element_centroids(mesh)
         self.sigma0 = -0.75 * np.log(R) / d
         cy, cx = c[self.design, 1], c[self.design, 0]
-        if np.any(self.stretch(cy) != 1) or np.any(self.stretch(cy, cx) != 1):
+        if np.any(self.stretch(cy) != 1) or np.any(self.stretch_x(cx) != 1):
             raise ValueError("design elements must lie outside the PML")
         element = mesh.elem()
         self.basis = skfem.Basis(mesh, element, intorder=4)
@@ -172,21 +172,25 @@ class WaveModel:
                                    K0=K0, symmetric=True, solver=solver)
 
     # ---------------------------------------------------------------- setup
-    def stretch(self, y, x=None) -> np.ndarray:
-        """PML factor ``s_y = 1 + i sigma(y) / k`` (1 outside the PML); with `x`, ``s_x``."""
-        y_bottom, y_top, d = self.pml
-        if x is not None:
-            if self.pml_x is None:
-                return np.ones(np.shape(x), dtype=complex)
-            y_bottom, y_top, y = *self.pml_x, x
-        depth = np.maximum(np.maximum(y_bottom - y, y - y_top), 0.0)
-        return 1.0 + 1j * self.sigma0 / self.k * (depth / d) ** 2
+    def stretch(self, y) -> np.ndarray:
+        """PML factor ``s_y = 1 + i sigma(y) / k`` (1 outside the PML)."""
+        return self._stretch(y, *self.pml[:2])
+
+    def stretch_x(self, x) -> np.ndarray:
+        """PML factor ``s_x`` of the side layers (1 everywhere without `pml_x`)."""
+        if self.pml_x is None:
+            return np.ones(np.shape(x), dtype=complex)
+        return self._stretch(x, *self.pml_x)
+
+    def _stretch(self, t, lo, hi) -> np.ndarray:
+        depth = np.maximum(np.maximum(lo - t, t - hi), 0.0)
+        return 1.0 + 1j * self.sigma0 / self.k * (depth / self.pml[2]) ** 2
 
     def _air_form(self) -> skfem.BilinearForm:
         k2 = self.k ** 2
 
         def air(u, v, w):
-            sx, sy = self.stretch(w.x[1], w.x[0]), self.stretch(w.x[1])
+            sx, sy = self.stretch_x(w.x[0]), self.stretch(w.x[1])
             du, dv = grad(u), grad(v)
             return (sy / sx * du[0] * dv[0] + sx / sy * du[1] * dv[1]
                     - k2 * sx * sy * u * v)
@@ -216,7 +220,7 @@ class WaveModel:
         if facets.size == 0:
             raise ValueError(f"no mesh facets lie on the line y = {y_s}")
         fb = skfem.FacetBasis(self.mesh, self.mesh.elem(), facets=facets)
-        b = skfem.LinearForm(lambda v, w: self.stretch(w.x[1], w.x[0]) * v,
+        b = skfem.LinearForm(lambda v, w: self.stretch_x(w.x[0]) * v,
                              dtype=complex).assemble(fb)
         return self.Rmat.T @ (b if self.pml_x else b.real)
 
