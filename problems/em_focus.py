@@ -157,10 +157,11 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     g_initial = float(prob.g(p0, BETAS[0]))
     stages = [Stage(maxeval=maxeval, params={"beta": beta}) for beta in BETAS]
     # NLopt's own MMA settings, as the tutorial (NLopt.jl defaults): raw g,
-    # conservative inner iterations and NLopt's dual solver
+    # conservative inner iterations and NLopt's dual solver; inner_gradients=0
+    # leaves the iterates unchanged and skips the adjoint of rejected designs
     res = minimize(prob.responses, p0, bounds=(0.0, 1.0), stages=stages, ftol_rel=1e-8,
                    verbose=verbose, checkpoint=checkpoint, resume=resume,
-                   mma_params={"dual_algorithm": nlopt.LD_MMA},
+                   mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
                    count_solves=lambda: S.counts["factorizations"])
     p_phys = prob.element_density(res.x, BETAS[-1])
     g = float(prob.g(res.x, BETAS[-1]))

@@ -195,6 +195,37 @@ def test_evaluations_per_mma_iteration(tmp_path):
     print("evaluations per MMA iteration:", ratios)
 
 
+def test_inner_gradients_off_skips_reverse_passes_of_rejected_designs():
+    """NLopt's ``inner_gradients=0``: values only in MMA's inner iterations, the
+    gradient again at an accepted design (served from the cache, no forward pass)."""
+    from topopt import ad
+
+    counts = {"forward": 0, "reverse": 0}
+
+    @ad.primitive
+    def objective(x):
+        counts["forward"] += 1
+        return np.sum(C / x)
+
+    @ad.rrule(objective)
+    def objective_rrule(x):
+        def objective_pullback(ybar):
+            counts["reverse"] += 1
+            return (-ybar * C / x ** 2,)
+        return objective(x), objective_pullback
+
+    out = {}
+    for flag in (1, 0):
+        counts.update(forward=0, reverse=0)
+        res = run(lambda x: (objective(x), np.sum(x) - V), maxeval=60, ftol_rel=1e-10,
+                  mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": flag})
+        out[flag] = dict(counts)
+        np.testing.assert_allclose(res.x, X_STAR, rtol=1e-4)
+        assert counts["forward"] == res.evaluations            # one forward pass per design
+    assert out[1]["reverse"] == out[1]["forward"]
+    assert out[0]["reverse"] < 0.8 * out[0]["forward"]          # rejected designs: no reverse
+
+
 # ---------------------------------------------------------------- stages
 
 def test_continuation_stages():
@@ -302,6 +333,22 @@ def test_checkpoint_and_resume(tmp_path, how):
     assert load_checkpoint(ck)["evaluations"] == 60
 
 
+def test_resume_with_inner_gradients_off(tmp_path):
+    """A checkpoint of a design whose gradients were never computed has no seed;
+    the resumed run evaluates it again and still reaches the optimum."""
+    ck = tmp_path / "g.npz"
+    params = dict(EXACT_BUDGET, inner_gradients=0)
+    first = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=params,
+                checkpoint=ck, callback=lambda rec, x: rec["evaluation"] == 20)
+    assert first.status == "stopped"
+    saved = load_checkpoint(ck)
+    assert saved["evaluations"] == 20
+    resumed = run(compliance, [volume], maxeval=80, ftol_rel=0.0, mma_params=params,
+                  checkpoint=ck, resume=ck)
+    assert resumed.history[:20] == first.history
+    np.testing.assert_allclose(resumed.x, X_STAR, rtol=1e-4)
+
+
 def test_resume_continues_stage_and_history(tmp_path):
     ck = tmp_path / "c.npz"
 
@@ -389,6 +436,9 @@ def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
     (dict(stages=[Stage(0)]), ValueError, r"stages\[0\].maxeval"),
     (dict(stages=[]), TypeError, "stages must be a non-empty list"),
     (dict(mma_params={"inner_maxevals": 1}), ValueError, "accepted: inner_maxeval"),
+    (dict(mma_params={"inner_gradients": 2}), ValueError, "'inner_gradients'. must be 0 or 1"),
+    (dict(mma_params={"always_improve": 0.5}), ValueError, "'always_improve'. must be 0 or 1"),
+    (dict(mma_params={"sigma_min": -1.0}), ValueError, "sigma_min'. must be >= 0"),
     (dict(callback=3), TypeError, "callback must be callable"),
 ])
 def test_bad_input_raises_before_any_evaluation(kwargs, exc, match):
@@ -421,5 +471,6 @@ def test_resume_checks(tmp_path):
 
 
 def test_public_names():
-    assert set(MMA_PARAMS) >= {"inner_maxeval", "dual_ftol_rel", "rho_init", "verbosity"}
+    assert set(MMA_PARAMS) >= {"inner_maxeval", "dual_ftol_rel", "rho_init", "verbosity",
+                               "inner_gradients", "always_improve", "sigma_min"}
     assert Result.__dataclass_fields__.keys() >= {"x", "fun", "history", "status", "stages"}

@@ -29,6 +29,13 @@ name                NLopt      meaning
 ``dual_algorithm``  LD_MMA     NLopt algorithm code for the dual. **Set to
                                LD_SLSQP here** (see below).
 ``rho_init``        1          initial MMA penalty ``rho`` (> 0)
+``inner_gradients`` 1          0: inner iterations ask for values only, and
+                               the gradient is requested again at a design
+                               MMA accepts (see below)
+``always_improve``  1          1: accept any improving design even before
+                               the inner iterations end; 0: Svanberg's
+                               rule, only a conservative one
+``sigma_min``       0          lower bound of the MMA move limits (>= 0)
 ``verbosity``       0          > 0: MMA prints its iterations (C stdout)
 ==================  =========  ==============================================
 
@@ -57,6 +64,18 @@ same compliance to 7 digits (233.50 at 60 x 20, as with the default).
 problems. A design NLopt asks for again (MMA near convergence) is served
 from the cache: a stage may end with fewer forward evaluations than its
 budget.
+
+Gradients on demand. Each design costs one forward pass; its gradients
+(the reverse pass: adjoint solves, filter transposes) are computed only
+when NLopt asks for them, and the tape of the last design is kept for
+that. With ``inner_gradients=0`` the designs that MMA's inner iterations
+reject never pay the reverse pass, and the repeated call at an accepted
+design is served from the cache (no second forward pass). MMA's iterates do
+not change (it uses gradients of accepted designs only): on ``sum(c / x)``
+with one constraint, 60 designs took 15 reverse passes instead of 60; on
+the EM focusing problem (4 nm) the same 60 designs and objective to the
+last digit, the time saved within noise (its adjoint solve reuses the
+factorization).
 
 Stopping: ``maxeval`` (forward evaluations per stage), ``ftol_rel`` and
 ``xtol_abs`` (NLopt's own checks, applied between consecutive MMA
@@ -100,7 +119,8 @@ __all__ = ["minimize", "Stage", "Result", "load_checkpoint", "add_run_arguments"
 MMA_PARAMS: dict[str, float] = {
     "inner_maxeval": 0, "dual_ftol_rel": 1e-14, "dual_ftol_abs": 0.0,
     "dual_xtol_rel": 0.0, "dual_xtol_abs": 0.0, "dual_maxeval": 100000,
-    "dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0, "verbosity": 0,
+    "dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0, "inner_gradients": 1,
+    "always_improve": 1, "sigma_min": 0.0, "verbosity": 0,
 }
 #: What `minimize` sets unless ``mma_params`` overrides it.
 DEFAULT_MMA_PARAMS = {"dual_algorithm": nlopt.LD_SLSQP}
@@ -247,8 +267,31 @@ def _unit(y, i: int, pos: list):
     return e
 
 
+class _Gradients:
+    """Gradients ``(k+1, n)`` of one design: its reverse pass runs on first use."""
+
+    def __init__(self, compute: Callable[[], np.ndarray] | None = None,
+                 value: np.ndarray | None = None):
+        self.compute, self.value = compute, value
+
+    @property
+    def ready(self) -> bool:
+        return self.value is not None
+
+    def __call__(self) -> np.ndarray:
+        if self.value is None:
+            if self.compute is None:
+                raise RuntimeError("the gradients of this design were released unevaluated")
+            self.value, self.compute = self.compute(), None
+        return self.value
+
+    def release(self) -> None:
+        """Drop the tape if the gradients were never asked for."""
+        self.compute = None
+
+
 class _Responses:
-    """``fun(x, **params)`` -> values ``(k+1,)`` and gradients ``(k+1, n)``."""
+    """``fun(x, **params)`` -> values ``(k+1,)`` and their lazy `_Gradients`."""
 
     def __init__(self, fun: Callable, n_out: int | None):
         self.fun = fun
@@ -256,7 +299,7 @@ class _Responses:
         self.params: dict = {}
         self.calls = 0
 
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, _Gradients]:
         params = self.params
         self.calls += 1
         y, back = ad.pullback(lambda z: self.fun(z, **params), x)
@@ -274,14 +317,16 @@ class _Responses:
             raise ValueError("the response function returned no values")
         if not np.all(np.isfinite(values)):
             raise FloatingPointError(f"non-finite response values {values.tolist()}")
-        grads = np.empty((values.size, x.size))
-        for i in range(values.size):
-            g = back(_unit(y, i, [0]))[0]
-            grads[i] = np.real(g)
-        if not np.all(np.isfinite(grads)):
-            bad = [i for i in range(values.size) if not np.all(np.isfinite(grads[i]))]
-            raise FloatingPointError(f"non-finite gradient of response(s) {bad}")
-        return values, grads
+
+        def reverse_pass() -> np.ndarray:
+            grads = np.empty((values.size, x.size))
+            for i in range(values.size):
+                grads[i] = np.real(back(_unit(y, i, [0]))[0])
+            if not np.all(np.isfinite(grads)):
+                bad = [i for i in range(values.size) if not np.all(np.isfinite(grads[i]))]
+                raise FloatingPointError(f"non-finite gradient of response(s) {bad}")
+            return grads
+        return values, _Gradients(reverse_pass)
 
 
 # --------------------------------------------------------------------------
@@ -462,6 +507,11 @@ def _check_mma_params(mma_params) -> dict:
         params[k] = float(v)
     if params.get("rho_init", 1.0) <= 0:
         raise ValueError("mma_params['rho_init'] must be > 0")
+    for k in ("inner_gradients", "always_improve"):
+        if params.get(k, 1) not in (0, 1):
+            raise ValueError(f"mma_params[{k!r}] must be 0 or 1, got {params[k]!r}")
+    if params.get("sigma_min", 0.0) < 0:
+        raise ValueError("mma_params['sigma_min'] must be >= 0")
     return params
 
 
@@ -529,11 +579,14 @@ class _Run:
         if infeasibility == 0.0:
             self.best_feasible = True
 
-    def evaluate(self, x) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(self, x, gradients: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values at `x` (one forward pass per design) and, if asked, the gradients."""
         if self.cache is not None and np.array_equal(x, self.cache[0]):
-            return self.cache[1], self.cache[2]
+            return self.cache[1], self.cache[2]() if gradients else None
         if self.stop_reason is not None:
             raise nlopt.ForcedStop(self.stop_reason)
+        if self.cache is not None:
+            self.cache[2].release()              # one tape alive at a time
         x = np.array(x, dtype=float, copy=True)
         values, grads = self.responses(x)
         if self.k is None:
@@ -555,7 +608,7 @@ class _Run:
             self.save("running")
         if self.stop_reason is not None:
             raise nlopt.ForcedStop(self.stop_reason)
-        return values, grads
+        return values, grads() if gradients else None
 
     def _record(self, x: np.ndarray, values: np.ndarray) -> None:
         change = None if self.x_prev is None else float(np.max(np.abs(x - self.x_prev)))
@@ -599,6 +652,7 @@ class _Run:
         self.best = None
         if seed is not None:
             values, grads = seed
+            grads = _Gradients(value=grads)
             self.cache = (x, values, grads)
             self.update_center(x, values, grads)
             self.values[_key(x)] = values
@@ -609,7 +663,7 @@ class _Run:
         opt = None
         try:
             if self.k is None:
-                self.evaluate(x0)            # learn k; NLopt's first call is a cache hit
+                self.evaluate(x0, False)     # learn k; NLopt's first call is a cache hit
                 budget -= 1
             cached = self.cache is not None and np.array_equal(self.cache[0], x0)
             opt = nlopt.opt(nlopt.LD_MMA, self.n)
@@ -625,13 +679,13 @@ class _Run:
                 opt.set_param(name, v)
 
             def objective(x, grad):
-                values, grads = self.evaluate(x)
+                values, grads = self.evaluate(x, grad.size > 0)
                 if grad.size:
                     grad[:] = grads[0]
                 return float(values[0])
 
             def constraints(result, x, grad):
-                values, grads = self.evaluate(x)
+                values, grads = self.evaluate(x, grad.size > 0)
                 result[:] = values[1:]
                 if grad.size:
                     grad[:] = grads[1:]
@@ -674,8 +728,8 @@ class _Run:
         arrays = {"x": x}
         if self.x_prev is not None:
             arrays["x_last"] = self.x_prev
-        if self.best is not None and np.array_equal(self.best[0], x):
-            arrays["seed_values"], arrays["seed_grads"] = self.best[1], self.best[2]
+        if self.best is not None and np.array_equal(self.best[0], x) and self.best[2].ready:
+            arrays["seed_values"], arrays["seed_grads"] = self.best[1], self.best[2]()
         meta = {
             "version": _CHECKPOINT_VERSION, "status": status, "n": self.n,
             "n_constraints": self.k, "stage": self.stage,
