@@ -89,11 +89,13 @@ Resuming restarts MMA from the checkpoint design: NLopt keeps its
 asymptotes and move limits internal, so a resumed run follows the same
 path only up to the restart and converges to the same optimum, not to the
 same bits. The design, values and gradients of the restart point are in the
-checkpoint, so the restart costs no extra forward pass.
+checkpoint, so the restart costs no extra forward pass (unless its
+gradients were never computed, with ``inner_gradients=0``).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
@@ -1066,7 +1068,7 @@ def minimize(
     )
 
 
-def add_run_arguments(parser, out: str) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser, out: str) -> None:
     """Add a problem script's ``--out``, ``--checkpoint``, ``--resume`` and ``--quiet``.
 
     Parameters
