@@ -65,6 +65,24 @@ def test_back_twice_gives_same_result():
     np.testing.assert_allclose(g1, ybar * (np.exp(x) * (1 + x) + 1))
 
 
+def test_user_owns_the_returned_cotangents():
+    """Rules may pass arrays on instead of multiplying by ones (the cotangent of a
+    sum); what reaches the user is still a fresh, writable array."""
+    x, c = np.array([0.3, -1.2, 2.0]), np.array([1.0, 2.0, 3.0])
+    y, back = ad.pullback(lambda x, c: np.sum(np.exp(x) * c), x, c)
+    gx, gc = back(1.0)
+    np.testing.assert_allclose(gc, np.exp(x))
+    np.testing.assert_allclose(gx, np.exp(x) * c)
+    for g in (gx, gc):
+        assert g.flags.writeable and not np.shares_memory(g, x) and not np.shares_memory(g, c)
+        g *= 0.0                                           # mutating them changes nothing
+    np.testing.assert_allclose(back(1.0)[1], np.exp(x))
+    np.testing.assert_allclose(back(1.0)[0], np.exp(x) * c)
+    g = ad.gradient(np.sum, x)
+    assert g.flags.writeable and g.strides == (8,)
+    np.testing.assert_array_equal(g, np.ones(3))
+
+
 def test_multiple_output_rule_and_outputs():
     @ad.primitive
     def polar(z):

@@ -95,7 +95,13 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
 
 
 def _cast(ct, a):
-    """Cotangent in the type of a scalar argument (Python float in, float out)."""
+    """Cotangent in the type of a scalar argument (Python float in, float out).
+
+    A read-only array (a broadcast, or a view that rules may pass on instead
+    of a product with ones) is copied: the user owns what `back` returns.
+    """
+    if isinstance(ct, np.ndarray) and not ct.flags.writeable:
+        ct = np.array(ct)
     if isinstance(ct, (np.ndarray, np.generic)) and np.ndim(ct) == 0:
         if isinstance(a, (float, complex)):
             return complex(ct) if isinstance(a, complex) else float(np.real(ct))

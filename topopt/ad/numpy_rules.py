@@ -20,6 +20,26 @@ def _conj(z):
     return np.conj(z) if _dtype(z).kind == "c" else z
 
 
+def _is_unit(g) -> bool:
+    """True for a plain array of ones broadcast from one value (a sum's cotangent)."""
+    return (type(g) is np.ndarray and g.size > 0 and not any(g.strides)
+            and g.dtype.kind == "f" and g.flat[0] == 1.0)
+
+
+def _scaled(ybar, c, shape):
+    """``ybar * c`` summed to `shape`; `c` itself, read-only, when `ybar` is all ones.
+
+    Skipping the product saves a pass over memory in the reverse pass of
+    ``sum(f(x))``. Rules never mutate cotangents, and the API copies
+    read-only cotangents before handing them to the user.
+    """
+    if _is_unit(ybar) and type(c) is np.ndarray and c.shape == ybar.shape == tuple(shape):
+        view = c.view()
+        view.flags.writeable = False
+        return view
+    return _unbroadcast(ybar * c, shape)
+
+
 def _unbroadcast(g, shape):
     """Sum `g` over the axes that broadcasting added to an array of `shape`."""
     gshape = _shape(g)
@@ -55,7 +75,7 @@ def _unary(fun, deriv):
         y = fun(x, **kw)
 
         def pullback(ybar):
-            return (ybar * _conj(deriv(x, y)),)
+            return (_scaled(ybar, _conj(deriv(x, y)), _shape(y)),)
         return y, _named(pullback, f"{name}_pullback")
 
     @frule(fun)
@@ -207,8 +227,8 @@ def multiply_rrule(a, b):
     sa, sb = _shape(a), _shape(b)
 
     def multiply_pullback(ybar):
-        return (thunk(lambda: _unbroadcast(ybar * _conj(b), sa)),
-                thunk(lambda: _unbroadcast(ybar * _conj(a), sb)))
+        return (thunk(lambda: _scaled(ybar, _conj(b), sa)),
+                thunk(lambda: _scaled(ybar, _conj(a), sb)))
     return a * b, multiply_pullback
 
 
