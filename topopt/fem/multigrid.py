@@ -52,6 +52,7 @@ import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 
 from .solvers import SingularSystemError
+from .system import csr_structure
 
 __all__ = ["RTOL", "MAXITER", "ConvergenceError", "pcg", "GeometricMultigrid",
            "SmoothedAggregation", "IterativeFactor", "rigid_body_modes"]
@@ -435,10 +436,8 @@ def _pattern(edofs: np.ndarray, free_index: np.ndarray):
     n = int(free_index.max()) + 1
     keys = rows[keep] * n + cols[keep]
     uniq, inverse = np.unique(keys, return_inverse=True)
-    target = np.flatnonzero(keep)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(uniq // n, minlength=n), out=indptr[1:])
-    return indptr, (uniq % n), target, inverse.ravel(), uniq.size
+    _, cols, indptr = csr_structure(uniq, n)
+    return indptr, cols, np.flatnonzero(keep), inverse.ravel(), uniq.size
 
 
 def _csr(data, indptr, indices, n) -> sps.csr_matrix:

@@ -38,6 +38,22 @@ def _conj(z):
     return np.conj(z) if np.iscomplexobj(ad.value(z)) else z
 
 
+def csr_structure(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, columns and CSR row pointer of sorted unique keys ``row * n + col``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols, indptr = csr_structure(np.array([0, 1, 3]), 2)
+    >>> rows.tolist(), cols.tolist(), indptr.tolist()
+    ([0, 0, 1], [0, 1, 1], [0, 2, 3])
+    """
+    rows, cols = keys // n, keys % n
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return rows, cols, indptr
+
+
 class LinearSystem:
     """``K(a) = K0 + sum_e a_e K_e`` restricted to the free dofs.
 
@@ -148,9 +164,7 @@ class LinearSystem:
         """Free-dof CSR pattern and the operator ``P`` with ``K.data = P @ a``."""
         if self.K0 is None:
             return self._build_pattern_chunked()
-        index = -np.ones(self.ndof, dtype=np.int64)
-        index[self.free] = np.arange(self.free.size)
-        loc = index[self.element_dofs]                          # (n_el, n_loc)
+        loc = self._free_local()
         rows = np.repeat(loc, self.n_loc, axis=1).ravel()
         cols = np.tile(loc, (1, self.n_loc)).ravel()
         elem = np.repeat(np.arange(self.n_el), self.n_loc ** 2)
@@ -159,26 +173,14 @@ class LinearSystem:
         keep = (rows >= 0) & (cols >= 0)
         rows, cols, elem, vals = rows[keep], cols[keep], elem[keep], vals[keep]
         n = self.free.size
-        if self.K0 is not None:
-            K0 = self.K0[self.free][:, self.free].tocoo()
-            rows_all = np.concatenate([rows, K0.row])
-            cols_all = np.concatenate([cols, K0.col])
-        else:
-            rows_all, cols_all = rows, cols
-        keys, inverse = np.unique(rows_all * n + cols_all, return_inverse=True)
-        self.rows, self.cols = keys // n, keys % n
-        nnz = keys.size
-        self.P = sps.csr_matrix((vals, (inverse[:rows.size], elem)), shape=(nnz, self.n_el))
-        self.K0_data = None
-        if self.K0 is not None:
-            self.K0_data = np.zeros(nnz, dtype=K0.data.dtype)
-            np.add.at(self.K0_data, inverse[rows.size:], K0.data)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
-        self.indptr, self.indices = indptr, self.cols
-        self.lower = self.rows >= self.cols
-        if self.rows.size < 2 ** 31 - 1:         # else scipy downcasts at every assembly
-            self.indptr, self.indices = indptr.astype(np.int32), self.cols.astype(np.int32)
+        K0 = self.K0[self.free][:, self.free].tocoo()
+        keys, inverse = np.unique(np.concatenate([rows, K0.row]) * n
+                                  + np.concatenate([cols, K0.col]), return_inverse=True)
+        self.P = sps.csr_matrix((vals, (inverse[:rows.size], elem)),
+                                shape=(keys.size, self.n_el))
+        self.K0_data = np.zeros(keys.size, dtype=K0.data.dtype)
+        np.add.at(self.K0_data, inverse[rows.size:], K0.data)
+        self._set_pattern(keys)
 
     def _build_pattern_chunked(self, chunk_entries: int = 2 ** 23):
         """`_build_pattern` without ``K0``, in blocks of rows (the same pattern and ``P``).
@@ -187,9 +189,7 @@ class LinearSystem:
         40 hex mesh (74 M entries); blocks of ~8 M entries keep the peak near
         the size of ``P`` itself.
         """
-        index = -np.ones(self.ndof, dtype=np.int64)
-        index[self.free] = np.arange(self.free.size)
-        loc = index[self.element_dofs]                          # (n_el, n_loc)
+        loc = self._free_local()
         n, n_loc = self.free.size, self.n_loc
         e_idx, i_idx = np.nonzero(loc >= 0)                     # (element, local row) pairs
         prow = loc[e_idx, i_idx]
@@ -225,10 +225,18 @@ class LinearSystem:
         np.cumsum(np.concatenate(count_list), out=P_indptr[1:])
         del keys_list, count_list
         self.P = sps.csr_matrix((data, indices, P_indptr), shape=(nnz, self.n_el))
-        self.rows, self.cols = keys // n, keys % n
         self.K0_data = None
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.rows, minlength=n), out=indptr[1:])
+        self._set_pattern(keys)
+
+    def _free_local(self) -> np.ndarray:
+        """Free-dof index of each element's local dofs, -1 at fixed dofs: (n_el, n_loc)."""
+        index = -np.ones(self.ndof, dtype=np.int64)
+        index[self.free] = np.arange(self.free.size)
+        return index[self.element_dofs]
+
+    def _set_pattern(self, keys: np.ndarray) -> None:
+        """The CSR pattern from the sorted unique keys ``row * n_free + col``."""
+        self.rows, self.cols, indptr = csr_structure(keys, self.free.size)
         self.indptr, self.indices = indptr, self.cols
         self.lower = self.rows >= self.cols
         if self.rows.size < 2 ** 31 - 1:         # else scipy downcasts at every assembly
