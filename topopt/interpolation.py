@@ -126,8 +126,6 @@ def _project_parts(x, beta, eta):
     return (a + t) / (a + b), beta * (1.0 - t * t) / (a + b)
 
 
-
-
 # ---------------------------------------------------------------------- SIMP
 
 def _simp_params(penal, Emin, E0) -> tuple[float, float, float]:
