@@ -75,10 +75,8 @@ class ReliableBracket:
 
     def coefficients(self, x):
         """``(c0, b, A)`` of the compliance under ``f0 + G theta`` at design `x`."""
-        E = self.compliance.x_phys(x)
-        from topopt.interpolation import simp
-        E = simp(E, self.compliance.penal, self.compliance.Emin)
-        return compliance_coefficients(self.system, E, self.f0, self.G)
+        return compliance_coefficients(self.system, self.compliance.stiffness(x), self.f0,
+                                       self.G)
 
     def ln_pf(self, x, method: str | None = None):
         return rel.ln_pf(self.limit_state, x, self.c_allow, method=method or self.method)

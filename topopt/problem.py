@@ -119,10 +119,13 @@ class ComplianceProblem:
         x_tilde = self.filter(x)
         return x_tilde if beta is None else project(x_tilde, beta, self.eta)
 
+    def stiffness(self, x, beta: float | None = None):
+        """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""
+        return simp(self.x_phys(x, beta), self.penal, self.Emin)
+
     def compliance(self, x, beta: float | None = None):
         """``c(x) = f^T K(E(x_phys))^{-1} f`` (top88 eq. (2)); differentiable."""
-        E = simp(self.x_phys(x, beta), self.penal, self.Emin)
-        return compliance(fem.solve(self.system, E, self.f), self.f)
+        return compliance(fem.solve(self.system, self.stiffness(x, beta), self.f), self.f)
 
     def volume(self, x, beta: float | None = None):
         return volume(self.x_phys(x, beta), self.weights)
