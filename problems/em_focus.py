@@ -26,7 +26,6 @@ result.json}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,7 +36,8 @@ import numpy as np
 from topopt import fem
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project
-from topopt.optimize import Stage, add_run_arguments, minimize
+from topopt.optimize import Stage, add_run_arguments, minimize, run_options
+from topopt.problem import write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
@@ -207,13 +207,12 @@ def write(out: str, prob: EMFocus, res, p_phys, result: dict) -> None:
     history = [dict(h, objective=-h["objective"]) for h in res.history]
     save_history(history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label="g = |grad u(x0)|^2")
-    with open(os.path.join(out, "result.json.tmp"), "w") as fh:
-        json.dump({"setup": {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2,
-                             "d_pml": D_PML, "n_metal": [N_METAL.real, N_METAL.imag],
-                             "r_s": R_S, "r_d": R_D, "filter_r": R_FILTER, "eta": ETA,
-                             "betas": list(BETAS), "p_start": P_START},
-                   "result": result}, fh, indent=2)
-    os.replace(os.path.join(out, "result.json.tmp"), os.path.join(out, "result.json"))
+    write_json(os.path.join(out, "result.json"),
+               {"setup": {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2,
+                          "d_pml": D_PML, "n_metal": [N_METAL.real, N_METAL.imag],
+                          "r_s": R_S, "r_d": R_D, "filter_r": R_FILTER, "eta": ETA,
+                          "betas": list(BETAS), "p_start": P_START},
+                "result": result})
 
 
 def main(argv=None) -> dict:
@@ -229,9 +228,8 @@ def main(argv=None) -> dict:
                              "particle instead of a periodic row")
     add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
-    result = run(args.h, args.maxeval, args.out, verbose=not args.quiet,
-                 checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-                 resume=args.resume, subcell=args.subcell, isolated=args.isolated)
+    result = run(args.h, args.maxeval, args.out, subcell=args.subcell, isolated=args.isolated,
+                 **run_options(args))
     print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
           f"{result['field_enhancement']:.2f}, grey level {result['grey_level']:.3f}, "
           f"{result['evaluations']} evaluations, {result['seconds']:.0f} s -> {args.out}")

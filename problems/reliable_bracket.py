@@ -27,7 +27,6 @@ history.png, result.json}``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -37,7 +36,7 @@ import numpy as np
 from topopt import fem, reliability as rel
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
-from topopt.problem import ComplianceProblem
+from topopt.problem import ComplianceProblem, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "reliable_bracket"))
@@ -156,10 +155,7 @@ def write(out: str, prob: ReliableBracket, x_rel, x_det, res, result: dict) -> N
                 title=f"deterministic: V = {d['volume']:.3f}, pf(MC) = {d['pf_mc']:.1e}")
     save_history(res.history, os.path.join(out, "history.png"),
                  title="c / c_det + K [(ln pf - ln pa)^+]^2", objective_label="objective")
-    tmp = os.path.join(out, "result.json.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(result, fh, indent=2, default=float)
-    os.replace(tmp, os.path.join(out, "result.json"))
+    write_json(os.path.join(out, "result.json"), result)
 
 
 def main(argv=None) -> dict:

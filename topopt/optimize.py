@@ -115,7 +115,7 @@ import numpy as np
 from . import ad
 
 __all__ = ["minimize", "Stage", "Result", "load_checkpoint", "add_run_arguments",
-           "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
+           "run_options", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
 
 #: NLopt 2.11 ``LD_MMA`` parameter names and NLopt's defaults.
 MMA_PARAMS: dict[str, float] = {
@@ -1092,3 +1092,20 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str) -> None:
                         help="checkpoint file (default: OUT/checkpoint.npz)")
     parser.add_argument("--resume", default=None, help="resume from a checkpoint")
     parser.add_argument("--quiet", action="store_true")
+
+
+def run_options(args: argparse.Namespace) -> dict:
+    """``verbose``, ``checkpoint`` and ``resume`` from the `add_run_arguments` options.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> from topopt.optimize import add_run_arguments, run_options
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, "out")
+    >>> run_options(parser.parse_args([]))
+    {'verbose': True, 'checkpoint': 'out/checkpoint.npz', 'resume': None}
+    """
+    return {"verbose": not args.quiet,
+            "checkpoint": args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
+            "resume": args.resume}

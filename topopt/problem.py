@@ -19,9 +19,10 @@ from . import fem
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import project, simp
 from .objectives import compliance, volume
-from .optimize import Result, Stage, add_run_arguments, minimize
+from .optimize import (Result, Stage, _atomic_write_text, add_run_arguments, minimize,
+                       run_options)
 
-__all__ = ["ComplianceProblem", "grey_level", "write_results"]
+__all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -205,11 +206,23 @@ def write_results(out: str, mesh, result: dict, setup: dict, title: str,
                  objective_label="c / c0")
     payload = {"setup": setup, "result": metrics,
                "objective_history": [h["objective"] for h in result["history"]]}
-    tmp = os.path.join(out, "result.json.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh, indent=2, default=float)
-    os.replace(tmp, os.path.join(out, "result.json"))
+    write_json(os.path.join(out, "result.json"), payload)
     return payload
+
+
+def write_json(path: str, payload: dict) -> None:
+    """Write `payload` as indented JSON, atomically (numpy scalars as floats).
+
+    Examples
+    --------
+    >>> import json, os, tempfile, numpy as np
+    >>> from topopt.problem import write_json
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.json")
+    >>> write_json(path, {"c": np.float64(1.5)})
+    >>> json.load(open(path))
+    {'c': 1.5}
+    """
+    _atomic_write_text(path, json.dumps(payload, indent=2, default=float))
 
 
 def run_compliance(name: str, title: str, mesh, model, f, volfrac: float, rmin: float,
@@ -248,9 +261,7 @@ def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) 
     args = parser.parse_args(argv)
     result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac, rmin=args.rmin,
                  penal=args.penal, filter=args.filter, maxeval=args.maxeval, out=args.out,
-                 solver=args.solver, verbose=not args.quiet,
-                 checkpoint=args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-                 resume=args.resume)
+                 solver=args.solver, **run_options(args))
     print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
           f"evaluations {result['evaluations']}  FE solves/iteration "
           f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
