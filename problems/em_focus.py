@@ -55,12 +55,9 @@ def permittivity(p):
     return (N_AIR + p * (N_METAL - N_AIR)) ** 2
 
 
-def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadrature=None,
-          isolated: bool = False):
-    """The cell mesh, the wave model, the design and center elements, source and focus.
+def cell(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, isolated: bool = False):
+    """The graded cell mesh, its design (annulus) and center (focus disk) elements.
 
-    With `design_quadrature` (the filter basis' points), ``1/eps`` is set per
-    quadrature point of the design elements, as in the Gridap tutorial.
     `isolated` adds PML of thickness ``d`` at the left and right as well (the
     tutorial's mesh file, ``x`` in ``[-L/2 - d, L/2 + d]``): one particle
     instead of a periodic row of them, ``L = 600`` apart.
@@ -77,13 +74,26 @@ def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadr
     import skfem
     mesh = skfem.MeshQuad.init_tensor(xs, ys)
     r = np.linalg.norm(fem.element_centroids(mesh) - X0, axis=1)
-    design = np.flatnonzero((r >= R_S) & (r <= R_D))
-    center = np.flatnonzero(r < R_S)
+    return mesh, np.flatnonzero((r >= R_S) & (r <= R_D)), np.flatnonzero(r < R_S)
+
+
+def wave_model(mesh, design, center, design_quadrature=None, isolated: bool = False):
+    """The wave model on `cell`'s mesh, the source line and the focus matrix.
+
+    With `design_quadrature` (the filter basis' points), ``1/eps`` is set per
+    quadrature point of the design elements, as in the Gridap tutorial.
+    """
     model = fem.WaveModel(mesh, 2 * np.pi / WAVELENGTH, pml=(0.0, H1 + H2, D_PML),
                           design=design, R=1e-10, design_quadrature=design_quadrature,
                           pml_x=(-L / 2, L / 2) if isolated else None)
-    b = model.line_source(H1)
-    O = model.focus_matrix(center, X0, width=1.0)
+    return model, model.line_source(H1), model.focus_matrix(center, X0, width=1.0)
+
+
+def setup(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, design_quadrature=None,
+          isolated: bool = False):
+    """`cell` and `wave_model`: ``(mesh, model, design, center, b, O)``."""
+    mesh, design, center = cell(h, h_air, h_pml, isolated)
+    model, b, O = wave_model(mesh, design, center, design_quadrature, isolated)
     return mesh, model, design, center, b, O
 
 
@@ -98,17 +108,12 @@ class EMFocus:
     """
 
     def __init__(self, h: float = 4.0, subcell: bool = False, isolated: bool = False):
-        coarse = setup(h, isolated=isolated)
-        self.mesh, self.design = coarse[0], coarse[2]
-        self.filter = HelmholtzFilter(self.mesh.restrict(self.design), R_FILTER)
-        if subcell:
-            flt = self.filter
-            self.mesh, self.model, self.design, self.center, self.b, self.O = setup(
-                h, design_quadrature=(flt.basis.X, flt.basis.W), isolated=isolated)
-            self.smooth = flt.at_quadrature
-        else:
-            self.mesh, self.model, self.design, self.center, self.b, self.O = coarse
-            self.smooth = self.filter
+        self.mesh, self.design, self.center = cell(h, isolated=isolated)
+        flt = self.filter = HelmholtzFilter(self.mesh.restrict(self.design), R_FILTER)
+        self.model, self.b, self.O = wave_model(
+            self.mesh, self.design, self.center,
+            (flt.basis.X, flt.basis.W) if subcell else None, isolated)
+        self.smooth = flt.at_quadrature if subcell else flt
         self.subcell, self.isolated = subcell, isolated
         self.n = self.design.size
 
