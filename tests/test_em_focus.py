@@ -68,6 +68,15 @@ def test_taylor_focus_objective_with_projection(coarse):
     assert rate >= 1.9
 
 
+def test_taylor_subcell_projection():
+    """The tutorial's discretization: eps per quadrature point of the filtered field."""
+    prob = em_focus.EMFocus(h=8.0, subcell=True)
+    assert prob.model.system.n_el == prob.n * prob.smooth.points_per_element
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.2, 0.8, prob.n)
+    assert ad.taylor_test(lambda p: prob.g(p, 8.0), p, rng.standard_normal(prob.n)) >= 1.9
+
+
 def test_short_optimization_focuses(tmp_path):
     result = em_focus.run(h=8.0, maxeval=15, out=str(tmp_path / "em"))
     assert result["g"] > 5 * result["g_initial"]
