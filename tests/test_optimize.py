@@ -226,6 +226,17 @@ def test_inner_gradients_off_skips_reverse_passes_of_rejected_designs():
     assert out[0]["reverse"] < 0.8 * out[0]["forward"]          # rejected designs: no reverse
 
 
+@pytest.mark.parametrize("step", [None, 0.05, np.linspace(0.02, 0.2, C.size)])
+def test_initial_step_sets_mma_move_limits(step):
+    """NLopt's MMA moves each variable at most ``0.9 sigma`` per step (mma.c),
+    as far as that on a steep linear objective; ``initial_step`` is the first
+    ``sigma`` (default half the bound range)."""
+    res = run(lambda x: 1e4 * np.sum(x), bounds=(0.0, 1.0), maxeval=2, ftol_rel=0.0,
+              initial_step=step, mma_params={"dual_algorithm": nlopt.LD_MMA})
+    sigma = 0.5 if step is None else step
+    np.testing.assert_allclose(0.3 - res.x, np.minimum(0.9 * sigma, 0.3), rtol=1e-9)
+
+
 # ---------------------------------------------------------------- stages
 
 def test_continuation_stages():
@@ -439,6 +450,9 @@ def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
     (dict(mma_params={"inner_gradients": 2}), ValueError, "'inner_gradients'. must be 0 or 1"),
     (dict(mma_params={"always_improve": 0.5}), ValueError, "'always_improve'. must be 0 or 1"),
     (dict(mma_params={"sigma_min": -1.0}), ValueError, "sigma_min'. must be >= 0"),
+    (dict(initial_step=0.0), ValueError, "initial_step must be finite and > 0"),
+    (dict(initial_step=np.ones(2)), ValueError, r"initial_step must be a scalar or have shape \(3,\)"),
+    (dict(initial_step="0.1"), TypeError, "initial_step must be a positive number"),
     (dict(callback=3), TypeError, "callback must be callable"),
 ])
 def test_bad_input_raises_before_any_evaluation(kwargs, exc, match):

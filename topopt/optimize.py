@@ -473,6 +473,23 @@ def _check_bounds(bounds, n: int) -> tuple[np.ndarray, np.ndarray]:
     return lb, ub
 
 
+def _check_initial_step(initial_step, n: int) -> np.ndarray | None:
+    if initial_step is None:
+        return None
+    step = np.asarray(initial_step)
+    if step.dtype == object or np.iscomplexobj(step) or not np.issubdtype(step.dtype, np.number):
+        raise TypeError(f"initial_step must be a positive number or an array of shape ({n},)")
+    if step.ndim == 0:
+        step = np.full(n, float(step))
+    elif step.shape != (n,):
+        raise ValueError(f"initial_step must be a scalar or have shape ({n},), got shape "
+                         f"{step.shape}")
+    step = step.astype(float)
+    if not np.all(np.isfinite(step) & (step > 0)):
+        raise ValueError("initial_step must be finite and > 0 (MMA's initial move limits)")
+    return step
+
+
 def _check_stages(stages, maxeval) -> tuple[list[Stage], int | None]:
     if stages is None:
         m = 200 if maxeval is None else _check_int("maxeval", maxeval, 1)
@@ -679,6 +696,8 @@ class _Run:
                 opt.set_xtol_abs(xtol)
             for name, v in self.o["mma_params"].items():
                 opt.set_param(name, v)
+            if self.o["initial_step"] is not None:
+                opt.set_initial_step(self.o["initial_step"])
 
             def objective(x, grad):
                 values, grads = self.evaluate(x, grad.size > 0)
@@ -789,6 +808,7 @@ def minimize(
     constraint_tol: float = 1e-8,
     stages: Sequence[Stage] | None = None,
     mma_params: Mapping[str, float] | None = None,
+    initial_step=None,
     history_path: str | os.PathLike | None = None,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 10,
@@ -843,6 +863,11 @@ def minimize(
     mma_params : dict, optional
         NLopt ``LD_MMA`` parameters (names in `MMA_PARAMS`) over
         `DEFAULT_MMA_PARAMS` (the SLSQP dual).
+    initial_step : float or array_like, optional
+        NLopt's initial step, which ``LD_MMA`` takes as its initial move
+        limits ``sigma`` (distance of the asymptotes) at the start of each
+        stage: a number > 0 or an array of shape ``(n,)``. Default (None):
+        NLopt's ``(upper - lower) / 2``.
     history_path : path, optional
         JSON file rewritten atomically after every evaluation.
     checkpoint : path, optional
@@ -944,6 +969,7 @@ def minimize(
         "constraint_tol": _check_tol("constraint_tol", constraint_tol),
         "checkpoint_every": _check_int("checkpoint_every", checkpoint_every, 1),
         "mma_params": _check_mma_params(mma_params),
+        "initial_step": _check_initial_step(initial_step, n),
         "history_path": None if history_path is None else os.fspath(history_path),
         "checkpoint": None if checkpoint is None else os.fspath(checkpoint),
         "verbose": bool(verbose), "callback": callback, "count_solves": count_solves,
