@@ -18,7 +18,9 @@ exp(-|x - x0|^2 / 2) / (2 pi)``: the intensity ``|grad u|^2`` at the focus.
 The mesh is a graded tensor grid: squares of size ``--h`` in and around the
 design region (the tutorial's resolution is ``--h 1``), coarser in the air
 and the PML. Writes ``results/em_focus/{design.png, field.png, history.png,
-result.json}``.
+result.json}``. `result.json` has the enhancement of the optimized design
+(projected with ``beta = 32``) and of its blueprint, the binary design
+``p_f >= eta`` that the projection tends to as ``beta -> inf``.
 
     python problems/em_focus.py [--h 4] [--maxeval 100]
 """
@@ -114,7 +116,7 @@ class EMFocus:
             self.mesh, self.design, self.center,
             (flt.basis.X, flt.basis.W) if subcell else None, isolated)
         self.smooth = flt.at_quadrature if subcell else flt
-        self.subcell, self.isolated = subcell, isolated
+        self.h, self.subcell, self.isolated = h, subcell, isolated
         self.n = self.design.size
 
     def p_phys(self, p, beta):
@@ -126,14 +128,49 @@ class EMFocus:
         pt = np.asarray(self.p_phys(p, beta))
         return pt.reshape(self.n, -1).mean(axis=1)
 
-    def field(self, p, beta):
-        return self.model.solve(1.0 / permittivity(self.p_phys(p, beta)) - 1.0 / N_AIR ** 2,
-                                self.b)
+    def blueprint(self, p):
+        """The binary design ``p_f >= eta``: the projection's limit ``beta -> inf``."""
+        return (np.asarray(self.smooth(p)) >= ETA).astype(float)
 
-    def g(self, p, beta):
-        """Intensity at the focus ``Re(u^H O u)``."""
+    def field(self, p, beta=None):
+        """The field of the design projected with `beta`; None: of its `blueprint`."""
+        p_t = self.blueprint(p) if beta is None else self.p_phys(p, beta)
+        return self.model.solve(1.0 / permittivity(p_t) - 1.0 / N_AIR ** 2, self.b)
+
+    def g(self, p, beta=None):
+        """Intensity at the focus ``Re(u^H O u)`` (`beta` as in `field`)."""
         u = self.field(p, beta)
         return np.real(np.vdot(u, self.O @ u))
+
+    def refined_g(self, density, div: int = 2) -> float:
+        """``g`` of an element-wise design on the cell refined `div` times.
+
+        Each design element is split into ``div x div`` squares that keep
+        its density: the same pixelated geometry, resolved finer (a check
+        of the figures' mesh convergence).
+        """
+        if self.subcell:
+            raise ValueError("refined_g takes one density per element (subcell=False)")
+        if isinstance(div, bool) or not isinstance(div, int) or div < 1:
+            raise ValueError(f"div must be an integer >= 1, got {div!r}")
+        density = np.asarray(density, dtype=float)
+        if density.shape != (self.n,):
+            raise ValueError(f"density must have shape ({self.n},), got {density.shape}")
+        mesh, _, center = cell(self.h / div, isolated=self.isolated)
+        # the cell is a tensor grid: an element is the cell of its lower-left node
+        xs, ys = np.unique(self.mesh.p[0]), np.unique(self.mesh.p[1])
+        corner = self.mesh.p[:, self.mesh.t].min(axis=1)
+        grid = np.full((xs.size, ys.size), -1)
+        grid[np.searchsorted(xs, corner[0, self.design]),
+             np.searchsorted(ys, corner[1, self.design])] = np.arange(self.n)
+        c = fem.element_centroids(mesh).T
+        owner = grid[np.searchsorted(xs, c[0]) - 1, np.searchsorted(ys, c[1]) - 1]
+        child = np.flatnonzero(owner >= 0)
+        if child.size != div ** 2 * self.n:
+            raise ValueError(f"the cell refined {div} times does not nest in this one")
+        model, b, O = wave_model(mesh, child, center, isolated=self.isolated)
+        u = model.solve(1.0 / permittivity(density[owner[child]]) - 1.0 / N_AIR ** 2, b)
+        return float(np.real(np.vdot(u, O @ u)))
 
     def responses(self, p, beta):
         return -self.g(p, beta)                    # maximise g, as the tutorial
@@ -151,10 +188,16 @@ class EMFocus:
 
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None, subcell: bool = False,
-        isolated: bool = False) -> dict:
-    """Optimize with the tutorial's continuation; returns the metrics."""
+        isolated: bool = False, verify: bool = False) -> dict:
+    """Optimize with the tutorial's continuation; returns the metrics.
+
+    `verify` also solves the blueprint on the cell refined twice
+    (`EMFocus.refined_g`): its enhancement at half the element size.
+    """
     if maxeval < 1:
         raise ValueError(f"maxeval must be >= 1, got {maxeval}")
+    if verify and subcell:
+        raise ValueError("verify needs one density per element (not subcell)")
     t0 = time.perf_counter()
     prob = EMFocus(h, subcell, isolated)
     S = prob.model.system
@@ -170,6 +213,7 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
                    count_solves=lambda: S.counts["factorizations"])
     p_phys = prob.element_density(res.x, BETAS[-1])
     g = float(prob.g(res.x, BETAS[-1]))
+    g_blueprint = float(prob.g(res.x))
     result = {
         "resolution_nm": h,
         "subcell": subcell,
@@ -180,6 +224,8 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "g": g,
         "g_per_stage": [-s["fun"] for s in res.stages],
         "field_enhancement": prob.enhancement(g),
+        "g_blueprint": g_blueprint,
+        "field_enhancement_blueprint": prob.enhancement(g_blueprint),
         "grey_level": float(np.mean(4 * (pt := np.asarray(prob.p_phys(res.x, BETAS[-1])))
                                     * (1 - pt))),
         "evaluations": res.evaluations,
@@ -187,6 +233,10 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "seconds": time.perf_counter() - t0,
         "status": res.status,
     }
+    if verify:
+        g_fine = prob.refined_g(prob.blueprint(res.x), 2)
+        result["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
+                                       "field_enhancement": prob.enhancement(g_fine)}
     if out is not None:
         write(out, prob, res, p_phys, result)
     result["p"] = res.x
@@ -231,12 +281,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--isolated", action="store_true",
                         help="PML at the left and right too (the tutorial's mesh): one "
                              "particle instead of a periodic row")
+    parser.add_argument("--verify", action="store_true",
+                        help="also solve the binary blueprint on a mesh refined twice")
     add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
     result = run(args.h, args.maxeval, args.out, subcell=args.subcell, isolated=args.isolated,
-                 **run_options(args))
+                 verify=args.verify, **run_options(args))
     print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
-          f"{result['field_enhancement']:.2f}, grey level {result['grey_level']:.3f}, "
+          f"{result['field_enhancement']:.2f} (blueprint "
+          f"{result['field_enhancement_blueprint']:.2f}), grey level {result['grey_level']:.3f}, "
           f"{result['evaluations']} evaluations, {result['seconds']:.0f} s -> {args.out}")
     return result
 

@@ -77,9 +77,52 @@ def test_taylor_subcell_projection():
     assert ad.taylor_test(lambda p: prob.g(p, 8.0), p, rng.standard_normal(prob.n)) >= 1.9
 
 
+def test_blueprint_is_the_limit_of_the_projection(coarse):
+    """The binary design ``p_f >= eta`` is what ``beta -> inf`` tends to."""
+    c = fem.element_centroids(coarse.mesh)[coarse.design] - em_focus.X0
+    p = (np.cos(3 * np.arctan2(c[:, 1], c[:, 0])) > 0.2).astype(float)   # three arms
+    x_bin = coarse.blueprint(p)
+    assert set(np.unique(x_bin)) == {0.0, 1.0}
+    g = [coarse.g(p, beta) for beta in (8.0, 32.0, 1e4)]
+    assert abs(g[0] - g[2]) > 1e-3 * g[2]
+    assert coarse.g(p) == pytest.approx(g[2], rel=1e-9)
+
+
+def test_refined_blueprint_converges():
+    """The same pixelated design on meshes of h, h/2, h/4: h reproduces `g`
+    and the differences shrink (second-order elements would quarter them)."""
+    prob = em_focus.EMFocus(h=4.0)
+    c = fem.element_centroids(prob.mesh)[prob.design] - em_focus.X0
+    x_bin = prob.blueprint((np.cos(3 * np.arctan2(c[:, 1], c[:, 0])) > 0.2).astype(float))
+    g = [prob.refined_g(x_bin, div) for div in (1, 2, 4)]
+    assert g[0] == pytest.approx(prob.g(x_bin), rel=1e-12)
+    assert abs(g[2] - g[1]) < 0.5 * abs(g[1] - g[0])
+    assert abs(g[2] - g[1]) < 0.02 * g[2]
+    with pytest.raises(ValueError, match="div must be an integer >= 1"):
+        prob.refined_g(x_bin, 0)
+    with pytest.raises(ValueError, match="density must have shape"):
+        prob.refined_g(x_bin[:-1])
+
+
+def test_refined_needs_a_nested_element_wise_cell(coarse):
+    with pytest.raises(ValueError, match="does not nest"):     # 220 nm / 8 nm is not whole
+        coarse.refined_g(np.zeros(coarse.n), 2)
+    with pytest.raises(ValueError, match="verify needs one density per element"):
+        em_focus.run(h=8.0, subcell=True, verify=True)
+
+
+def test_run_verifies_the_blueprint_at_half_the_element_size():
+    result = em_focus.run(h=4.0, maxeval=1, verify=True)
+    fine = result["blueprint_refined"]
+    assert fine["resolution_nm"] == 2.0
+    assert fine["field_enhancement"] == pytest.approx(result["field_enhancement_blueprint"],
+                                                      rel=0.2)
+
+
 def test_short_optimization_focuses(tmp_path):
     result = em_focus.run(h=8.0, maxeval=15, out=str(tmp_path / "em"))
     assert result["g"] > 5 * result["g_initial"]
+    assert result["field_enhancement_blueprint"] == pytest.approx(2 * result["g_blueprint"] ** 0.5)
     for name in ("design.png", "field.png", "history.png", "result.json"):
         assert os.path.getsize(tmp_path / "em" / name) > 0
 
