@@ -452,7 +452,7 @@ def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
     (dict(mma_params={"sigma_min": -1.0}), ValueError, "sigma_min'. must be >= 0"),
     (dict(initial_step=0.0), ValueError, "initial_step must be finite and > 0"),
     (dict(initial_step=np.ones(2)), ValueError, r"initial_step must be a scalar or have shape \(3,\)"),
-    (dict(initial_step="0.1"), TypeError, "initial_step must be a positive number"),
+    (dict(initial_step="0.1"), TypeError, "initial_step must be real, got dtype"),
     (dict(callback=3), TypeError, "callback must be callable"),
 ])
 def test_bad_input_raises_before_any_evaluation(kwargs, exc, match):

@@ -451,6 +451,19 @@ def _check_x0(x0) -> np.ndarray:
     return x
 
 
+def _per_variable(value, n: int, what: str, allow_bool: bool = False) -> np.ndarray:
+    """A real scalar (broadcast) or array of shape ``(n,)``, as floats."""
+    v = np.asarray(value)
+    if v.dtype == object or np.iscomplexobj(v) or not (
+            np.issubdtype(v.dtype, np.number) or (allow_bool and v.dtype == bool)):
+        raise TypeError(f"{what} must be real, got dtype {v.dtype}")
+    if v.ndim == 0:
+        return np.full(n, float(v))
+    if v.shape != (n,):
+        raise ValueError(f"{what} must be a scalar or have shape ({n},), got shape {v.shape}")
+    return v.astype(float)
+
+
 def _check_bounds(bounds, n: int) -> tuple[np.ndarray, np.ndarray]:
     if bounds is None:
         bounds = (-np.inf, np.inf)
@@ -459,17 +472,9 @@ def _check_bounds(bounds, n: int) -> tuple[np.ndarray, np.ndarray]:
                         f"shape ({n},), or None; got {bounds!r}")
     out = []
     for name, b in zip(("lower", "upper"), bounds):
-        b = np.asarray(-np.inf if b is None and name == "lower" else
-                       np.inf if b is None else b)
-        if b.dtype == object or np.iscomplexobj(b) or not (
-                np.issubdtype(b.dtype, np.number) or b.dtype == bool):
-            raise TypeError(f"bounds: the {name} bound must be real, got dtype {b.dtype}")
-        if b.ndim == 0:
-            b = np.full(n, float(b))
-        elif b.shape != (n,):
-            raise ValueError(f"bounds: the {name} bound must be a scalar or have shape "
-                             f"({n},), got shape {b.shape}")
-        b = b.astype(float)
+        b = _per_variable(-np.inf if b is None and name == "lower" else
+                          np.inf if b is None else b, n, f"bounds: the {name} bound",
+                          allow_bool=True)
         if np.any(np.isnan(b)):
             raise ValueError(f"bounds: the {name} bound contains NaN")
         out.append(b)
@@ -484,15 +489,7 @@ def _check_bounds(bounds, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _check_initial_step(initial_step, n: int) -> np.ndarray | None:
     if initial_step is None:
         return None
-    step = np.asarray(initial_step)
-    if step.dtype == object or np.iscomplexobj(step) or not np.issubdtype(step.dtype, np.number):
-        raise TypeError(f"initial_step must be a positive number or an array of shape ({n},)")
-    if step.ndim == 0:
-        step = np.full(n, float(step))
-    elif step.shape != (n,):
-        raise ValueError(f"initial_step must be a scalar or have shape ({n},), got shape "
-                         f"{step.shape}")
-    step = step.astype(float)
+    step = _per_variable(initial_step, n, "initial_step")
     if not np.all(np.isfinite(step) & (step > 0)):
         raise ValueError("initial_step must be finite and > 0 (MMA's initial move limits)")
     return step
