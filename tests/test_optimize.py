@@ -451,7 +451,7 @@ def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
     (dict(mma_params={"always_improve": 0.5}), ValueError, "'always_improve'. must be 0 or 1"),
     (dict(mma_params={"sigma_min": -1.0}), ValueError, "sigma_min'. must be >= 0"),
     (dict(initial_step=0.0), ValueError, "initial_step must be finite and > 0"),
-    (dict(initial_step=np.ones(2)), ValueError, r"initial_step must be a scalar or have shape \(3,\)"),
+    (dict(initial_step=np.ones(2)), ValueError, r"initial_step must be a scalar or have shape"),
     (dict(initial_step="0.1"), TypeError, "initial_step must be real, got dtype"),
     (dict(callback=3), TypeError, "callback must be callable"),
 ])
