@@ -57,6 +57,16 @@ def permittivity(p):
     return (N_AIR + p * (N_METAL - N_AIR)) ** 2
 
 
+def solve_design(model, b, p_t):
+    """The field of the projected density `p_t` (``1/eps - 1/n_air^2`` in the design)."""
+    return model.solve(1.0 / permittivity(p_t) - 1.0 / N_AIR ** 2, b)
+
+
+def intensity(u, O):
+    """``Re(u^H O u)``: the Gaussian-weighted ``|grad u|^2`` at the focus."""
+    return np.real(np.vdot(u, O @ u))
+
+
 def cell(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, isolated: bool = False):
     """The graded cell mesh, its design (annulus) and center (focus disk) elements.
 
@@ -135,12 +145,11 @@ class EMFocus:
     def field(self, p, beta=None):
         """The field of the design projected with `beta`; None: of its `blueprint`."""
         p_t = self.blueprint(p) if beta is None else self.p_phys(p, beta)
-        return self.model.solve(1.0 / permittivity(p_t) - 1.0 / N_AIR ** 2, self.b)
+        return solve_design(self.model, self.b, p_t)
 
     def g(self, p, beta=None):
         """Intensity at the focus ``Re(u^H O u)`` (`beta` as in `field`)."""
-        u = self.field(p, beta)
-        return np.real(np.vdot(u, self.O @ u))
+        return intensity(self.field(p, beta), self.O)
 
     def refined_g(self, density, div: int = 2) -> float:
         """``g`` of an element-wise design on the cell refined `div` times.
@@ -169,8 +178,7 @@ class EMFocus:
         if child.size != div ** 2 * self.n:
             raise ValueError(f"the cell refined {div} times does not nest in this one")
         model, b, O = wave_model(mesh, child, center, isolated=self.isolated)
-        u = model.solve(1.0 / permittivity(density[owner[child]]) - 1.0 / N_AIR ** 2, b)
-        return float(np.real(np.vdot(u, O @ u)))
+        return float(intensity(solve_design(model, b, density[owner[child]]), O))
 
     def responses(self, p, beta):
         return -self.g(p, beta)                    # maximise g, as the tutorial
@@ -212,8 +220,10 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
                    mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
                    count_solves=lambda: S.counts["factorizations"])
     p_phys = prob.element_density(res.x, BETAS[-1])
-    g = float(prob.g(res.x, BETAS[-1]))
-    g_blueprint = float(prob.g(res.x))
+    u = prob.field(res.x, BETAS[-1])
+    g = float(intensity(u, prob.O))
+    x_bin = prob.blueprint(res.x)
+    g_blueprint = float(intensity(solve_design(prob.model, prob.b, x_bin), prob.O))
     result = {
         "resolution_nm": h,
         "subcell": subcell,
@@ -234,17 +244,18 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "status": res.status,
     }
     if verify:
-        g_fine = prob.refined_g(prob.blueprint(res.x), 2)
+        g_fine = prob.refined_g(x_bin, 2)
         result["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
                                        "field_enhancement": prob.enhancement(g_fine)}
     if out is not None:
-        write(out, prob, res, p_phys, result)
+        write(out, prob, res, p_phys, u, result)
     result["p"] = res.x
     result["p_phys"] = p_phys
     return result
 
 
-def write(out: str, prob: EMFocus, res, p_phys, result: dict) -> None:
+def write(out: str, prob: EMFocus, res, p_phys, u, result: dict) -> None:
+    """The design, its field `u` (|E|/|E_inc| map), the history and the metrics."""
     from topopt.plot import save_design, save_history
     os.makedirs(out, exist_ok=True)
     window = dict(xlim=(-R_D - 10, R_D + 10), ylim=(X0[1] - R_D - 10, X0[1] + R_D + 10))
@@ -252,7 +263,6 @@ def write(out: str, prob: EMFocus, res, p_phys, result: dict) -> None:
     density[prob.design] = p_phys
     save_design(prob.mesh, density, os.path.join(out, "design.png"),
                 title=f"projected density, h = {result['resolution_nm']} nm", **window)
-    u = prob.field(res.x, BETAS[-1])
     eps = np.ones(prob.mesh.t.shape[1], dtype=complex)
     eps[prob.design] = permittivity(p_phys)
     E = 2.0 * np.linalg.norm(np.abs(prob.model.element_gradients(u)), axis=1) / np.abs(eps)
