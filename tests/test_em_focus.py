@@ -77,10 +77,15 @@ def test_taylor_subcell_projection():
     assert ad.taylor_test(lambda p: prob.g(p, 8.0), p, rng.standard_normal(prob.n)) >= 1.9
 
 
+def three_arms(prob):
+    """A design of three metal arms around the focus: sharp, not random, interfaces."""
+    c = fem.element_centroids(prob.mesh)[prob.design] - em_focus.X0
+    return (np.cos(3 * np.arctan2(c[:, 1], c[:, 0])) > 0.2).astype(float)
+
+
 def test_blueprint_is_the_limit_of_the_projection(coarse):
     """The binary design ``p_f >= eta`` is what ``beta -> inf`` tends to."""
-    c = fem.element_centroids(coarse.mesh)[coarse.design] - em_focus.X0
-    p = (np.cos(3 * np.arctan2(c[:, 1], c[:, 0])) > 0.2).astype(float)   # three arms
+    p = three_arms(coarse)
     x_bin = coarse.blueprint(p)
     assert set(np.unique(x_bin)) == {0.0, 1.0}
     g = [coarse.g(p, beta) for beta in (8.0, 32.0, 1e4)]
@@ -92,8 +97,7 @@ def test_refined_blueprint_converges():
     """The same pixelated design on meshes of h, h/2, h/4: h reproduces `g`
     and the differences shrink (second-order elements would quarter them)."""
     prob = em_focus.EMFocus(h=4.0)
-    c = fem.element_centroids(prob.mesh)[prob.design] - em_focus.X0
-    x_bin = prob.blueprint((np.cos(3 * np.arctan2(c[:, 1], c[:, 0])) > 0.2).astype(float))
+    x_bin = prob.blueprint(three_arms(prob))
     g = [prob.refined_g(x_bin, div) for div in (1, 2, 4)]
     assert g[0] == pytest.approx(prob.g(x_bin), rel=1e-12)
     assert abs(g[2] - g[1]) < 0.5 * abs(g[1] - g[0])
