@@ -48,12 +48,12 @@ from .core import (Box, NoRuleError, NotDifferentiable, Thunk, apply, check_tang
                    is_traced, not_differentiable, opt_out, primitive, remove_rule, rrule,
                    thunk, value)
 from .numpy_rules import scatter_add
-from .testing import RuleCheckError, check_rule, taylor_test
+from .testing import RuleCheckError, check_modes, check_rule, taylor_test
 
 __all__ = [
     "pullback", "gradient", "value_and_gradient", "jvp", "hvp",
     "primitive", "rrule", "frule", "opt_out", "remove_rule", "thunk", "Thunk",
     "not_differentiable", "NotDifferentiable", "check_tangents",
-    "check_rule", "taylor_test", "RuleCheckError", "NoRuleError",
+    "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "scatter_add", "apply", "Box",
 ]

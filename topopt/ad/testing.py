@@ -9,7 +9,9 @@ import numpy as np
 from .api import _differentiable as _perturbable
 from .core import NoRuleError, NotDifferentiable, Thunk, _frules, _lookup, _name, _rrules, value
 
-__all__ = ["check_rule", "taylor_test", "RuleCheckError"]
+__all__ = ["check_rule", "check_modes", "taylor_test", "RuleCheckError"]
+
+MODES = ("reverse", "forward", "hvp", "nested")
 
 
 class RuleCheckError(AssertionError):
@@ -158,6 +160,238 @@ def check_rule(fun: Callable, *args, seed: int = 0, rtol: float = 1e-6,
         raise RuleCheckError(f"rule check of {_name(fun)} failed (seed={seed}):\n"
                              + "\n".join(failures))
     return report
+
+
+def _fun_name(fun) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+
+
+def _central(g, x, d, step):
+    """Richardson-extrapolated central difference of `g` (tuple-valued) along `d`."""
+    def diff(h):
+        plus, minus = _as_tuple(g(x + h * d)), _as_tuple(g(x - h * d))
+        return [(np.asarray(p) - np.asarray(m)) / (2 * h) for p, m in zip(plus, minus)]
+    d1, d2 = diff(step), diff(step / 2)
+    return [(4 * b - a) / 3 for a, b in zip(d1, d2)]
+
+
+def _norm2(parts) -> float:
+    return float(np.sqrt(sum(_inner(p, p) for p in parts)))
+
+
+def _value_error(got, want, rtol) -> str | None:
+    """A message if the traced primal `got` differs from the plain `want`."""
+    got, want = _as_tuple(got), _as_tuple(want)
+    if len(got) != len(want):
+        return f"{len(got)} outputs instead of {len(want)}"
+    for g, w in zip(got, want):
+        g, w = np.asarray(value(g)), np.asarray(w)
+        if g.shape != w.shape:
+            return f"shape {g.shape} instead of {w.shape}"
+        err = np.max(np.abs(g - w), initial=0.0)
+        if not err <= rtol * max(1.0, np.max(np.abs(w), initial=0.0)):
+            return f"max difference {err:.3e} from the plain evaluation"
+    return None
+
+
+def _objective(fun, args, i, w):
+    """``s(x) = (sum Re(w y))^2 + sum Re(w y)^2`` of ``y = fun(args with x at i)``.
+
+    Nonlinear in `y`, so the Hessian of `s` involves the second derivative of
+    `fun` as well as its Jacobian.
+    """
+    def s(x):
+        call = list(args)
+        call[i] = x
+        terms = [np.real(wk * yk) for wk, yk in zip(w, _as_tuple(fun(*call)))]
+        first = sum(np.sum(t) for t in terms)
+        return first * first + sum(np.sum(t * t) for t in terms)
+    return s
+
+
+def check_modes(fun: Callable, *args, modes=MODES, seed: int = 0, rtol: float = 1e-6,
+                h: float | None = None) -> dict:
+    """Check every differentiation mode of `fun` at `args` against central differences.
+
+    `fun` is any callable of arrays -- one call form such as ``lambda x:
+    np.sum(x, 0, keepdims=True)``. Each float or complex argument is
+    perturbed in turn (the others are held fixed; ints, index arrays and
+    other values are passed through). With random seeded directions ``d``,
+    cotangents ``ybar`` and weights, and ``J d`` a Richardson-extrapolated
+    central difference of `fun` on plain arrays:
+
+    * ``"reverse"``: the primal of ``ad.pullback(fun, *args)`` equals
+      ``fun(*args)`` and ``Re<ybar, J d> = Re<back(ybar)_i, d>``, the
+      cotangent of the shape of the argument;
+    * ``"forward"``: ``ad.jvp`` returns the primal and ``J d``, of the shape
+      of the output;
+    * ``"hvp"``: for ``s(x) = (sum Re(w f))^2 + sum Re(w f)^2`` (whose
+      Hessian needs the rule's own derivative), ``ad.hvp(s, x, v)`` equals the
+      central difference of ``ad.gradient(s)`` along ``v``;
+    * ``"nested"``: reverse over reverse, ``ad.gradient(lambda x:
+      t(ad.gradient(s, x)), x)`` for ``t(g) = sum Re(c g) + |g|^2 / 2``,
+      against the central difference of ``t(ad.gradient(s, x))`` along ``d``.
+
+    Parameters
+    ----------
+    fun : callable
+        The function of `args` to check; it may return an array or a tuple of
+        arrays.
+    *args
+        Its arguments; the float and complex ones are differentiated.
+    modes : sequence of str
+        A subset of ``("reverse", "forward", "hvp", "nested")``.
+    seed : int
+        Seed of the random directions.
+    rtol : float
+        Largest accepted relative error (positive).
+    h : float, optional
+        Finite-difference step; by default ``1e-4 max(1, max|x|)``.
+
+    Returns
+    -------
+    dict
+        ``{"<mode>/arg <i>": relative error}`` for every mode and argument.
+
+    Raises
+    ------
+    RuleCheckError
+        Naming the mode and the argument of every check that failed (an error
+        above `rtol`, a wrong shape, a wrong primal, or an exception raised
+        while differentiating).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> report = ad.check_modes(lambda x: np.sum(x ** 3, axis=0),
+    ...                         np.arange(6.0).reshape(2, 3))
+    >>> sorted(report)
+    ['forward/arg 0', 'hvp/arg 0', 'nested/arg 0', 'reverse/arg 0']
+    >>> max(report.values()) < 1e-8
+    True
+    """
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise ValueError(f"modes must be a non-empty subset of {MODES}, got {modes!r}")
+    if not (isinstance(rtol, (int, float)) and rtol > 0):
+        raise ValueError(f"rtol must be a positive number, got {rtol!r}")
+    if h is not None and not (isinstance(h, (int, float)) and h > 0):
+        raise ValueError(f"h must be a positive number or None, got {h!r}")
+    slots = [i for i, a in enumerate(args) if _perturbable(a)]
+    if not slots:
+        raise ValueError("check_modes needs at least one float or complex argument")
+    rng = np.random.default_rng(seed)
+    y0 = fun(*args)
+    report, failures = {}, []
+    for i in slots:
+        x = args[i]
+        step = h if h is not None else 1e-4 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+
+        def at(xi, i=i):
+            call = list(args)
+            call[i] = xi
+            return fun(*call)
+
+        draws = {name: _random_like(rng, x) for name in ("d", "v")}
+        draws["ybar"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
+        draws["w"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
+        draws["c"] = _random_like(rng, x)
+        for mode in modes:
+            label = f"{mode}/arg {i}"
+            try:
+                rel, problem = _CHECKS[mode](fun, args, i, at, y0, draws, step, rtol)
+            except Exception as err:  # noqa: BLE001 -- reported as a failure of this mode
+                rel, problem = np.inf, f"raised {type(err).__name__}: {err}"
+            report[label] = float(rel)
+            if problem is None and not rel <= rtol:
+                problem = f"relative error {rel:.2e} > rtol={rtol:g}"
+            if problem is not None:
+                failures.append(f"  {label}: {problem}")
+    if failures:
+        raise RuleCheckError(f"check_modes of {_fun_name(fun)} failed (seed={seed}):\n"
+                             + "\n".join(failures))
+    return report
+
+
+def _check_reverse(fun, args, i, at, y0, draws, step, rtol):
+    from .api import pullback
+
+    y, back = pullback(fun, *args)
+    problem = _value_error(y, y0, rtol)
+    if problem:
+        return np.inf, f"primal: {problem}"
+    ybar = draws["ybar"]
+    ct = back(ybar if isinstance(y0, tuple) else ybar[0])[i]
+    if np.shape(ct) != np.shape(args[i]):
+        return np.inf, f"cotangent of shape {np.shape(ct)} for an argument of shape " \
+                       f"{np.shape(args[i])}"
+    d = draws["d"]
+    jd = _central(at, args[i], d, step)
+    lhs = sum(_inner(b, j) for b, j in zip(ybar, jd))
+    rhs = _inner(ct, d)
+    scale = _norm2(ybar) * _norm2(jd)
+    return abs(lhs - rhs) / max(scale, 1e-300), None
+
+
+def _check_forward(fun, args, i, at, y0, draws, step, rtol):
+    from .api import jvp
+
+    d = draws["d"]
+    tangents = [None] * len(args)
+    tangents[i] = d
+    y, ydot = jvp(fun, args, tangents)
+    problem = _value_error(y, y0, rtol)
+    if problem:
+        return np.inf, f"primal: {problem}"
+    jd = _central(at, args[i], d, step)
+    ydot = _as_tuple(ydot)
+    for t, j in zip(ydot, jd):
+        if np.shape(t) != np.shape(j):
+            return np.inf, f"tangent of shape {np.shape(t)} for an output of shape " \
+                           f"{np.shape(j)}"
+    diff = _norm2([np.asarray(t) - j for t, j in zip(ydot, jd)])
+    return diff / max(_norm2(jd), 1e-300) if _norm2(jd) > 0 else diff, None
+
+
+def _check_hvp(fun, args, i, at, y0, draws, step, rtol):
+    from .api import gradient, hvp
+
+    s = _objective(fun, args, i, draws["w"])
+    v = draws["v"]
+    hv = hvp(s, args[i], v)
+    fd = _central(lambda x: gradient(s, x), args[i], v, step)[0]
+    if np.shape(hv) != np.shape(fd):
+        return np.inf, f"Hessian-vector product of shape {np.shape(hv)}, argument " \
+                       f"{np.shape(fd)}"
+    diff = _norm2([np.asarray(hv) - fd])
+    return diff / max(_norm2([fd]), 1e-300) if _norm2([fd]) > 0 else diff, None
+
+
+def _check_nested(fun, args, i, at, y0, draws, step, rtol):
+    from .api import gradient
+
+    s = _objective(fun, args, i, draws["w"])
+    c = draws["c"]
+
+    def t(x):
+        g = gradient(s, x)
+        return np.sum(np.real(c * g)) + 0.5 * np.sum(np.real(np.conj(g) * g))
+
+    nested = gradient(t, args[i])
+    if np.shape(nested) != np.shape(args[i]):
+        return np.inf, f"gradient of shape {np.shape(nested)}, argument {np.shape(args[i])}"
+    d = draws["d"]
+    fd = _central(t, args[i], d, step)[0]
+    lhs = float(np.real(fd))
+    rhs = _inner(nested, d)
+    scale = _norm2([nested]) * _norm2([d]) + abs(lhs)
+    return abs(lhs - rhs) / max(scale, 1e-300), None
+
+
+_CHECKS = {"reverse": _check_reverse, "forward": _check_forward, "hvp": _check_hvp,
+           "nested": _check_nested}
 
 
 def taylor_test(f: Callable, x, dx, h0: float | None = None, steps: int = 6,
