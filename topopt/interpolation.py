@@ -23,33 +23,41 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import ad
+from ._validate import check_array_range, real
 
-__all__ = ["project", "simp", "ramp"]
+__all__ = ["project", "simp", "ramp", "DENSITY_TOL"]
 
 
 # --------------------------------------------------------------- validation
 
+#: Slack of the density range [0, 1] in `simp` and `ramp`: filters (a
+#: weighted average, a PDE solve) return 1 + 2e-16 where the design is 1.
+#: Values within it are evaluated at the nearest end of [0, 1].
+DENSITY_TOL = 1e-9
+
+
 def _scalar(value, name: str) -> float:
     """`value` as a finite real float; TypeError/ValueError naming `name`."""
-    if ad.is_traced(value):
-        raise TypeError(f"{name} is a parameter and is not differentiated: pass a "
-                        f"plain number (ad.value({name}) if it is traced)")
-    arr = np.asarray(value)
-    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    out = float(arr)
-    if not np.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {out}")
-    return out
+    return real(name, value)
 
 
 def _density(x, name: str = "x") -> None:
     """Check that `x` (possibly traced) is a real array without NaN."""
-    v = np.asarray(ad.value(x))
-    if v.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real array, got dtype {v.dtype}")
-    if np.isnan(v).any():
-        raise ValueError(f"{name} contains NaN (at index {np.flatnonzero(np.isnan(v))[:5]}...)")
+    check_array_range(name, x)
+
+
+def _unit_density(x, name: str = "x"):
+    """`x` checked to lie in [0, 1] (up to `DENSITY_TOL`); negatives set to 0.
+
+    One min/max pass; the copy ``max(x, 0)`` only when an entry is negative
+    (entries just above 1 keep their exact value and derivatives).
+    Densities outside [0, 1] give negative or unbounded stiffness (and NaN
+    for a non-integer exponent), so they are an error, not extrapolated.
+    """
+    lo, hi = check_array_range(name, x, 0.0, 1.0, tol=DENSITY_TOL,
+                               what="a density; values outside give negative or unbounded "
+                                    "stiffness")
+    return np.maximum(x, 0.0) if lo < 0.0 else x
 
 
 def _moduli(Emin, E0) -> tuple[float, float]:
@@ -146,7 +154,8 @@ def simp(x: ArrayLike, penal: float = 3.0, Emin: float = 1e-9,
     Parameters
     ----------
     x : array_like
-        Densities in [0, 1]. Differentiated.
+        Densities in [0, 1] (up to `DENSITY_TOL`, the rounding of filters;
+        entries just below 0 count as 0). Differentiated.
     penal : float, default 3.0
         Penalization exponent, >= 1.
     Emin, E0 : float, default 1e-9 and 1.0
@@ -156,6 +165,12 @@ def simp(x: ArrayLike, penal: float = 3.0, Emin: float = 1e-9,
     -------
     numpy.ndarray
         Interpolated stiffness, same shape as `x`.
+
+    Raises
+    ------
+    ValueError
+        If `x` has NaN or an entry outside [0, 1] by more than `DENSITY_TOL`
+        (the entry and its index are named), or a parameter is out of range.
 
     Examples
     --------
@@ -168,13 +183,13 @@ def simp(x: ArrayLike, penal: float = 3.0, Emin: float = 1e-9,
     array([0.75])
     """
     penal, Emin, E0 = _simp_params(penal, Emin, E0)
-    _density(x)
-    return Emin + np.asarray(x, dtype=float) ** penal * (E0 - Emin)
+    x = np.asarray(_unit_density(x), dtype=float)
+    return Emin + x ** penal * (E0 - Emin)
 
 
 def _simp_parts(x, penal, Emin, E0):
     penal, Emin, E0 = _simp_params(penal, Emin, E0)
-    _density(x)
+    x = _unit_density(x)
     # y exactly as `simp` computes it: the FE solve caches factorizations by
     # the bits of E, and the traced and plain paths must agree on them
     return Emin + x ** penal * (E0 - Emin), penal * (E0 - Emin) * x ** (penal - 1.0)
@@ -200,7 +215,8 @@ def ramp(x: ArrayLike, q: float = 8.0, Emin: float = 1e-9,
     Parameters
     ----------
     x : array_like
-        Densities in [0, 1]. Differentiated.
+        Densities in [0, 1] (up to `DENSITY_TOL`, the rounding of filters;
+        entries just below 0 count as 0). Differentiated.
     q : float, default 8.0
         Penalization, >= 0 (``q = 0`` is linear).
     Emin, E0 : float, default 1e-9 and 1.0
@@ -210,6 +226,12 @@ def ramp(x: ArrayLike, q: float = 8.0, Emin: float = 1e-9,
     -------
     numpy.ndarray
         Interpolated stiffness, same shape as `x`.
+
+    Raises
+    ------
+    ValueError
+        If `x` has NaN or an entry outside [0, 1] by more than `DENSITY_TOL`
+        (the entry and its index are named), or a parameter is out of range.
 
     Examples
     --------
@@ -222,14 +244,13 @@ def ramp(x: ArrayLike, q: float = 8.0, Emin: float = 1e-9,
     array([0.33333333])
     """
     q, Emin, E0 = _ramp_params(q, Emin, E0)
-    _density(x)
-    x = np.asarray(x, dtype=float)
+    x = np.asarray(_unit_density(x), dtype=float)
     return Emin + x / (1.0 + q * (1.0 - x)) * (E0 - Emin)
 
 
 def _ramp_parts(x, q, Emin, E0):
     q, Emin, E0 = _ramp_params(q, Emin, E0)
-    _density(x)
+    x = _unit_density(x)
     d = 1.0 + q * (1.0 - x)
     return Emin + x / d * (E0 - Emin), (1.0 + q) * (E0 - Emin) / (d * d)
 

@@ -1,0 +1,192 @@
+"""Argument validation shared by the public API: one error, naming the argument.
+
+Every check raises ``TypeError`` (wrong kind: not a number, not an integer,
+a traced value where a plain parameter is needed) or ``ValueError`` (right
+kind, outside the accepted range) with the parameter's name and the accepted
+range in the message. Traced values (`topopt.ad` boxes) are looked at through
+``ad.value`` and never converted. Array checks are one pass (min/max), cheap
+enough for every optimization iteration.
+
+Examples
+--------
+>>> from topopt._validate import check_range
+>>> check_range("volfrac", 0.4, 0.0, 1.0, lo_open=True, hi_open=True)
+0.4
+>>> check_range("volfrac", 1.2, 0.0, 1.0, lo_open=True, hi_open=True)
+Traceback (most recent call last):
+...
+ValueError: volfrac must be in (0, 1), got 1.2
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import Iterable
+
+import numpy as np
+
+from . import ad
+
+__all__ = ["TopoptWarning", "real", "check_range", "check_int", "check_choice",
+           "check_bool", "check_callable", "check_seed", "check_keywords",
+           "check_array_range", "check_finite_array", "interval"]
+
+
+class TopoptWarning(UserWarning):
+    """Input that is valid but most likely not what was meant (e.g. a filter
+    radius larger than the domain)."""
+
+
+def interval(lo=None, hi=None, lo_open: bool = False, hi_open: bool = False) -> str:
+    """The interval ``[lo, hi)`` etc. as text; ``None`` is an infinite end.
+
+    Examples
+    --------
+    >>> from topopt._validate import interval
+    >>> interval(0, None, lo_open=True), interval(-1, 0.5, True, True)
+    ('(0, inf)', '(-1, 0.5)')
+    """
+    left = "(" if lo is None or lo_open else "["
+    right = ")" if hi is None or hi_open else "]"
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    return f"{left}{lo_s}, {hi_s}{right}"
+
+
+def real(name: str, value, *, finite: bool = True) -> float:
+    """`value` as a plain real float; `TypeError` for traced or non-real input.
+
+    Examples
+    --------
+    >>> from topopt._validate import real
+    >>> real("z", 3)
+    3.0
+    >>> real("z", "3")
+    Traceback (most recent call last):
+    ...
+    TypeError: z must be a real number, got '3'
+    """
+    if ad.is_traced(value):
+        raise TypeError(f"{name} is a parameter and is not differentiated: pass a "
+                        f"plain number (ad.value({name}) if it is traced)")
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    arr = np.asarray(value) if not isinstance(value, str) else None
+    if arr is None or arr.ndim != 0 or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    out = float(arr)
+    if np.isnan(out) or (finite and not np.isfinite(out)):
+        raise ValueError(f"{name} must be {'finite' if finite else 'a number'}, got {out}")
+    return out
+
+
+def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False,
+                hi_open: bool = False, what: str = "", finite: bool = True) -> float:
+    """A real number in ``[lo, hi]`` (ends open on request); returns it as float."""
+    v = real(name, value, finite=finite)
+    bad = ((lo is not None and (v < lo or (lo_open and v == lo)))
+           or (hi is not None and (v > hi or (hi_open and v == hi))))
+    if bad:
+        note = f" ({what})" if what else ""
+        raise ValueError(f"{name} must be in {interval(lo, hi, lo_open, hi_open)}{note}, "
+                         f"got {v:g}")
+    return v
+
+
+def check_int(name: str, value, lo: int | None = None, hi: int | None = None,
+              what: str = "") -> int:
+    """An integer (not bool, not float) in ``[lo, hi]``."""
+    if ad.is_traced(value) or isinstance(value, (bool, np.bool_)) \
+            or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        note = f" ({what})" if what else ""
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise ValueError(f"{name} must be an integer {rng}{note}, got {v}")
+    return v
+
+
+def check_choice(name: str, value, choices: Iterable):
+    """`value` if it is one of `choices`."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def check_bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_callable(name: str, value, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_seed(name: str, seed):
+    """``None`` or a non-negative integer (numpy's ``default_rng`` seed)."""
+    if seed is None:
+        return None
+    return check_int(name, seed, 0, what="seed of numpy.random.default_rng")
+
+
+def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """`TypeError` naming every keyword of `given` not in `known`."""
+    known = tuple(known)
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise TypeError(f"{where} got unknown keyword(s) {unknown}; known: {sorted(known)}")
+
+
+def check_finite_array(name: str, x, shape: tuple | None = None) -> np.ndarray:
+    """A real array without NaN/inf (of `shape` if given), as float; plain input only."""
+    if ad.is_traced(x):
+        raise TypeError(f"{name} is not differentiated here: pass plain values")
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
+    if shape is not None and arr.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(shape)}")
+    arr = arr.astype(float, copy=False)
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; it contains NaN or inf")
+    return arr
+
+
+def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
+                      what: str = "") -> tuple[float, float]:
+    """Check that a (possibly traced) real array has no NaN and lies in ``[lo, hi]``.
+
+    Values within `tol` of an end are accepted (rounding of filters); the
+    array is not converted. Returns its ``(min, max)`` (``(inf, -inf)`` if
+    empty).
+    """
+    v = np.asarray(ad.value(x))
+    if v.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real array, got dtype {v.dtype}")
+    if v.size == 0:
+        return np.inf, -np.inf
+    vmin, vmax = float(np.min(v)), float(np.max(v))
+    if np.isnan(vmin) or np.isnan(vmax):
+        where_nan = np.flatnonzero(np.isnan(v.ravel()))[:5]
+        raise ValueError(f"{name} contains NaN (at flat index {where_nan}...)")
+    if (lo is not None and vmin < lo - tol) or (hi is not None and vmax > hi + tol):
+        note = f" ({what})" if what else ""
+        slack = f" up to {tol:g}" if tol else ""
+        bad = vmin if lo is not None and vmin < lo - tol else vmax
+        index = int(np.flatnonzero(v.ravel() == bad)[0])
+        raise ValueError(f"{name} must lie in {interval(lo, hi)}{slack}{note}; "
+                         f"got {bad:.6g} at flat index {index} (range [{vmin:.6g}, {vmax:.6g}])")
+    return vmin, vmax
+
+
+def warn(message: str, stacklevel: int = 3) -> None:
+    """Issue a `TopoptWarning` attributed to the caller of the public function."""
+    warnings.warn(message, TopoptWarning, stacklevel=stacklevel)
