@@ -21,6 +21,8 @@ ValueError: volfrac must be in (0, 1), got 1.2
 from __future__ import annotations
 
 import numbers
+import os
+import sys
 import warnings
 from typing import Iterable
 
@@ -30,7 +32,7 @@ from . import ad
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_int", "check_choice",
            "check_bool", "check_callable", "check_seed", "check_keywords",
-           "check_array_range", "check_finite_array", "interval"]
+           "check_array_range", "check_finite_array", "interval", "warn"]
 
 
 class TopoptWarning(UserWarning):
@@ -52,6 +54,15 @@ def interval(lo=None, hi=None, lo_open: bool = False, hi_open: bool = False) -> 
     lo_s = "-inf" if lo is None else f"{lo:g}"
     hi_s = "inf" if hi is None else f"{hi:g}"
     return f"{left}{lo_s}, {hi_s}{right}"
+
+
+def _bounds(lo, hi, lo_open: bool, hi_open: bool) -> str:
+    """``"> 0"``, ``"<= 1"`` or ``"in [0, 1)"``."""
+    if hi is None and lo is not None:
+        return f"{'>' if lo_open else '>='} {lo:g}"
+    if lo is None and hi is not None:
+        return f"{'<' if hi_open else '<='} {hi:g}"
+    return f"in {interval(lo, hi, lo_open, hi_open)}"
 
 
 def real(name: str, value, *, finite: bool = True) -> float:
@@ -89,7 +100,7 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False,
            or (hi is not None and (v > hi or (hi_open and v == hi))))
     if bad:
         note = f" ({what})" if what else ""
-        raise ValueError(f"{name} must be in {interval(lo, hi, lo_open, hi_open)}{note}, "
+        raise ValueError(f"{name} must be {_bounds(lo, hi, lo_open, hi_open)}{note}, "
                          f"got {v:g}")
     return v
 
@@ -187,6 +198,12 @@ def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
     return vmin, vmax
 
 
-def warn(message: str, stacklevel: int = 3) -> None:
-    """Issue a `TopoptWarning` attributed to the caller of the public function."""
-    warnings.warn(message, TopoptWarning, stacklevel=stacklevel)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str) -> None:
+    """Issue a `TopoptWarning` attributed to the first caller outside topopt."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, TopoptWarning, stacklevel=level)

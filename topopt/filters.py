@@ -36,10 +36,10 @@ from skfem import (Basis, BilinearForm, ElementHex0, ElementHex1, ElementLineP0,
 from skfem.helpers import dot, grad
 
 from . import ad
-from .interpolation import _scalar
+from ._validate import check_range, warn
 
 __all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "helmholtz_radius",
-           "apply_filter", "apply_filter_transpose"]
+           "apply_filter", "apply_filter_transpose", "domain_size"]
 
 
 def _mesh(mesh) -> int:
@@ -49,10 +49,29 @@ def _mesh(mesh) -> int:
 
 
 def _positive(value, name: str, what: str) -> float:
-    value = _scalar(value, name)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0 ({what}), got {value}")
-    return value
+    return check_range(name, value, 0.0, None, lo_open=True, what=what)
+
+
+def domain_size(mesh: Mesh) -> float:
+    """Largest side of the bounding box of the mesh's nodes.
+
+    Examples
+    --------
+    >>> from skfem import MeshQuad
+    >>> from topopt.filters import domain_size
+    >>> domain_size(MeshQuad.init_tensor([0.0, 3.0, 6.0], [0.0, 2.0]))
+    6.0
+    """
+    return float(np.max(np.ptp(mesh.p, axis=1)))
+
+
+def _warn_radius(mesh: Mesh, rmin: float, label: str) -> None:
+    """`TopoptWarning` when the (equivalent) radius `rmin` exceeds the domain size."""
+    size = domain_size(mesh)
+    if rmin > size * (1.0 + 1e-12):       # equal sizes (up to rounding) do not warn
+        warn(f"filter radius {label} = {rmin:g} is larger than the domain (largest side of "
+             f"the mesh's bounding box: {size:g}): the filter averages the whole design "
+             "into a nearly uniform grey")
 
 
 class LinearFilter:
@@ -213,7 +232,8 @@ class DensityFilter(LinearFilter):
     mesh : skfem.Mesh
         Any scikit-fem mesh; one design value per element.
     rmin : float
-        Filter radius, > 0, in the mesh's length unit.
+        Filter radius, > 0, in the mesh's length unit. A radius larger than
+        the domain (`domain_size`) warns (`topopt._validate.TopoptWarning`).
 
     Attributes
     ----------
@@ -241,6 +261,7 @@ class DensityFilter(LinearFilter):
     def __init__(self, mesh: Mesh, rmin: float):
         self.rmin = _positive(rmin, "rmin", "filter radius")
         self.n = _mesh(mesh)
+        _warn_radius(mesh, self.rmin, "rmin")
         centroids = mesh.p[:, mesh.t].mean(axis=1).T
         tree = cKDTree(centroids)
         pairs = tree.sparse_distance_matrix(tree, self.rmin, output_type="ndarray")
@@ -320,7 +341,9 @@ class HelmholtzFilter(LinearFilter):
         Triangle, quadrilateral, tetrahedron, hexahedron or line mesh.
     r : float
         Length scale, > 0; ``helmholtz_radius(rmin)`` matches a density
-        filter of radius `rmin` (or use `from_rmin`).
+        filter of radius `rmin` (or use `from_rmin`). An equivalent radius
+        ``2 sqrt(3) r`` larger than the domain (`domain_size`) warns
+        (`topopt._validate.TopoptWarning`).
 
     Attributes
     ----------
@@ -357,6 +380,7 @@ class HelmholtzFilter(LinearFilter):
             raise TypeError(
                 f"HelmholtzFilter supports MeshTri, MeshQuad, MeshTet, MeshHex and "
                 f"MeshLine meshes, got {type(mesh).__name__}")
+        _warn_radius(mesh, 2.0 * np.sqrt(3.0) * self.r, f"2 sqrt(3) r (r = {self.r:g})")
         self.basis = Basis(mesh, p1())
         basis0 = self.basis.with_element(p0())  # same quadrature points
         self.Kf = _helmholtz.assemble(self.basis, r2=self.r ** 2).tocsr()
@@ -372,9 +396,18 @@ class HelmholtzFilter(LinearFilter):
         --------
         >>> from skfem import MeshTri
         >>> from topopt.filters import HelmholtzFilter
-        >>> flt = HelmholtzFilter.from_rmin(MeshTri(), rmin=2 * 3 ** 0.5)
+        >>> flt = HelmholtzFilter.from_rmin(MeshTri().scaled(4.0), rmin=2 * 3 ** 0.5)
         >>> round(flt.r, 12)
         1.0
+
+        A radius larger than the domain warns (a nearly uniform grey design):
+
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _ = HelmholtzFilter.from_rmin(MeshTri(), rmin=2.0)
+        >>> print(caught[0].message)  # doctest: +ELLIPSIS
+        filter radius 2 sqrt(3) r (r = 0.57735) = 2 is larger than the domain (...: 1)...
         """
         return cls(mesh, helmholtz_radius(rmin))
 
