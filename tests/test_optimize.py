@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from topopt.optimize import (MMA_PARAMS, Result, Stage, load_checkpoint,
-                             minimize)
+from topopt.optimize import (MMA_PARAMS, CheckpointError, OutputPathError, Result, Stage,
+                             load_checkpoint, minimize)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -388,8 +389,12 @@ def test_objective_error_saves_last_good_design(tmp_path):
         designs.append(np.array(x.value))
         return np.stack([np.sum(C / x), np.sum(x) - V])
 
-    with pytest.raises(RuntimeError, match="solver diverged"):
+    with pytest.raises(RuntimeError, match="solver diverged") as info:
         run(fun, maxeval=50, ftol_rel=0.0, checkpoint=ck, checkpoint_every=100)
+    # the exception says where the last good design is and how to resume
+    assert info.value.topopt_checkpoint == str(ck)
+    assert f"resume={str(ck)!r}" in info.value.__notes__[0]
+    assert "history of 4 evaluations" in info.value.__notes__[0]
     saved = load_checkpoint(ck)
     assert saved["status"] == "error"
     assert len(saved["history"]) == 4
@@ -412,12 +417,12 @@ def test_signal_stops_cleanly_and_checkpoints(tmp_path, sig):
         before = signal.getsignal(signal.{sig})
         res = minimize(fun, np.full(6, 0.3), bounds=(1e-3, 1), maxeval=50,
                        checkpoint="ck.npz", checkpoint_every=100, verbose=False)
-        print("STATUS", res.status, res.evaluations, n[0])
+        print("STATUS", res.status, res.evaluations, n[0], res.signal)
         print("RESTORED", signal.getsignal(signal.{sig}) is before)
     """
     out = python(code, tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "STATUS interrupted 5 5" in out.stdout
+    assert f"STATUS interrupted 5 5 {sig}" in out.stdout
     assert "RESTORED True" in out.stdout
     saved = load_checkpoint(tmp_path / "ck.npz")
     assert len(saved["history"]) == 5
@@ -475,13 +480,158 @@ def test_wrong_number_of_responses():
                  verbose=False)
 
 
-def test_resume_checks(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        minimize(compliance, np.full(8, 0.3), resume=tmp_path / "missing.npz", verbose=False)
-    ck = tmp_path / "a.npz"
-    run(compliance, [volume], maxeval=2, checkpoint=ck)
-    with pytest.raises(ValueError, match="shape"):
-        minimize(compliance, np.full(3, 0.3), [volume], resume=ck, verbose=False)
+def test_resume_of_a_missing_file(tmp_path):
+    calls = []
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        minimize(lambda x: calls.append(1) or np.sum(x), np.full(8, 0.3),
+                 resume=tmp_path / "missing.npz", verbose=False)
+    assert calls == []
+
+
+# ------------------------------------------------ files that are not our checkpoints
+
+def _rewrite(path, **change):
+    """A copy of the checkpoint at `path` with arrays or meta fields changed."""
+    with np.load(path) as data:
+        arrays = {k: np.array(data[k]) for k in data.files}
+    meta = json.loads(str(arrays["meta"]))
+    for k, v in change.items():
+        if k in arrays and k != "meta":
+            arrays[k] = v
+        elif k != "meta":
+            meta[k] = v
+    arrays["meta"] = change.get("meta", np.array(json.dumps(meta)))
+    target = str(path) + ".changed.npz"
+    np.savez(target, **arrays)
+    return target
+
+
+def _flip_byte(path):
+    raw = bytearray(open(path, "rb").read())
+    offset = raw.rindex(b"\x93NUMPY")             # inside the data of 'meta' (~4 kB)
+    raw[offset + 300] ^= 0xFF
+    target = str(path) + ".flipped.npz"
+    open(target, "wb").write(raw)
+    return target
+
+
+def _write(name, data):
+    def make(ck):
+        target = os.path.join(os.path.dirname(ck), name)
+        open(target, "wb").write(data(ck) if callable(data) else data)
+        return target
+    return make
+
+
+BAD_CHECKPOINTS = {
+    # kind: (make(valid checkpoint path) -> path, the reason in the message)
+    "text file": (_write("a.npz", b"hello, not an archive"), r"\(not an .npz archive\)"),
+    "empty file": (_write("e.npz", b""), r"\(an empty file\)"),
+    "truncated": (_write("t.npz", lambda ck: open(ck, "rb").read()[:-300]),
+                  r"\(not an .npz archive\)|corrupt or truncated"),
+    "truncated member": (_write("m.npz", lambda ck: open(ck, "rb").read()[:300]),
+                         r"\(not an .npz archive\)|corrupt or truncated"),
+    "corrupt member": (_flip_byte, r"corrupt or truncated archive: BadZipFile: Bad CRC-32"),
+    "npy file": (lambda ck: (np.save(ck + ".npy", np.zeros(3)), ck + ".npy")[1],
+                 r"a .npy array, not an .npz archive"),
+    "foreign npz": (lambda ck: (np.savez(ck + ".foreign.npz", u=np.zeros(3), v=1),
+                                ck + ".foreign.npz")[1],
+                    r"without the 'meta' record; it holds u, v"),
+    "pickled meta": (lambda ck: _rewrite(ck, meta=np.array([{"version": 1}], dtype=object)),
+                     r"pickled Python objects"),
+    "meta not JSON": (lambda ck: _rewrite(ck, meta=np.array("{version")), r"not JSON"),
+    "meta not text": (lambda ck: _rewrite(ck, meta=np.zeros(2)), r"not a JSON text"),
+    "newer version": (lambda ck: _rewrite(ck, version=2),
+                      r"format version 2; this topopt reads version 1"),
+    "no version": (lambda ck: _rewrite(ck, version=None), r"format version None"),
+    "missing fields": (lambda ck: _rewrite(ck, meta=np.array(json.dumps({"version": 1}))),
+                       r"missing fields: status, n, n_constraints"),
+    "negative stage": (lambda ck: _rewrite(ck, stage=-1), r"'stage' = -1 is not an integer"),
+    "short history": (lambda ck: _rewrite(ck, evaluations=99),
+                      r"history has 3 records for 99 evaluations"),
+    "design of wrong size": (lambda ck: _rewrite(ck, x=np.zeros(5)),
+                             r"'x' is a float64 array of shape \(5,\); expected"),
+    "non-finite design": (lambda ck: _rewrite(ck, x=np.full(8, np.nan)), r"finite floats"),
+}
+
+
+@pytest.fixture
+def valid_checkpoint(tmp_path):
+    ck = str(tmp_path / "good.npz")
+    run(compliance, [volume], maxeval=3, ftol_rel=0.0, checkpoint=ck)
+    return ck
+
+
+@pytest.mark.parametrize("kind", BAD_CHECKPOINTS)
+def test_not_a_checkpoint_is_named_and_never_unpickled(kind, valid_checkpoint):
+    make, why = BAD_CHECKPOINTS[kind]
+    path = make(valid_checkpoint)
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert message.startswith(f"not a topopt checkpoint: {path} (")
+    assert re.search(why, message), message
+    assert "allow_pickle" not in message and "pickle.load" not in message
+    assert isinstance(info.value, ValueError)
+    # minimize rejects it before the first evaluation
+    calls = []
+    with pytest.raises(CheckpointError, match="^not a topopt checkpoint"):
+        run(lambda x: calls.append(1) or compliance(x), [volume], maxeval=5,
+            resume=path)
+    assert calls == []
+
+
+@pytest.mark.parametrize("x0, constraints, why", [
+    (np.full(3, 0.3), [volume], "written for 8 design variables; this problem has 3"),
+    (np.full(8, 0.3), [volume, volume], "written for 1 constraints; this problem has 2"),
+])
+def test_checkpoint_of_another_problem(valid_checkpoint, x0, constraints, why):
+    calls = []
+    with pytest.raises(CheckpointError) as info:
+        minimize(lambda x: calls.append(1) or compliance(x), x0, constraints,
+                 bounds=BOUNDS, resume=valid_checkpoint, verbose=False)
+    assert str(info.value) == f"not a topopt checkpoint: {valid_checkpoint} ({why})"
+    assert calls == []
+
+
+def test_checkpoint_is_a_folder(tmp_path):
+    with pytest.raises(CheckpointError, match=r"\(a folder\)$"):
+        load_checkpoint(tmp_path)
+
+
+# ------------------------------------------------ paths that cannot be written
+
+def _blocked(tmp_path):
+    """A path whose parent is a regular file: unwritable even for root."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    return blocker
+
+
+@pytest.mark.parametrize("name, where", [
+    ("checkpoint", lambda tmp: _blocked(tmp) / "ck.npz"),
+    ("checkpoint", lambda tmp: _blocked(tmp) / "sub" / "ck.npz"),
+    ("history_path", lambda tmp: _blocked(tmp) / "history.json"),
+    ("checkpoint", lambda tmp: tmp),                               # a folder
+])
+def test_unwritable_paths_fail_before_the_first_evaluation(tmp_path, name, where):
+    calls = []
+    path = where(tmp_path)
+    with pytest.raises(OutputPathError, match=f"^{name}: ") as info:
+        run(lambda x: calls.append(1) or compliance(x), [volume], maxeval=5,
+            **{name: path})
+    assert calls == []
+    assert isinstance(info.value, OSError) and isinstance(info.value, ValueError)
+    assert str(path) in str(info.value)
+
+
+def test_path_check_creates_the_folder_and_leaves_no_file(tmp_path):
+    ck = tmp_path / "new" / "deeper" / "ck.npz"
+    seen = []
+    run(lambda x: seen.append(sorted(os.listdir(ck.parent))) or compliance(x), [volume],
+        maxeval=2, checkpoint=ck, checkpoint_every=100)
+    assert seen[0] == []                  # the write test removed its file
+    assert sorted(os.listdir(ck.parent)) == ["ck.npz"]
 
 
 def test_public_names():

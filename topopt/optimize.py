@@ -103,14 +103,12 @@ gradients were never computed, with ``inner_gradients=0``).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
 import os
 import signal
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -121,9 +119,13 @@ import nlopt
 import numpy as np
 
 from . import ad
+from .runio import (CheckpointError, OutputPathError, add_run_arguments, atomic_write_text,
+                    check_writable_file, jsonable, load_checkpoint, run_options,
+                    save_checkpoint)
 
 __all__ = ["minimize", "Stage", "Result", "load_checkpoint", "add_run_arguments",
-           "run_options", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
+           "run_options", "CheckpointError", "OutputPathError", "MMA_PARAMS",
+           "DEFAULT_MMA_PARAMS"]
 
 #: NLopt 2.11 ``LD_MMA`` parameter names and NLopt's defaults.
 MMA_PARAMS: dict[str, float] = {
@@ -146,7 +148,6 @@ _STATUS = {
 # a stage that ended with one of these statuses is finished; any other
 # (maxeval, interrupted, stopped) is continued by `resume` if budget is left
 _CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
-_CHECKPOINT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,11 @@ class Result:
         NLopt result of the last stage (``"ftol_reached"``, ``"xtol_reached"``,
         ``"maxeval_reached"``, ...), ``"interrupted"`` (SIGINT/SIGTERM) or
         ``"stopped"`` (the callback asked to stop).
+    signal : str or None
+        ``"SIGINT"`` or ``"SIGTERM"`` when a signal interrupted the run
+        (``status="interrupted"``), else None. `minimize` never exits the
+        process; a script turns this into its exit status
+        (`topopt.runio.finish`).
     history : list of dict
         One record per forward evaluation (see `minimize`).
     evaluations : int
@@ -219,6 +225,7 @@ class Result:
     fe_solves_per_iteration: float | None = None
     nlopt_evaluations: int = 0
     x_last: np.ndarray | None = None
+    signal: str | None = None
 
     def __getitem__(self, key: str):
         if key not in self.__dataclass_fields__:
@@ -242,9 +249,9 @@ class Result:
         >>> json.loads(r.to_json())["x"]
         [0.0, 0.0]
         """
-        text = json.dumps(self.to_dict(), indent=indent, default=_jsonable)
+        text = json.dumps(self.to_dict(), indent=indent, default=jsonable)
         if path is not None:
-            _atomic_write_text(path, text)
+            atomic_write_text(path, text)
         return text
 
 
@@ -343,75 +350,12 @@ class _Responses:
 # small utilities
 
 
-def _jsonable(obj):
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return repr(obj)
-
-
 def _params_json(params: Mapping) -> dict:
-    return json.loads(json.dumps(dict(params), default=_jsonable))
-
-
-def _atomic_write_bytes(path, write: Callable) -> None:
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + "-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _atomic_write_text(path, text: str) -> None:
-    _atomic_write_bytes(path, lambda fh: fh.write(text.encode()))
+    return json.loads(json.dumps(dict(params), default=jsonable))
 
 
 def _key(x: np.ndarray) -> bytes:
     return hashlib.blake2b(x.tobytes(), digest_size=16).digest()
-
-
-def load_checkpoint(path: str | os.PathLike) -> dict:
-    """Read a checkpoint written by `minimize`.
-
-    Returns a dict with ``x`` (the restart design), ``x_last`` (the last
-    design evaluated), ``seed`` (``(values, gradients)`` at ``x`` or None),
-    ``history``, ``stage``, ``stage_evaluations``, ``stage_done``,
-    ``stage_status``, ``evaluations``, ``stages``, ``seconds``, ``status`` and
-    ``n_constraints``.
-
-    Examples
-    --------
-    >>> import os, tempfile, numpy as np
-    >>> path = os.path.join(tempfile.mkdtemp(), "run.npz")
-    >>> r = minimize(lambda x: np.sum((x - 0.3) ** 2), np.full(2, 0.5), maxeval=3,
-    ...              checkpoint=path, verbose=False)
-    >>> ck = load_checkpoint(path)
-    >>> len(ck["history"]), ck["stage_status"]
-    (3, 'maxeval_reached')
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no checkpoint at {path!r}")
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(str(data["meta"]))
-        out = dict(meta)
-        out["x"] = np.array(data["x"])
-        out["x_last"] = np.array(data["x_last"]) if "x_last" in data else None
-        out["seed"] = ((np.array(data["seed_values"]), np.array(data["seed_grads"]))
-                       if "seed_values" in data else None)
-    if out.get("version") != _CHECKPOINT_VERSION:
-        raise ValueError(f"{path!r} is not a version-{_CHECKPOINT_VERSION} checkpoint")
-    return out
 
 
 # --------------------------------------------------------------------------
@@ -566,6 +510,7 @@ class _Run:
         self.stage_status: str | None = None
         self.x_stage = None                      # design the current stage started from
         self.stop_reason: str | None = None
+        self.signal: str | None = None           # the signal that interrupted the run
         self.seconds0 = 0.0
         self.fe0 = 0
         self.t0 = time.perf_counter()
@@ -739,8 +684,8 @@ class _Run:
     def write_history(self, status: str) -> None:
         text = json.dumps({"status": status, "stage": self.stage,
                            "evaluations": len(self.history), "fe_solves": self.fe_solves(),
-                           "history": self.history}, default=_jsonable)
-        _atomic_write_text(self.o["history_path"], text)
+                           "history": self.history}, default=jsonable)
+        atomic_write_text(self.o["history_path"], text)
 
     def save(self, status: str, x_final: np.ndarray | None = None) -> None:
         """Write the checkpoint: the restart design (the stage's result when it
@@ -757,7 +702,7 @@ class _Run:
         if self.best is not None and np.array_equal(self.best[0], x) and self.best[2].ready:
             arrays["seed_values"], arrays["seed_grads"] = self.best[1], self.best[2]()
         meta = {
-            "version": _CHECKPOINT_VERSION, "status": status, "n": self.n,
+            "status": status, "n": self.n,
             "n_constraints": self.k, "stage": self.stage,
             "stage_evaluations": self.stage_evals, "stage_done": self.stage_done,
             "stage_status": self.stage_status, "evaluations": len(self.history),
@@ -765,8 +710,7 @@ class _Run:
             "fe_solves": self.fe_solves(), "nlopt_evaluations": self.nlopt_evals,
             "history": self.history,
         }
-        arrays["meta"] = np.array(json.dumps(meta, default=_jsonable))
-        _atomic_write_bytes(self.o["checkpoint"], lambda fh: np.savez(fh, **arrays))
+        save_checkpoint(self.o["checkpoint"], arrays, meta)
 
 
 class _Signals:
@@ -781,6 +725,7 @@ class _Signals:
         if self.run.stop_reason == "interrupted":
             raise KeyboardInterrupt
         self.run.stop_reason = "interrupted"
+        self.run.signal = signal.Signals(signum).name
         if self.run.o["verbose"]:
             print(f"{signal.Signals(signum).name}: stopping after this evaluation "
                   "(again to abort)", file=sys.stderr, flush=True)
@@ -878,13 +823,15 @@ def minimize(
     checkpoint : path, optional
         ``.npz`` file written atomically every `checkpoint_every` evaluations,
         after each stage, on SIGINT/SIGTERM, on an exception (before it
-        propagates) and at the end.
+        propagates) and at the end. Its folder (and that of `history_path`)
+        is created and written to before the first evaluation.
     checkpoint_every : int
         Evaluations between checkpoints, >= 1.
     resume : path, optional
         Continue from this checkpoint: its design, stage, stage budget left,
         history and counters. `x0` must have the checkpoint's size; its values
-        are not used.
+        are not used. MMA restarts at the checkpoint's design with fresh
+        move limits (see the module docstring).
     verbose : bool
         One progress line per evaluation on stderr: evaluation, stage,
         objective, max constraint, max change, grey level, time.
@@ -912,9 +859,17 @@ def minimize(
     ------
     TypeError, ValueError
         Invalid arguments, before any evaluation.
+    OutputPathError
+        `checkpoint` or `history_path` cannot be written (an `OSError` and a
+        `ValueError`), before any evaluation.
+    FileNotFoundError, CheckpointError
+        `resume` names no file, or a file that is not a checkpoint of this
+        problem (``not a topopt checkpoint: PATH (why)``), before any
+        evaluation.
     Exception
         Whatever `fun` raises, after the checkpoint (last good design and
-        history) is written.
+        history) is written; the exception then carries the checkpoint's
+        path as ``topopt_checkpoint`` and a note saying how to resume.
 
     Notes
     -----
@@ -975,13 +930,15 @@ def minimize(
         "checkpoint_every": _check_int("checkpoint_every", checkpoint_every, 1),
         "mma_params": _check_mma_params(mma_params),
         "initial_step": _check_initial_step(initial_step, n),
-        "history_path": None if history_path is None else os.fspath(history_path),
-        "checkpoint": None if checkpoint is None else os.fspath(checkpoint),
+        "history_path": history_path, "checkpoint": checkpoint,
         "verbose": bool(verbose), "callback": callback, "count_solves": count_solves,
     }
     for name in ("callback", "count_solves"):
         if opts[name] is not None and not callable(opts[name]):
             raise TypeError(f"{name} must be callable or None")
+    for name in ("checkpoint", "history_path"):       # a real write test, before any work
+        if opts[name] is not None:
+            opts[name] = check_writable_file(opts[name], name)
 
     if constraints is not None:
         gs = list(constraints)
@@ -996,13 +953,13 @@ def minimize(
     ck = None
     if resume is not None:
         ck = load_checkpoint(resume)
-        if ck["x"].shape != (n,):
-            raise ValueError(f"resume: the checkpoint design has shape {ck['x'].shape}, "
-                             f"x0 has shape {(n,)}")
+        if ck["n"] != n:
+            raise CheckpointError(resume, f"written for {ck['n']} design variables; this "
+                                  f"problem has {n}")
         if ck["n_constraints"] is not None and responses.n_out is not None and \
                 ck["n_constraints"] != responses.n_out - 1:
-            raise ValueError(f"resume: the checkpoint has {ck['n_constraints']} "
-                             f"constraints, this problem {responses.n_out - 1}")
+            raise CheckpointError(resume, f"written for {ck['n_constraints']} constraints; "
+                                  f"this problem has {responses.n_out - 1}")
         if ck["stage"] >= len(stage_list):
             raise ValueError(f"resume: the checkpoint is at stage {ck['stage']} but only "
                              f"{len(stage_list)} stage(s) were given")
@@ -1067,11 +1024,13 @@ def minimize(
                 if cap is not None and len(run.history) >= cap:
                     status = "maxeval_reached"
                     break
-        except BaseException:
+        except BaseException as e:
+            status = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
             if opts["checkpoint"] is not None:
-                run.save("error")
+                run.save(status)
+                _note_checkpoint(e, opts["checkpoint"], len(run.history))
             if opts["history_path"] is not None:
-                run.write_history("error")
+                run.write_history(status)
             raise
 
     if ck is not None and first >= len(stage_list):      # nothing left to run
@@ -1096,47 +1055,16 @@ def minimize(
         fe_solves_per_iteration=None if fe is None or evaluations == 0 else fe / evaluations,
         nlopt_evaluations=run.nlopt_evals,
         x_last=None if run.x_prev is None else np.array(run.x_prev),
+        signal=run.signal if status == "interrupted" else None,
     )
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, out: str) -> None:
-    """Add a problem script's ``--out``, ``--checkpoint``, ``--resume`` and ``--quiet``.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-    out : str
-        Default results folder; the checkpoint defaults to ``OUT/checkpoint.npz``.
-
-    Examples
-    --------
-    >>> import argparse
-    >>> from topopt.optimize import add_run_arguments
-    >>> parser = argparse.ArgumentParser()
-    >>> add_run_arguments(parser, "results/demo")
-    >>> args = parser.parse_args(["--quiet"])
-    >>> args.out, args.checkpoint, args.resume, args.quiet
-    ('results/demo', None, None, True)
-    """
-    parser.add_argument("--out", default=out, help="results folder")
-    parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file (default: OUT/checkpoint.npz)")
-    parser.add_argument("--resume", default=None, help="resume from a checkpoint")
-    parser.add_argument("--quiet", action="store_true")
-
-
-def run_options(args: argparse.Namespace) -> dict:
-    """``verbose``, ``checkpoint`` and ``resume`` from the `add_run_arguments` options.
-
-    Examples
-    --------
-    >>> import argparse
-    >>> from topopt.optimize import add_run_arguments, run_options
-    >>> parser = argparse.ArgumentParser()
-    >>> add_run_arguments(parser, "out")
-    >>> run_options(parser.parse_args([]))
-    {'verbose': True, 'checkpoint': 'out/checkpoint.npz', 'resume': None}
-    """
-    return {"verbose": not args.quiet,
-            "checkpoint": args.checkpoint or os.path.join(args.out, "checkpoint.npz"),
-            "resume": args.resume}
+def _note_checkpoint(exc: BaseException, path: str, evaluations: int) -> None:
+    """Tell the caller of a failed run where its last good design is."""
+    exc.add_note(f"topopt: the last good design and the history of {evaluations} "
+                 f"evaluations are in the checkpoint {path}; resume from it with "
+                 f"minimize(..., resume={path!r}) or a problem script's --resume {path}")
+    try:
+        exc.topopt_checkpoint = path
+    except AttributeError:                  # an exception type without a __dict__
+        pass

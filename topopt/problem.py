@@ -19,8 +19,8 @@ from . import fem
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import project, simp
 from .objectives import compliance, volume
-from .optimize import (Result, Stage, _atomic_write_text, add_run_arguments, minimize,
-                       run_options)
+from .optimize import Result, Stage, minimize
+from .runio import add_run_arguments, atomic_write_text, run_options
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
 
@@ -222,7 +222,7 @@ def write_json(path: str, payload: dict) -> None:
     >>> json.load(open(path))
     {'c': 1.5}
     """
-    _atomic_write_text(path, json.dumps(payload, indent=2, default=float))
+    atomic_write_text(path, json.dumps(payload, indent=2, default=float))
 
 
 def run_compliance(name: str, title: str, mesh, model, f, volfrac: float, rmin: float,
