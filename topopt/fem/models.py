@@ -11,6 +11,7 @@ from skfem.models.elasticity import lame_parameters, linear_elasticity
 from skfem.models.poisson import laplace
 
 from .. import ad
+from .._validate import check_array_range, check_choice, check_finite_array, check_range
 from .system import LinearSystem, solve
 
 __all__ = ["Model", "elasticity", "heat"]
@@ -51,26 +52,66 @@ class Model:
     def _names(self, components):
         if self.components == 1:
             if components not in (None, (0,), [0], 0):
-                raise ValueError("a scalar problem has one component, 0")
+                raise ValueError(f"components of a scalar problem must be 0 or None, "
+                                 f"got {components!r}")
             return None
         comps = range(self.components) if components is None else np.atleast_1d(components)
+        if np.asarray(comps).dtype.kind not in "iu":
+            raise TypeError(f"components must be integers in [0, {self.components}), "
+                            f"got {components!r}")
         for c in comps:
             if not 0 <= int(c) < self.components:
-                raise ValueError(f"component {c} is out of range [0, {self.components})")
+                raise ValueError(f"components must lie in [0, {self.components}), got {c}")
         return [f"u^{int(c) + 1}" for c in comps]
 
     def _nodes(self, where: Where) -> np.ndarray:
         p = self.mesh.p
         if callable(where):
-            nodes = np.flatnonzero(where(p))
+            chosen = np.asarray(where(p))
+            if chosen.dtype != bool or chosen.shape != (p.shape[1],):
+                raise TypeError(f"a node predicate must return a boolean array of shape "
+                                f"({p.shape[1]},), one per node; got dtype {chosen.dtype}, "
+                                f"shape {chosen.shape}")
+            nodes = np.flatnonzero(chosen)
         else:
-            point = np.asarray(where, dtype=float)
-            if point.shape != (p.shape[0],):
-                raise ValueError(f"a point must have {p.shape[0]} coordinates, got {point.shape}")
-            nodes = np.array([np.argmin(np.sum((p - point[:, None]) ** 2, axis=0))])
+            nodes = np.array([self.nearest_node(where)])
         if nodes.size == 0:
             raise ValueError("no mesh node satisfies the selection")
         return nodes
+
+    def nearest_node(self, point) -> int:
+        """Index of the mesh node nearest to `point`.
+
+        Raises `ValueError` when that node is farther than half an element
+        (half the largest side of the bounding boxes of the elements around
+        it): the point is then not a node of this mesh, and snapping would
+        put the support or load somewhere else.
+
+        Examples
+        --------
+        >>> from topopt.fem import elasticity, rectangle
+        >>> model = elasticity(rectangle(4, 2))
+        >>> model.mesh.p[:, model.nearest_node((4.0, 0.2))].tolist()
+        [4.0, 0.0]
+        >>> model.nearest_node((40.0, 0.0))
+        Traceback (most recent call last):
+        ...
+        ValueError: point (40, 0) is 36 from the nearest mesh node, (4, 0); a point must lie within half an element (0.5) of a node
+        """
+        p = self.mesh.p
+        point = check_finite_array("point", _as_point(point), shape=(p.shape[0],))
+        dist2 = np.sum((p - point[:, None]) ** 2, axis=0)
+        node = int(np.argmin(dist2))
+        dist = float(np.sqrt(dist2[node]))
+        if dist > 0.0:
+            around = np.flatnonzero(np.any(self.mesh.t == node, axis=0))
+            size = float(np.max(np.ptp(p[:, self.mesh.t[:, around]], axis=1)))
+            if dist > 0.5 * size:
+                fmt = lambda v: "(" + ", ".join(f"{c:g}" for c in v) + ")"  # noqa: E731
+                raise ValueError(f"point {fmt(point)} is {dist:.6g} from the nearest mesh node, "
+                                 f"{fmt(p[:, node])}; a point must lie within half an element "
+                                 f"({0.5 * size:g}) of a node")
+        return node
 
     def dofs(self, nodes: Where | None = None, facets: Callable | None = None,
              components=None) -> np.ndarray:
@@ -96,7 +137,7 @@ class Model:
 
     # --------------------------------------------------------------- loads
     def _value(self, value) -> np.ndarray:
-        value = np.atleast_1d(np.asarray(value, dtype=float))
+        value = np.atleast_1d(check_finite_array("value", value))
         if value.shape != (self.components,):
             raise ValueError(f"a load value needs {self.components} component(s), "
                              f"got {value.shape}")
@@ -139,6 +180,9 @@ class Model:
 
         `solver_options` go to the iterative solvers (see `topopt.fem.multigrid`).
         """
+        if solver_options is not None and not isinstance(solver_options, dict):
+            raise TypeError(f"solver_options must be a dict or None, got "
+                            f"{type(solver_options).__name__}")
         key = (solver, tuple(sorted(solver_options.items()))) if solver_options else solver
         if key not in self._systems:
             self._systems[key] = LinearSystem(
@@ -152,10 +196,20 @@ class Model:
         if np.shape(ad.value(E)) != (self.n_el,):
             raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
                              "one value per element")
+        check_array_range("E", E, 0.0, None, what="element coefficients")
         return solve(self.system(solver), E, f)
 
 
+def _as_point(point) -> np.ndarray:
+    """A point given as a sequence of coordinates, as an array (no conversion of text)."""
+    if isinstance(point, (str, bytes)):
+        raise TypeError(f"point must be a sequence of coordinates, got {point!r}")
+    return np.asarray(point)
+
+
 def _element(mesh: skfem.Mesh) -> skfem.Element:
+    if not isinstance(mesh, skfem.Mesh):
+        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
     elem = getattr(mesh, "elem", None)
     if elem is None:
         raise TypeError(f"unsupported mesh type {type(mesh).__name__}")
@@ -214,12 +268,10 @@ def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,
     >>> round(float(model.Ke[0, 0, 0]), 6)      # top88: (1/(1-nu^2)) (1/2 - nu/6)
     0.494505
     """
-    if not -1.0 < nu < 0.5:
-        raise ValueError(f"Poisson's ratio nu must lie in (-1, 0.5), got {nu!r}")
-    if not (np.isfinite(E0) and E0 > 0):
-        raise ValueError(f"E0 must be positive, got {E0!r}")
-    if plane not in ("stress", "strain"):
-        raise ValueError(f"plane must be 'stress' or 'strain', got {plane!r}")
+    _element(mesh)
+    nu = check_range("nu", nu, -1.0, 0.5, lo_open=True, hi_open=True, what="Poisson's ratio")
+    E0 = check_range("E0", E0, 0.0, None, lo_open=True, what="Young's modulus")
+    check_choice("plane", plane, ("stress", "strain"))
     lam, mu = lame_parameters(E0, nu)
     dim = mesh.p.shape[0]
     if dim == 2 and plane == "stress":
@@ -238,8 +290,8 @@ def heat(mesh: skfem.Mesh, k0: float = 1.0) -> Model:
     >>> heat(rectangle(2, 2)).Ke.shape
     (4, 4, 4)
     """
-    if not (np.isfinite(k0) and k0 > 0):
-        raise ValueError(f"k0 must be positive, got {k0!r}")
+    _element(mesh)
+    k0 = check_range("k0", k0, 0.0, None, lo_open=True, what="conductivity")
     uniform = _translates(mesh)
     basis = _basis(mesh, _element(mesh), uniform)
     return Model(basis, _local(laplace, basis, uniform, k0), components=1)
