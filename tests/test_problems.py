@@ -3,6 +3,10 @@
 import importlib.util
 import json
 import os
+import re
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +14,7 @@ import pytest
 from topopt import ad, fem
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project, simp
+from topopt.optimize import load_checkpoint
 from topopt.problem import ComplianceProblem
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -104,3 +109,133 @@ def test_bad_design_vector_raises_before_any_solve(x0, message):
     with pytest.raises(ValueError, match=message):
         problem.run(maxeval=5, x0=x0, verbose=False)
     assert problem.system.counts["factorizations"] == 0
+
+
+# ---------------------------------------------------------------- run I/O of the scripts
+
+def script(name, *args):
+    return [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), *map(str, args)]
+
+
+def script_env():
+    return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
+
+
+def interrupt_after(cmd, sig, evaluations=5, timeout=120):
+    """Start `cmd`, send `sig` once it printed `evaluations` progress lines."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=script_env())
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if re.match(rf"\s*{evaluations} s0 obj", line):
+                break
+        proc.send_signal(getattr(signal, sig))
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, stdout, "".join(seen) + stderr
+
+
+@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_interrupted_script_exits_with_signal_status_and_resumes(tmp_path, sig, status):
+    out = tmp_path / "run"
+    ck = out / "checkpoint.npz"
+    cmd = script("mbb_beam", "--nelx", 12, "--nely", 4, "--rmin", 1.5, "--out", out)
+    code, stdout, stderr = interrupt_after([*cmd, "--maxeval", str(10**6)], sig)
+    assert code == status, stderr
+    found = re.findall(r"interrupted after (\d+) evaluations; resume with --resume (\S+)\n",
+                       stderr)
+    assert len(found) == 1 and found[0][1] == str(ck), stderr
+    n = int(found[0][0])
+    assert n >= 5
+    assert stdout == ""                                 # no normal summary
+    saved = json.load(open(out / "result.json"))
+    assert (saved["status"], saved["signal"], saved["evaluations"]) == ("interrupted", sig, n)
+    assert (saved["checkpoint"], saved["resume"]) == (str(ck), f"--resume {ck}")
+    assert len(saved["objective_history"]) == n
+    assert os.path.getsize(out / "design.png") > 0
+    checkpoint = load_checkpoint(ck)
+    assert (checkpoint["status"], checkpoint["evaluations"]) == ("interrupted", n)
+    # --resume continues the same run and history up to a budget of n + 4
+    done = subprocess.run([*cmd, "--maxeval", str(n + 4), "--resume", str(ck), "--quiet"],
+                          capture_output=True, text=True, env=script_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    resumed = json.load(open(out / "result.json"))
+    assert (resumed["status"], resumed["signal"], resumed["evaluations"]) == \
+        ("maxeval_reached", None, n + 4)
+    assert resumed["objective_history"][:n] == saved["objective_history"]
+    assert resumed["resume"] == f"--resume {ck}"        # a budget stop can be continued
+
+
+def _count_responses(monkeypatch, fail_at=None):
+    """Count ComplianceProblem.responses calls; raise a singular solve at call `fail_at`."""
+    calls = []
+    responses = ComplianceProblem.responses
+
+    def counted(self, x, beta=None):
+        calls.append(1)
+        if len(calls) == fail_at:
+            raise fem.SingularSystemError("the stiffness matrix is singular (test)")
+        return responses(self, x, beta)
+
+    monkeypatch.setattr(ComplianceProblem, "responses", counted)
+    return calls
+
+
+def _blocker(tmp_path):
+    path = tmp_path / "a_file"                 # a path under a file: unwritable, even as root
+    path.write_text("x")
+    return path
+
+
+@pytest.mark.parametrize("args, message", [
+    (lambda tmp: ["--out", _blocker(tmp) / "out"], "--out: cannot write"),
+    (lambda tmp: ["--out", _blocker(tmp)], "--out: .* is a file; expected a folder"),
+    (lambda tmp: ["--out", tmp / "out", "--checkpoint", _blocker(tmp) / "ck.npz"],
+     "--checkpoint: cannot write"),
+    (lambda tmp: ["--out", tmp / "out", "--resume", _blocker(tmp)],
+     r"not a topopt checkpoint: .*a_file \(not an .npz archive\)"),
+    (lambda tmp: ["--out", tmp / "out", "--resume", tmp / "missing.npz"], "no checkpoint at"),
+])
+def test_script_rejects_bad_paths_before_the_first_evaluation(tmp_path, monkeypatch, capsys,
+                                                              args, message):
+    calls = _count_responses(monkeypatch)
+    with pytest.raises(SystemExit) as info:
+        mbb_beam.main(["--nelx", "8", "--nely", "4", "--maxeval", "3", "--quiet",
+                       *map(str, args(tmp_path))])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(f"error: {message}", err), err
+    assert "allow_pickle" not in err
+    assert calls == []
+
+
+def test_script_error_keeps_last_good_design_and_says_how_to_resume(tmp_path, monkeypatch,
+                                                                     capsys):
+    out = tmp_path / "run"
+    ck = out / "checkpoint.npz"
+    argv = ["--nelx", "8", "--nely", "4", "--rmin", "1.5", "--out", str(out), "--quiet"]
+    calls = _count_responses(monkeypatch, fail_at=6)
+    with pytest.raises(fem.SingularSystemError) as info:
+        mbb_beam.main([*argv, "--maxeval", "20"])
+    assert len(calls) == 6
+    assert info.value.topopt_checkpoint == str(ck)
+    err = capsys.readouterr().err
+    assert f"error after 5 evaluations; the last good design and the history are in {ck}; " \
+        f"resume with --resume {ck}" in err
+    saved = json.load(open(out / "result.json"))
+    assert (saved["status"], saved["evaluations"], saved["resume"]) == \
+        ("error", 5, f"--resume {ck}")
+    assert saved["error"].startswith("SingularSystemError: the stiffness matrix is singular")
+    checkpoint = load_checkpoint(ck)
+    assert (checkpoint["status"], len(checkpoint["history"])) == ("error", 5)
+    assert checkpoint["x"].shape == (32,) and np.all((checkpoint["x"] >= 0)
+                                                     & (checkpoint["x"] <= 1))
+    monkeypatch.undo()
+    result = mbb_beam.main([*argv, "--maxeval", "20", "--resume", str(ck)])
+    assert result["evaluations"] == 20 and result["status"] == "maxeval_reached"
+    resumed = json.load(open(out / "result.json"))
+    assert resumed["objective_history"][:5] == saved["objective_history"]

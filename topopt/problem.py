@@ -20,7 +20,8 @@ from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import project, simp
 from .objectives import compliance, volume
 from .optimize import Result, Stage, minimize
-from .runio import add_run_arguments, atomic_write_text, run_options
+from .runio import (add_run_arguments, atomic_write_text, finish, run_options, run_record,
+                    script_errors)
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
 
@@ -149,6 +150,11 @@ class ComplianceProblem:
             mma_params: dict | None = None) -> dict:
         """Optimize from `x0` (uniform `volfrac` by default); returns metrics and the design.
 
+        The metrics include how the run ended (`topopt.runio.run_record`:
+        ``status``, ``signal``, ``evaluations``, ``checkpoint``, ``resume``);
+        an interrupted run (``status="interrupted"``) returns the last good
+        design.
+
         MMA runs without inner iterations (``inner_maxeval=1``: Svanberg's
         classic MMA, one FE solve per design iteration) unless `mma_params`
         says otherwise; on the MBB beam and the cantilever it reaches the
@@ -172,7 +178,7 @@ class ComplianceProblem:
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
         fe_solves = self.system.counts["factorizations"] - solves0     # c0's solve included
-        return {
+        return run_record(res, checkpoint) | {
             "compliance": float(self.compliance(res.x, beta)),
             "volume": float(volume(x_phys, self.weights)),
             "grey_level": grey_level(x_phys),
@@ -180,7 +186,6 @@ class ComplianceProblem:
             "fe_solves": fe_solves,
             "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
             "seconds": seconds,
-            "status": res.status,
             "solver": self.system.solver,
             "filter": self.filter_name,
             "x": res.x,
@@ -189,13 +194,24 @@ class ComplianceProblem:
         }
 
 
+RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume")
+
+
 def write_results(out: str, mesh, result: dict, setup: dict, title: str,
                   mirror: bool = False) -> dict:
-    """Write ``design.png``, ``history.png`` and ``result.json`` (no arrays) to `out`."""
+    """Write ``design.png``, ``history.png`` and ``result.json`` (no arrays) to `out`.
+
+    ``result.json`` says how the run ended at its top level (`RUN_KEYS`:
+    ``"status": "interrupted"``, the signal, the evaluations, the checkpoint
+    and the option that resumes it); the pictures and metrics are those of
+    the last good design.
+    """
     from .plot import save_design, save_design_3d, save_history
 
     os.makedirs(out, exist_ok=True)
     metrics = {k: v for k, v in result.items() if k not in ("x", "x_phys", "history")}
+    if result.get("status") == "interrupted":
+        title = f"{title} (interrupted after {result['evaluations']} evaluations)"
     if mesh.p.shape[0] == 2:
         save_design(mesh, result["x_phys"], os.path.join(out, "design.png"),
                     title=f"{title}: c = {result['compliance']:.2f}", mirror=mirror)
@@ -204,7 +220,7 @@ def write_results(out: str, mesh, result: dict, setup: dict, title: str,
                        title=f"{title}: c = {result['compliance']:.2f}")
     save_history(result["history"], os.path.join(out, "history.png"), title=title,
                  objective_label="c / c0")
-    payload = {"setup": setup, "result": metrics,
+    payload = {**{k: result.get(k) for k in RUN_KEYS}, "setup": setup, "result": metrics,
                "objective_history": [h["objective"] for h in result["history"]]}
     write_json(os.path.join(out, "result.json"), payload)
     return payload
@@ -244,7 +260,11 @@ def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) 
     """Command line of a compliance problem script: ``--help`` lists the options.
 
     `sizes` are the mesh counts (``{"nelx": 60, ...}``) passed positionally to
-    `run`; `defaults` holds ``volfrac``, ``rmin`` and ``maxeval``.
+    `run`; `defaults` holds ``volfrac``, ``rmin`` and ``maxeval``. The output
+    folder and checkpoint are checked before any work; an interrupted run
+    exits with 130 (SIGINT) or 143 (SIGTERM) after writing its results, a
+    failed one leaves ``result.json`` with ``"status": "error"``
+    (`topopt.runio`).
     """
     import argparse
 
@@ -259,9 +279,12 @@ def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) 
     parser.add_argument("--solver", default="auto")
     add_run_arguments(parser, out)
     args = parser.parse_args(argv)
-    result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac, rmin=args.rmin,
-                 penal=args.penal, filter=args.filter, maxeval=args.maxeval, out=args.out,
-                 solver=args.solver, **run_options(args))
+    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    with script_errors(args.out, options["checkpoint"]):
+        result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac,
+                     rmin=args.rmin, penal=args.penal, filter=args.filter,
+                     maxeval=args.maxeval, out=args.out, solver=args.solver, **options)
+    finish(result)                               # interrupted: message, exit 130 / 143
     print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
           f"evaluations {result['evaluations']}  FE solves/iteration "
           f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
