@@ -123,7 +123,7 @@ def check_choice(name: str, value, choices: Iterable):
     """`value` if it is one of `choices`."""
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        raise ValueError(f"unknown {name} {value!r}: {name} must be one of {choices}")
     return value
 
 

@@ -69,6 +69,9 @@ import scipy.optimize
 import scipy.special as sp
 
 from . import ad
+from ._validate import (check_array_range, check_bool, check_callable, check_choice,
+                        check_finite_array, check_int, check_keywords, check_range,
+                        check_seed, real)
 
 __all__ = [
     "LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "SAMPLING", "ReliabilityError", "MPPError",
@@ -166,9 +169,9 @@ class LimitState:
     """
 
     def __init__(self, fun: Callable, m: int | None = None, batch: bool = False):
-        self.fun = fun
-        self.m = None if m is None else int(m)
-        self.batch = bool(batch)
+        self.fun = check_callable("fun", fun)
+        self.m = _check_m(m)
+        self.batch = check_bool("batch", batch)
 
     def __call__(self, theta, design=None):
         return self.value(theta, *self.params(design))
@@ -281,6 +284,11 @@ class QuadraticLimitState(LimitState):
 
     def params(self, design) -> tuple:
         c0, b, A = self._coefficients(design)
+        shapes = [np.shape(ad.value(x)) for x in (c0, b, A)]
+        if shapes[0] != () or len(shapes[1]) != 1 or shapes[2] != shapes[1] * 2 \
+                or shapes[1] == (0,):
+            raise ValueError(f"QuadraticLimitState needs a scalar c0, b of shape (m,) and A "
+                             f"of shape (m, m), m >= 1; got shapes {shapes}")
         return (c0, b, A)
 
     def value(self, theta, c0, b, A):
@@ -302,9 +310,12 @@ class QuadraticLimitState(LimitState):
 
 def as_limit_state(limit_state, m: int | None = None, batch: bool = False) -> LimitState:
     """`limit_state` as a `LimitState` (a plain function is wrapped)."""
+    m = _check_m(m)
     if isinstance(limit_state, LimitState):
         if m is not None and limit_state.m is None:
-            limit_state.m = int(m)
+            limit_state.m = m
+        elif m is not None and limit_state.m != m:
+            raise ValueError(f"m={m} contradicts the limit state's m={limit_state.m}")
         return limit_state
     if not callable(limit_state):
         raise TypeError(f"a limit state is a function F(theta, design), got "
@@ -360,12 +371,42 @@ _MPP_DEFAULTS = dict(theta0=None, tol=1e-10, max_iter=200, solver="auto",
                      polish=True, max_radius=40.0)
 
 
+def _check_m(m) -> int | None:
+    return None if m is None else check_int("m", m, 1, what="number of random variables")
+
+
 def _mpp_options(options: dict) -> dict:
+    """The MPP options with defaults, each checked (name and accepted range)."""
     unknown = set(options) - set(_MPP_DEFAULTS)
     if unknown:
         raise TypeError(f"unknown MPP options {sorted(unknown)}; "
                         f"known: {sorted(_MPP_DEFAULTS)}")
-    return {**_MPP_DEFAULTS, **options}
+    opts = {**_MPP_DEFAULTS, **options}
+    if opts["theta0"] is not None:
+        opts["theta0"] = check_finite_array("theta0", opts["theta0"])
+        if opts["theta0"].ndim != 1 or opts["theta0"].size == 0:
+            raise ValueError(f"theta0 must be a 1-D array of m values, got shape "
+                             f"{opts['theta0'].shape}")
+    opts["tol"] = check_range("tol", opts["tol"], 0.0, None, lo_open=True,
+                              what="KKT tolerance")
+    opts["max_iter"] = check_int("max_iter", opts["max_iter"], 1)
+    check_choice("solver", opts["solver"], ("auto", "hlrf", "slsqp", "exact"))
+    opts["polish"] = check_bool("polish", opts["polish"])
+    opts["max_radius"] = check_range("max_radius", opts["max_radius"], 0.0, None,
+                                     lo_open=True, what="search radius in theta")
+    return opts
+
+
+def _check_z(z) -> float:
+    """The threshold: a finite real number (traced values are looked at, not converted)."""
+    return real("z", ad.value(z))
+
+
+def _check_theta0_dim(opts: dict, m: int | None) -> None:
+    theta0 = opts["theta0"]
+    if theta0 is not None and m is not None and theta0.shape != (m,):
+        raise ValueError(f"theta0 has shape {theta0.shape}; expected ({m},), one value per "
+                         "random variable")
 
 
 def _kkt_residual(theta, lam, F, g, z) -> float:
@@ -564,6 +605,7 @@ def _solve_mpp(ls: LimitState, q: tuple, z: float, opts: dict) -> MPPResult:
                 main.info.setdefault("dropped", []).append(str(err))
         return main
     m = ls.dimension(q)
+    _check_theta0_dim(opts, m)
     theta0 = opts["theta0"]
     if theta0 is None:
         if m is None:
@@ -772,9 +814,11 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     >>> np.round(r.theta, 8) + 0.0, round(r.multiplier, 8)
     (array([3., 0., 0., 0.]), 3.0)
     """
+    _check_z(z)
+    opts = _mpp_options(options)
     ls = as_limit_state(limit_state, m=m, batch=batch)
     q = tuple(ls.params(design))
-    return _solve_mpp(ls, q, z, _mpp_options(options))
+    return _solve_mpp(ls, q, z, opts)
 
 
 # --------------------------------------------------------- asymptotic methods
@@ -1037,7 +1081,18 @@ def _split_options(options: dict):
                   callback=options.pop("callback", None))
     sampling = {k: options.pop(k) for k in ("n_samples", "seed", "center", "smoothing", "chunk")
                 if k in options}
+    _check_m(common["m"])
+    check_bool("batch", common["batch"])
+    check_choice("on_failure", common["on_failure"], ("raise", "bound"))
+    check_callable("callback", common["callback"], allow_none=True)
     return common, sampling, _mpp_options(options)
+
+
+def _no_sampling_options(method: str, sampling: dict) -> None:
+    """A sampling option given to an asymptotic method is an error, not dropped."""
+    if method not in SAMPLING and sampling:
+        raise TypeError(f"{sorted(sampling)} only apply to the sampling methods {SAMPLING}, "
+                        f"not to method={method!r}")
 
 
 def failure_probability(limit_state, design, z: float, method: str = "sorm",
@@ -1073,11 +1128,15 @@ def failure_probability(limit_state, design, z: float, method: str = "sorm",
     >>> round(r.ln_pf, 4), round(r.beta, 6)
     (-7.7884, 3.0)
     """
+    check_choice("method", method, METHODS)
+    _check_z(z)
     common, sampling, mpp_opts = _split_options(options)
+    _no_sampling_options(method, sampling)
     if method in SAMPLING:
+        given = {k: v for k, v in options.items() if k in _MPP_DEFAULTS}
         result = sampling_estimate(limit_state, design, z, method, m=common["m"],
                                    batch=common["batch"], on_failure=common["on_failure"],
-                                   **sampling, **mpp_opts)
+                                   **sampling, **given)
         if common["callback"] is not None:
             common["callback"](result)
         return result
@@ -1108,7 +1167,10 @@ def _ln_pf_setup(limit_state, design, z, method, options):
             f"method {method!r} is a counting estimator: piecewise constant in the design, "
             "its derivative is 0 almost everywhere. Differentiate an asymptotic method "
             f"{ASYMPTOTIC}, or use crn_directional_derivative on a smoothed estimator")
-    common, _, mpp_opts = _split_options(options)
+    check_choice("method", method, METHODS)
+    _check_z(z)
+    common, sampling, mpp_opts = _split_options(options)
+    _no_sampling_options(method, sampling)
     ls = as_limit_state(limit_state, m=common["m"], batch=common["batch"])
     if _float_like(design):
         q, q_back = ad.pullback(lambda d: tuple(ls.params(d)), design)
@@ -1242,12 +1304,19 @@ class FailureProbability:
 
     def __init__(self, limit_state, z: float, method: str = "sorm", *,
                  warm_start: bool = True, **options):
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+        check_choice("method", method, METHODS)
+        common, sampling, _ = _split_options(options)     # unknown options raise here
+        _no_sampling_options(method, sampling)
+        if common["callback"] is not None and method not in SAMPLING:
+            raise TypeError("FailureProbability records each result itself (attribute "
+                            "`last`); callback= is not accepted")
+        if not callable(limit_state):
+            raise TypeError(f"limit_state must be callable (F(theta, design) or a "
+                            f"LimitState), got {type(limit_state).__name__}")
         self.limit_state = limit_state
-        self.z = z
+        self.z = _check_z(z) if not ad.is_traced(z) else z
         self.method = method
-        self.warm_start = warm_start
+        self.warm_start = check_bool("warm_start", warm_start)
         self.options = options
         self.last: ReliabilityResult | None = None
 
@@ -1336,15 +1405,30 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     >>> abs(r.ln_pf - (-6.6077)) < 3 * r.ln_pf_std
     True
     """
-    if method not in SAMPLING:
-        raise ValueError(f"sampling method must be 'mc' or 'is', not {method!r}")
+    check_choice("method", method, SAMPLING)
     if any(ad.is_traced(x) for x in (design, z)):
         raise ad.NoRuleError(f"method {method!r} is not differentiable; see "
                              "crn_directional_derivative")
-    ls = as_limit_state(limit_state, m=m, batch=batch)
-    q = tuple(ls.params(design))
+    z = _check_z(z)
+    n_samples = check_int("n_samples", n_samples, 1)
+    check_seed("seed", seed)
+    smoothing = check_range("smoothing", smoothing, 0.0, None,
+                            what="width of the smoothed indicator; 0 counts")
+    chunk = check_int("chunk", chunk, 1, what="samples per batch call")
+    check_choice("on_failure", on_failure, ("raise", "bound"))
     opts = _mpp_options(mpp_options)
-    result = ReliabilityResult(method, 0.0, 0.0, n_samples=int(n_samples))
+    ls = as_limit_state(limit_state, m=m, batch=batch)
+    if center is not None:
+        center = _check_center(center, method, ls.m, opts["theta0"])
+    if method == "mc" and set(mpp_options) - {"theta0"}:
+        raise TypeError(f"MPP options {sorted(set(mpp_options) - {'theta0'})} do not apply "
+                        "to method='mc' (no MPP search)")
+    q = tuple(ls.params(design))
+    _check_theta0_dim(opts, ls.dimension(q))
+    if center is not None and ls.dimension(q) not in (None, center.shape[1]):
+        raise ValueError(f"center has {center.shape[1]} columns but the limit state has "
+                         f"m = {ls.dimension(q)} random variables")
+    result = ReliabilityResult(method, 0.0, 0.0, n_samples=n_samples)
     if method == "is" and center is None:
         try:
             mpp = _solve_mpp(ls, q, z, opts)
@@ -1377,7 +1461,7 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     else:
         thetas, logw = eps, np.zeros(len(eps))
     Fv = ls.values(thetas, *q, chunk=chunk)
-    if smoothing and smoothing > 0:
+    if smoothing > 0:
         logind = sp.log_ndtr((Fv - z) / smoothing)
     else:
         logind = np.where(Fv >= z, 0.0, -np.inf)
@@ -1399,6 +1483,21 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     result.ln_pf_std = float(np.std(rel_terms, ddof=1) / np.sqrt(n)) if n > 1 else np.inf
     result.pf_std = result.pf * result.ln_pf_std
     return result
+
+
+def _check_center(center, method: str, m: int | None, theta0) -> np.ndarray:
+    """The IS centre(s) as a ``(k, m)`` array; its length must match `m`."""
+    if method != "is":
+        raise TypeError(f"center is only used by method='is', not {method!r}")
+    c = check_finite_array("center", center)
+    if c.ndim not in (1, 2) or c.size == 0:
+        raise ValueError(f"center must have shape (m,) or (k, m), got {c.shape}")
+    c = np.atleast_2d(c)
+    for name, dim in (("m", m), ("theta0", None if theta0 is None else theta0.size)):
+        if dim is not None and c.shape[1] != dim:
+            raise ValueError(f"center has {c.shape[1]} coordinates per centre but {name} "
+                             f"gives m = {dim} random variables")
+    return c
 
 
 class CRNDerivative(NamedTuple):
@@ -1469,8 +1568,11 @@ def crn_directional_derivative(estimator: Callable, design, direction, h: float 
     >>> bool(abs(r.value - exact) < 4 * r.std_error + 0.02)
     True
     """
-    design = np.asarray(design, float)
-    direction = np.asarray(direction, float)
+    check_callable("estimator", estimator)
+    design = check_finite_array("design", design)
+    direction = check_finite_array("direction", direction, shape=design.shape)
+    h = check_range("h", h, 0.0, None, lo_open=True, what="step of the central difference")
+    check_seed("seed", seed)
     plus = estimator(design + h * direction, seed)
     minus = estimator(design - h * direction, seed)
     lp = plus.ln_pf if isinstance(plus, ReliabilityResult) else float(plus)
@@ -1511,9 +1613,30 @@ def failure_penalty(ln_pf, ln_pa, K=1.0):
     4.0
     >>> float(rel.failure_penalty(-np.inf, -5.0, 2.0))
     0.0
+
+    Raises
+    ------
+    ValueError
+        If `ln_pf` has NaN or ``+inf``, `ln_pa` is not finite and ``<= 0``
+        (a probability ``pa`` in (0, 1]) or `K` is not finite and ``>= 0``.
     """
+    _penalty_args(ln_pf, ln_pa, K)
     d = np.maximum(np.asarray(ln_pf, float) - ln_pa, 0.0)
     return K * d * d
+
+
+def _penalty_args(ln_pf, ln_pa, K) -> None:
+    """Ranges of `failure_penalty`'s arguments (traced values are looked at, not converted)."""
+    _, hi = check_array_range("ln_pf", ln_pf)
+    if hi == np.inf:
+        raise ValueError("ln_pf must be < inf (the log of a probability estimate), got inf")
+    lo, hi = check_array_range("ln_pa", ln_pa, None, 0.0,
+                               what="the log of the allowed failure probability pa in (0, 1]")
+    if lo == -np.inf:
+        raise ValueError("ln_pa must be finite (pa > 0), got -inf")
+    lo, hi = check_array_range("K", K, 0.0, None, what="penalty weight")
+    if hi == np.inf:
+        raise ValueError("K must be finite, got inf")
 
 
 def _sum_to(g, shape):
@@ -1531,6 +1654,7 @@ def _sum_to(g, shape):
 
 @ad.rrule(failure_penalty)
 def _failure_penalty_rrule(ln_pf, ln_pa, K=1.0):
+    _penalty_args(ln_pf, ln_pa, K)
     d = np.maximum(ln_pf - ln_pa, 0.0)
     y = K * d * d
 
@@ -1545,6 +1669,7 @@ def _failure_penalty_rrule(ln_pf, ln_pa, K=1.0):
 def _failure_penalty_frule(primals, tangents):
     ln_pf, ln_pa, K = (tuple(primals) + (1.0,))[:3]
     tangents = (tuple(tangents) + (None,))[:3]
+    _penalty_args(ln_pf, ln_pa, K)
     d = np.maximum(ln_pf - ln_pa, 0.0)
     ydot = None
     for t, coef in ((tangents[0], 2 * K * d), (tangents[1], -2 * K * d), (tangents[2], d * d)):
