@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import ad
+from ._validate import check_array_range
+
 __all__ = ["compliance", "volume", "output_displacement"]
+
+
+def _same_shape(name_a, a, name_b, b) -> None:
+    """Equal shapes (numpy would broadcast ``(n,) * (n, 1)`` into a wrong sum)."""
+    sa, sb = np.shape(ad.value(a)), np.shape(ad.value(b))
+    if sa != sb:
+        raise ValueError(f"{name_a} has shape {sa} but {name_b} has shape {sb}; they must "
+                         "be equal")
 
 
 def compliance(u, f):
@@ -21,6 +32,7 @@ def compliance(u, f):
     >>> float(compliance(np.array([1.0, 2.0]), np.array([0.5, 0.25])))
     1.0
     """
+    _same_shape("u", u, "f", f)
     return np.sum(f * u)
 
 
@@ -36,8 +48,15 @@ def volume(x_phys, weights=None):
     """
     if weights is None:
         return np.mean(x_phys)
+    if ad.is_traced(weights):
+        raise TypeError("weights are not differentiated: pass plain element volumes")
     weights = np.asarray(weights, dtype=float)
-    return np.sum(x_phys * weights) / np.sum(weights)
+    _same_shape("weights", weights, "x_phys", x_phys)
+    check_array_range("weights", weights, 0.0, None, what="element volumes")
+    total = np.sum(weights)
+    if not (np.isfinite(total) and total > 0):
+        raise ValueError(f"weights must have a finite positive sum, got {total}")
+    return np.sum(x_phys * weights) / total
 
 
 def output_displacement(u, l_out):
@@ -50,6 +69,7 @@ def output_displacement(u, l_out):
     >>> float(output_displacement(np.array([3.0, -2.0]), np.array([0.0, 1.0])))
     -2.0
     """
+    _same_shape("u", u, "l_out", l_out)
     return np.sum(l_out * u)
 
 
@@ -78,6 +98,9 @@ def compliance_coefficients(system, E, f0, G):
 
     f0 = np.asarray(f0, dtype=float)
     G = np.asarray(G, dtype=float)
+    if f0.ndim != 1 or G.ndim != 2 or G.shape[0] != f0.shape[0] or G.shape[1] < 1:
+        raise ValueError(f"f0 must have shape (ndof,) and G shape (ndof, m), m >= 1; got "
+                         f"{f0.shape} and {G.shape}")
     U = solve(system, E, np.column_stack([f0, G]))
     u0, UG = U[:, 0], U[:, 1:]
     return f0 @ u0, G.T @ u0, G.T @ UG
