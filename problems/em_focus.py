@@ -38,8 +38,9 @@ import numpy as np
 from topopt import fem
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project
-from topopt.optimize import Stage, add_run_arguments, minimize, run_options
-from topopt.problem import write_json
+from topopt.optimize import Stage, minimize
+from topopt.problem import RUN_KEYS, write_json
+from topopt.runio import add_run_arguments, finish, run_options, run_record, script_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
@@ -200,7 +201,9 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     """Optimize with the tutorial's continuation; returns the metrics.
 
     `verify` also solves the blueprint on the cell refined twice
-    (`EMFocus.refined_g`): its enhancement at half the element size.
+    (`EMFocus.refined_g`): its enhancement at half the element size. An
+    interrupted run (``status="interrupted"``, see `topopt.runio.run_record`)
+    returns and writes the metrics of its last good design.
     """
     if maxeval < 1:
         raise ValueError(f"maxeval must be >= 1, got {maxeval}")
@@ -238,10 +241,9 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "field_enhancement_blueprint": prob.enhancement(g_blueprint),
         "grey_level": float(np.mean(4 * (pt := np.asarray(prob.p_phys(res.x, BETAS[-1])))
                                     * (1 - pt))),
-        "evaluations": res.evaluations,
         "fe_solves": int(S.counts["factorizations"]),
         "seconds": time.perf_counter() - t0,
-        "status": res.status,
+        **run_record(res, checkpoint),      # status, signal, evaluations, checkpoint, resume
     }
     if verify:
         g_fine = prob.refined_g(x_bin, 2)
@@ -273,7 +275,7 @@ def write(out: str, prob: EMFocus, res, p_phys, u, result: dict) -> None:
     save_history(history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label="g = |grad u(x0)|^2")
     write_json(os.path.join(out, "result.json"),
-               {"setup": {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2,
+               {**{k: result[k] for k in RUN_KEYS}, "setup": {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2,
                           "d_pml": D_PML, "n_metal": [N_METAL.real, N_METAL.imag],
                           "r_s": R_S, "r_d": R_D, "filter_r": R_FILTER, "eta": ETA,
                           "betas": list(BETAS), "p_start": P_START},
@@ -295,8 +297,11 @@ def main(argv=None) -> dict:
                         help="also solve the binary blueprint on a mesh refined twice")
     add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
-    result = run(args.h, args.maxeval, args.out, subcell=args.subcell, isolated=args.isolated,
-                 verify=args.verify, **run_options(args))
+    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    with script_errors(args.out, options["checkpoint"]):
+        result = run(args.h, args.maxeval, args.out, subcell=args.subcell,
+                     isolated=args.isolated, verify=args.verify, **options)
+    finish(result)                               # interrupted: message, exit 130 / 143
     print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
           f"{result['field_enhancement']:.2f} (blueprint "
           f"{result['field_enhancement_blueprint']:.2f}), grey level {result['grey_level']:.3f}, "

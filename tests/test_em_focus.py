@@ -1,12 +1,16 @@
 """Issue 5: complex Helmholtz with PML, complex adjoint, the EM focusing chain."""
 
 import importlib.util
+import json
 import os
 
 import numpy as np
 import pytest
 
 from topopt import ad, fem
+from topopt.optimize import load_checkpoint
+
+from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location("em_focus", os.path.join(ROOT, "problems",
@@ -170,3 +174,26 @@ def test_side_pml_bad_input():
     fem.WaveModel(mesh, 0.03, pml=(50.0, 350.0, 50.0), design=side)
     with pytest.raises(ValueError, match="outside the PML"):
         fem.WaveModel(mesh, 0.03, pml=(50.0, 350.0, 50.0), design=side, pml_x=(10.0, 30.0))
+
+
+def test_interrupted_run_exits_143_records_and_resumes(tmp_path):
+    """SIGTERM in the first stage: exit 143, result.json of the last good design, and
+    --resume finishes the three stages from the checkpoint."""
+    out = tmp_path / "em"
+    ck = out / "checkpoint.npz"
+    cmd = script("em_focus", "--h", 8, "--out", out)
+    code, stdout, stderr = interrupt_after([*cmd, "--maxeval", 10**4], "SIGTERM", 3)
+    assert code == 143, stderr
+    n = interrupted_evaluations(stderr, ck)
+    saved = json.load(open(out / "result.json"))
+    assert (saved["status"], saved["signal"], saved["evaluations"]) == ("interrupted",
+                                                                         "SIGTERM", n)
+    assert saved["resume"] == f"--resume {ck}"
+    assert saved["result"]["g"] > 0 and os.path.getsize(out / "field.png") > 0
+    done = run_script([*cmd, "--maxeval", n + 1, "--resume", ck, "--quiet"])
+    assert done.returncode == 0, done.stderr
+    resumed = json.load(open(out / "result.json"))
+    assert resumed["status"] != "interrupted" and resumed["signal"] is None
+    stages = load_checkpoint(ck)["stages"]
+    assert [s["stage"] for s in stages] == [0, 1, 2]
+    assert stages[0]["evaluations"] == n + 1

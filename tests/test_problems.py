@@ -4,9 +4,6 @@ import importlib.util
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,6 +13,8 @@ from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project, simp
 from topopt.optimize import load_checkpoint
 from topopt.problem import ComplianceProblem
+
+from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,32 +112,6 @@ def test_bad_design_vector_raises_before_any_solve(x0, message):
 
 # ---------------------------------------------------------------- run I/O of the scripts
 
-def script(name, *args):
-    return [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), *map(str, args)]
-
-
-def script_env():
-    return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
-
-
-def interrupt_after(cmd, sig, evaluations=5, timeout=120):
-    """Start `cmd`, send `sig` once it printed `evaluations` progress lines."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=script_env())
-    seen = []
-    try:
-        for line in proc.stderr:
-            seen.append(line)
-            if re.match(rf"\s*{evaluations} s0 obj", line):
-                break
-        proc.send_signal(getattr(signal, sig))
-        stdout, stderr = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, stdout, "".join(seen) + stderr
-
-
 @pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_interrupted_script_exits_with_signal_status_and_resumes(tmp_path, sig, status):
     out = tmp_path / "run"
@@ -146,10 +119,7 @@ def test_interrupted_script_exits_with_signal_status_and_resumes(tmp_path, sig, 
     cmd = script("mbb_beam", "--nelx", 12, "--nely", 4, "--rmin", 1.5, "--out", out)
     code, stdout, stderr = interrupt_after([*cmd, "--maxeval", str(10**6)], sig)
     assert code == status, stderr
-    found = re.findall(r"interrupted after (\d+) evaluations; resume with --resume (\S+)\n",
-                       stderr)
-    assert len(found) == 1 and found[0][1] == str(ck), stderr
-    n = int(found[0][0])
+    n = interrupted_evaluations(stderr, ck)
     assert n >= 5
     assert stdout == ""                                 # no normal summary
     saved = json.load(open(out / "result.json"))
@@ -160,8 +130,7 @@ def test_interrupted_script_exits_with_signal_status_and_resumes(tmp_path, sig, 
     checkpoint = load_checkpoint(ck)
     assert (checkpoint["status"], checkpoint["evaluations"]) == ("interrupted", n)
     # --resume continues the same run and history up to a budget of n + 4
-    done = subprocess.run([*cmd, "--maxeval", str(n + 4), "--resume", str(ck), "--quiet"],
-                          capture_output=True, text=True, env=script_env(), timeout=120)
+    done = run_script([*cmd, "--maxeval", str(n + 4), "--resume", str(ck), "--quiet"])
     assert done.returncode == 0, done.stderr
     resumed = json.load(open(out / "result.json"))
     assert (resumed["status"], resumed["signal"], resumed["evaluations"]) == \

@@ -309,7 +309,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     >>> load_checkpoint(path)
     Traceback (most recent call last):
     ...
-    topopt.runio.CheckpointError: not a topopt checkpoint: ... (an .npz archive without the 'meta' record; it holds x)
+    topopt.runio.CheckpointError: not a topopt checkpoint: ... (an .npz archive without ...)
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"the checkpoint path must be a str or os.PathLike, got "

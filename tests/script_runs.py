@@ -1,0 +1,53 @@
+"""Run problem scripts in a subprocess and interrupt them (the run I/O tests)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def script(name, *args):
+    """The command line of ``problems/<name>.py`` with `args`."""
+    return [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), *map(str, args)]
+
+
+def script_env():
+    return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
+
+
+def run_script(cmd, timeout=300):
+    return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=script_env(),
+                          timeout=timeout)
+
+
+def interrupt_after(cmd, sig, evaluations=5, timeout=300):
+    """Start `cmd`, send `sig` once it printed `evaluations` progress lines.
+
+    Returns ``(exit status, stdout, stderr)``.
+    """
+    proc = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=script_env())
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if re.match(rf"\s*{evaluations} s\d+ obj", line):
+                break
+        proc.send_signal(getattr(signal, sig))
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, stdout, "".join(seen) + stderr
+
+
+def interrupted_evaluations(stderr, checkpoint):
+    """N of the one ``interrupted after N evaluations; resume with --resume PATH`` line."""
+    found = re.findall(r"interrupted after (\d+) evaluations; resume with --resume (\S+)\n",
+                       stderr)
+    assert len(found) == 1 and found[0][1] == str(checkpoint), stderr
+    return int(found[0][0])
