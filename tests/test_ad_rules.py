@@ -7,6 +7,7 @@ import scipy.special as sp
 from topopt import ad
 from topopt.ad import core
 from topopt.ad.numpy_rules import scatter_add
+from topopt.ad.products import eigh
 
 
 def _r(rng, *shape, cplx=False, low=None):
@@ -109,6 +110,9 @@ CASES = {
                                           {}), True),
                   ("2d", lambda r, c: ((_r(r, 3, 4, cplx=c), (np.array([0, 0]), np.array([1, 1])),
                                         _r(r, 2, cplx=c)), {}), True)],
+    eigh: [("sym", lambda r, c: ((np.diag([1.0, 2.5, 4.0, 7.0]) + 0.3 * _r(r, 4, 4),), {}), False),
+           ("batched", lambda r, c: ((np.diag([1.0, 3.0, 6.0]) + 0.3 * _r(r, 2, 3, 3),), {}),
+            False)],
     core.astype: [("f->c", lambda r, c: ((_r(r, 4), np.dtype(complex)), {}), False)],
 }
 

@@ -25,6 +25,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .registry import (_flat, _forms, _frules, _lookup, _name, _opt_outs,  # noqa: F401
+                       _Registration, _register, _rrules, frule, opt_out, remove_rule, rrule)
+
 __all__ = [
     "Box", "NoRuleError", "Thunk", "thunk", "NotDifferentiable", "not_differentiable",
     "check_tangents", "primitive", "rrule", "frule",
@@ -174,7 +177,10 @@ class Box:
                 f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
                 f"use np.sum/np.cumsum-style functions, or register a rule for a "
                 f"primitive with @ad.primitive and @ad.rrule")
-        return apply(ufunc, inputs, kwargs)
+        if kwargs:
+            from .callforms import ufunc_call
+            return ufunc_call(ufunc, inputs, kwargs)
+        return apply(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
         return apply(func, args, kwargs)
@@ -300,44 +306,55 @@ class Box:
 
     conjugate = conj
 
-    def reshape(self, *shape, order="C"):
-        if len(shape) == 1 and not isinstance(shape[0], int):
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = shape[0]
-        return apply(np.reshape, (self, shape), {"order": order})
+        kwargs = {"order": order} if order != "C" else {}
+        if copy is not None:
+            kwargs["copy"] = copy
+        return apply(np.reshape, (self, shape), kwargs)
 
-    def ravel(self):
-        return apply(np.reshape, (self, -1))
-
-    flatten = ravel
+    def flatten(self, order="C"):
+        return apply(np.ravel, (self,), {"order": order} if order != "C" else None)
 
     def transpose(self, *axes):
-        if len(axes) == 1 and not isinstance(axes[0], int):
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
             axes = axes[0]
         return apply(np.transpose, (self, axes or None))
 
-    def sum(self, axis=None, keepdims=False):
-        return apply(np.sum, (self,), {"axis": axis, "keepdims": keepdims})
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
+                            f"according to the rule {casting!r}")
+        if order not in ("K", "A", "C", "F"):
+            raise ValueError(f"astype: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
+        return apply(astype, (self, dtype))
 
-    def mean(self, axis=None, keepdims=False):
-        return apply(np.mean, (self,), {"axis": axis, "keepdims": keepdims})
-
-    def max(self, axis=None, keepdims=False):
-        return apply(np.max, (self,), {"axis": axis, "keepdims": keepdims})
-
-    def min(self, axis=None, keepdims=False):
-        return apply(np.min, (self,), {"axis": axis, "keepdims": keepdims})
-
-    def dot(self, other):
-        return apply(np.dot, (self, other))
-
-    def squeeze(self, axis=None):
-        return apply(np.squeeze, (self,), {"axis": axis})
-
-    def astype(self, dtype, copy=True):
-        return apply(astype, (self, np.dtype(dtype)))
-
-    def copy(self):
+    def copy(self, order="C"):
         return self
+
+
+def _method(fun):
+    """``box.<name>(*args, **kw)`` as ``fun(box, *args, **kw)``: every argument passed on.
+
+    The ndarray methods take the arguments of the numpy functions after the
+    array, in the same order; the function's call form and rule accept or
+    reject each of them. (``x.trace()`` is not one: ``trace`` is the box's
+    differentiation; use ``np.trace(x)``.)
+    """
+    def method(self, *args, **kwargs):
+        return apply(fun, (self,) + args, kwargs)
+    method.__name__ = method.__qualname__ = fun.__name__
+    method.__doc__ = f"``numpy.{fun.__name__}(x, *args, **kwargs)`` of the traced value."
+    return method
+
+
+for _fun in (np.sum, np.mean, np.max, np.min, np.prod, np.cumsum, np.cumprod, np.var, np.std,
+             np.clip, np.ravel, np.squeeze, np.swapaxes, np.dot, np.repeat,
+             np.diagonal, np.take, np.argmax, np.argmin, np.argsort, np.nonzero, np.any,
+             np.all, np.round):
+    setattr(Box, _fun.__name__, _method(_fun))
 
 
 def _user_frame_name() -> str:
@@ -370,160 +387,6 @@ def value(x):
 def is_traced(x) -> bool:
     """True if `x` is a traced value of any differentiation in progress."""
     return isinstance(x, Box)
-
-
-# ---------------------------------------------------------- rule registries
-
-_rrules: dict = {}
-_frules: dict = {}
-_opt_outs: dict = {}
-
-
-def _register(table: dict, fun, types, rule) -> None:
-    types = None if types is None else (types if isinstance(types, tuple) else (types,))
-    entries = [e for e in table.get(fun, []) if e[0] != types]
-    entries.insert(0, (types, rule))
-    table[fun] = entries
-
-
-def rrule(fun: Callable, types: type | tuple | None = None):
-    """Register the reverse rule of `fun`: ``rule(*args, **kw) -> (y, pullback)``.
-
-    ``pullback(ybar)`` returns a tuple with one cotangent per positional
-    argument of `fun` (trailing ``None`` may be left out, as for numpy's
-    optional `axis`); ``None`` means zero or not differentiable, and a
-    `Thunk` is evaluated only when that argument is traced. For a function
-    with several outputs, `y` is a tuple and `ybar` a tuple (``None`` for an
-    output that received no cotangent).
-
-    With `types`, the rule is used only when an argument is an instance of
-    one of them, and then it takes precedence over the generic rule.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topopt import ad
-    >>> @ad.primitive
-    ... def cube(x):
-    ...     return np.asarray(x) ** 3
-    >>> @ad.rrule(cube)
-    ... def cube_rrule(x):
-    ...     def cube_pullback(ybar):
-    ...         return (3 * ybar * np.conj(x) ** 2,)
-    ...     return cube(x), cube_pullback
-    >>> float(ad.gradient(cube, 2.0))
-    12.0
-    """
-    def decorator(rule):
-        _register(_rrules, fun, types, rule)
-        return rule
-    return decorator
-
-
-def frule(fun: Callable, types: type | tuple | None = None):
-    """Register the forward rule of `fun`: ``rule(primals, tangents, **kw) -> (y, ydot)``.
-
-    `tangents` holds one tangent per positional argument, ``None`` for the
-    arguments that are not traced; ``ydot = None`` means a zero tangent.
-    A primitive without a forward rule is differentiated in forward mode by
-    transposing its pullback, which works when the pullback is written with
-    traced operations.
-    """
-    def decorator(rule):
-        _register(_frules, fun, types, rule)
-        return rule
-    return decorator
-
-
-class _Registration:
-    def __init__(self, table, fun, types):
-        self.table, self.fun, self.types = table, fun, types
-
-    def remove(self) -> None:
-        entries = [e for e in self.table.get(self.fun, []) if e[0] != self.types]
-        if entries:
-            self.table[self.fun] = entries
-        else:
-            self.table.pop(self.fun, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-def opt_out(fun: Callable, types: type | tuple) -> _Registration:
-    """Differentiate through `fun`'s implementation when an argument has `types`.
-
-    The generic rule of `fun` is then not used for these types: the tape
-    records the operations of the implementation instead -- the primitive's
-    Python body, or for a numpy function the type's own ``__array_ufunc__`` /
-    ``__array_function__``. Returns a handle whose ``remove()`` (or ``with``
-    block) undoes the opt-out.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topopt import ad
-    >>> class Diagonal:
-    ...     def __init__(self, d):
-    ...         self.d = d
-    ...     def __array_ufunc__(self, ufunc, method, *inputs, **kw):
-    ...         if ufunc is np.matmul and inputs[1] is self:
-    ...             return inputs[0] * self.d
-    ...         return NotImplemented
-    >>> D = Diagonal(np.array([1.0, 2.0]))
-    >>> with ad.opt_out(np.matmul, Diagonal):
-    ...     g = ad.gradient(lambda x: np.sum(x @ D), np.ones(2))
-    >>> g
-    array([1., 2.])
-    """
-    types = types if isinstance(types, tuple) else (types,)
-    _register(_opt_outs, fun, types, True)
-    return _Registration(_opt_outs, fun, types)
-
-
-def remove_rule(fun: Callable, types: type | tuple | None = None) -> None:
-    """Remove the reverse and forward rules registered for `fun` and `types`."""
-    types = None if types is None else (types if isinstance(types, tuple) else (types,))
-    for table in (_rrules, _frules):
-        _Registration(table, fun, types).remove()
-
-
-def _lookup(table: dict, fun, args):
-    """The type-specific entry matching an argument, else the generic one."""
-    entries = table.get(fun)
-    if not entries:
-        return None, None
-    generic = None
-    for types, rule in entries:
-        if types is None:
-            generic = rule
-        elif any(isinstance(a, types) for a in _flat(args)):
-            return rule, types
-    return generic, None
-
-
-def _flat(args):
-    for a in args:
-        if type(a) in (list, tuple):
-            yield from a
-        else:
-            yield a
-
-
-def _name(fun) -> str:
-    name = getattr(fun, "__qualname__", None) or getattr(fun, "__name__", repr(fun))
-    if isinstance(fun, np.ufunc):
-        if getattr(np, fun.__name__, None) is fun:
-            return f"numpy.{name}"
-        sp = sys.modules.get("scipy.special")
-        return f"scipy.special.{name}" if getattr(sp, fun.__name__, None) is fun else name
-    module = getattr(fun, "__module__", None) or ""
-    if module.startswith("numpy"):
-        module = "numpy.linalg" if "linalg" in module else "numpy"
-    return f"{module}.{name}" if module else name
 
 
 # ----------------------------------------------------------------- dispatch
@@ -591,10 +454,22 @@ def apply(fun: Callable, args, kwargs=None):
     """Run `fun(*args, **kwargs)` on the innermost trace among `args`."""
     kwargs = kwargs or {}
     trace = _top_trace(args)
-    if trace is None:
+    if trace is None and not (kwargs and _top_trace(kwargs.values())):
         return fun(*args, **kwargs)
+    form = _forms.get(fun)
+    if form is not None and (kwargs or len(args) != form.ndata):
+        args, kwargs = form.bind(args, kwargs)
+        if form.rewrite is not None:
+            result = form.rewrite(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        trace = _top_trace(args)
     if fun in _nondiff:
-        return fun(*[_strip(a) for a in args], **kwargs)
+        return fun(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
+    if trace is None:
+        raise NoRuleError(
+            f"{_name(fun)} got a traced value as a keyword argument; pass it by position "
+            "(or register a call form for it)")
     unboxed = _unbox(args, trace)
     table = _rrules if trace.reverse else _frules
     rule, types = _lookup(table, fun, unboxed)

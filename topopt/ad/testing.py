@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 
 from .api import _differentiable as _perturbable
+from .callforms import canonical
 from .core import NoRuleError, NotDifferentiable, Thunk, _frules, _lookup, _name, _rrules, value
 
 __all__ = ["check_rule", "check_modes", "taylor_test", "RuleCheckError"]
@@ -85,6 +86,7 @@ def check_rule(fun: Callable, *args, seed: int = 0, rtol: float = 1e-6,
     >>> report["arg 0 reverse"] < 1e-8
     True
     """
+    args, kwargs = canonical(fun, args, kwargs)
     rule, _ = _lookup(_rrules, fun, args)
     if rule is None:
         raise NoRuleError(f"no reverse rule registered for {_name(fun)}")

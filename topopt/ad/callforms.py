@@ -1,0 +1,189 @@
+"""Call forms: every numpy call normalised once, before its rule sees it.
+
+numpy accepts ``np.sum(x, 0)``, ``np.sum(x, axis=0)``, ``np.sum(a=x,
+axis=-2)``, ``np.clip(x, min=0, max=1)``... A `CallForm` binds a traced call
+to the function's signature (cached per function) and hands the rule one
+canonical form: the *data* arguments (the ones that may be traced) by
+position, every other argument by name, arguments equal to their default left
+out. An argument the rule does not declare raises `NoRuleError` naming the
+function and the argument -- a keyword is never dropped -- and ``out=`` raises
+``TypeError`` (traced arrays are immutable). A *rewrite* turns a form the rule
+does not take (``where=``, ``dtype=``) into traced operations that it does.
+
+`core.apply` binds only calls that are not canonical already (keywords, or
+more positional arguments than data), so ``np.sum(x)`` costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .core import Box, NoRuleError, apply, astype
+from .registry import _forms, _name
+
+__all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
+
+_NOVALUE = np._NoValue
+_SIMPLE = (bool, int, float, str, type(None))
+
+
+def _traced(v) -> bool:
+    if isinstance(v, Box):
+        return True
+    return type(v) in (list, tuple) and any(isinstance(x, Box) for x in v)
+
+
+class CallForm:
+    """How the calls of one function are normalised for its rules.
+
+    Parameters
+    ----------
+    fun : callable
+        The function (a numpy function, a ufunc-backed function...).
+    data : int
+        Number of leading parameters that may be traced; they are passed to
+        the rule by position (a missing one as its default, ``None`` for
+        numpy's "no value").
+    accepts : sequence of str
+        The other parameters the rule handles; any other one given with a
+        value other than its default raises `NoRuleError`.
+    aliases : dict, optional
+        Other names of parameters, e.g. ``{"min": "a_min"}`` for `np.clip`.
+    rewrite : callable, optional
+        ``rewrite(*data, **named)`` returns the result of the call by traced
+        operations, or ``NotImplemented`` to let the rule run.
+    params : sequence of str, optional
+        The parameter names when `fun` has no inspectable signature.
+    """
+
+    __slots__ = ("fun", "name", "ndata", "positional", "names", "data_names", "fill",
+                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs")
+
+    def __init__(self, fun: Callable, data: int, accepts: Sequence[str] = (),
+                 aliases: dict | None = None, rewrite: Callable | None = None,
+                 params: Sequence[str] | None = None):
+        self.fun, self.name, self.ndata = fun, _name(fun), data
+        self.accepts, self.aliases, self.rewrite = frozenset(accepts), aliases or {}, rewrite
+        if params is not None:
+            sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                       default=None) for p in params])
+        else:
+            sig = inspect.signature(fun)
+        kinds = inspect.Parameter
+        plist = [p for p in sig.parameters.values()
+                 if p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)]
+        self.varargs = any(p.kind is kinds.VAR_KEYWORD for p in sig.parameters.values())
+        self.positional = tuple(p.name for p in plist
+                                if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD))
+        self.names = frozenset(p.name for p in plist)
+        self.data_names = {p.name: i for i, p in enumerate(plist[:data])}
+        self.fill = tuple(None if p.default in (_NOVALUE, kinds.empty) else p.default
+                          for p in plist[:data])
+        self.defaults = {p.name: p.default for p in plist[data:]}
+        self.required = tuple(p.name for p in plist[data:] if p.default is kinds.empty)
+        unknown = self.accepts - self.names
+        if unknown:
+            raise ValueError(f"{self.name} has no parameters {sorted(unknown)}")
+
+    def _is_default(self, key, v) -> bool:
+        default = self.defaults[key]
+        if v is default or v is _NOVALUE:
+            return True
+        return type(v) in _SIMPLE and type(v) is type(default) and v == default
+
+    def bind(self, args: tuple, kwargs: dict | None):
+        """``(data, named)``: the canonical form of the call ``fun(*args, **kwargs)``."""
+        name = self.name
+        if len(args) > len(self.positional):
+            raise TypeError(f"{name}() takes at most {len(self.positional)} positional "
+                            f"arguments ({len(args)} given)")
+        data = list(args[:self.ndata])
+        named = dict(zip(self.positional[self.ndata:], args[self.ndata:]))
+        given = {}
+        for key, v in (kwargs or {}).items():
+            key = self.aliases.get(key, key)
+            if key in self.data_names or key in named or key in given:
+                pos = self.data_names.get(key)
+                if pos is None or pos < len(data) or pos in given:
+                    raise TypeError(f"{name}() got multiple values for argument '{key}'")
+                given[pos] = v
+            elif key in self.names or self.varargs:
+                named[key] = v
+            else:
+                raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+        if given:
+            data += self.fill[len(data):max(given) + 1]
+            for pos, v in given.items():
+                data[pos] = v
+        for key in self.required:
+            if key not in named:
+                raise TypeError(f"{name}() missing required argument '{key}'")
+        out = {}
+        for key, v in named.items():
+            if key in self.defaults and self._is_default(key, v):
+                continue
+            if key == "out":
+                raise TypeError(
+                    f"{name}(..., out=...) on a traced value: traced arrays are immutable; "
+                    "use the returned array instead of out=")
+            if key not in self.accepts:
+                raise NoRuleError(
+                    f"no differentiation rule for {name} with the argument {key}={v!r}; "
+                    f"the rule supports {', '.join(sorted(self.accepts)) or 'no options'}")
+            if _traced(v):
+                raise NoRuleError(
+                    f"argument '{key}' of {name} is traced but {name} is differentiated "
+                    f"only in {', '.join(self.data_names)}; pass ad.value(...) for it")
+            out[key] = v
+        return tuple(data), out
+
+
+def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
+             aliases: dict | None = None, rewrite: Callable | None = None,
+             params: Sequence[str] | None = None) -> CallForm:
+    """Register the `CallForm` of `fun` (see there); returns it."""
+    form = CallForm(fun, data, accepts, aliases, rewrite, params)
+    _forms[fun] = form
+    return form
+
+
+def canonical(fun: Callable, args: tuple, kwargs: dict | None):
+    """The canonical ``(args, kwargs)`` of a call of `fun` (unchanged without a form)."""
+    form = _forms.get(fun)
+    if form is None:
+        return tuple(args), dict(kwargs or {})
+    return form.bind(tuple(args), kwargs)
+
+
+# ufunc keywords that do not change the values when they have these values
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "signature": None}
+
+
+def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
+    """A traced ufunc call with keywords: ``dtype=`` casts the inputs first.
+
+    ``where=True`` and the default ``casting``/``order``/``subok``/
+    ``signature`` are accepted; any other keyword raises `NoRuleError` naming
+    the ufunc and the keyword (``where=mask`` leaves the masked-out entries
+    uninitialised, and ``out=`` is rejected before this).
+    """
+    dtype = None
+    for key, v in kwargs.items():
+        if key == "dtype":
+            dtype = v
+        elif key == "where" and np.ndim(v) == 0 and not _traced(v) and bool(v):
+            continue
+        elif key in _UFUNC_DEFAULTS and type(v) in _SIMPLE and v == _UFUNC_DEFAULTS[key]:
+            continue
+        else:
+            raise NoRuleError(
+                f"no differentiation rule for {_name(ufunc)} with the argument {key}={v!r}; "
+                "traced ufunc calls take dtype= (and default casting/order/subok/where) only")
+    if dtype is not None:
+        dt = np.dtype(dtype)
+        inputs = tuple(astype(a, dt) if isinstance(a, Box) else np.asarray(a).astype(dt)
+                       for a in inputs)
+    return apply(ufunc, inputs)
