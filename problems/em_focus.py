@@ -298,7 +298,7 @@ def main(argv=None) -> dict:
     add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
     options = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    with script_errors(args.out, options["checkpoint"]):
+    with script_errors(args.out):
         result = run(args.h, args.maxeval, args.out, subcell=args.subcell,
                      isolated=args.isolated, verify=args.verify, **options)
     finish(result)                               # interrupted: message, exit 130 / 143

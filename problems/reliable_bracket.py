@@ -21,6 +21,13 @@ It fails when its compliance exceeds ``c_allow``.
 Writes ``results/reliable_bracket/{design.png, deterministic.png,
 history.png, result.json}``.
 
+The two optimizations checkpoint to ``OUT/checkpoint.deterministic.npz``
+and ``OUT/checkpoint.npz`` (``--checkpoint PATH``: PATH and its
+``.deterministic`` sibling). ``--resume`` takes either: the deterministic
+one continues that phase, then runs the reliability-based one; the other
+takes the (finished) deterministic design from its sibling and continues
+the reliability-based phase. Resume with the options of the interrupted run.
+
     python problems/reliable_bracket.py [--n 40] [--method sorm] [--maxeval 200]
 """
 
@@ -37,10 +44,12 @@ from topopt import fem, reliability as rel
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
 from topopt.problem import ComplianceProblem, write_json
+from topopt.runio import add_run_arguments, finish, run_options, run_record, script_errors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "reliable_bracket"))
 SIGMA_V, SIGMA_H, PA, K_PENALTY = 0.1, 0.1, 1e-3, 100.0
+DETERMINISTIC = ".deterministic"       # the deterministic phase's checkpoint: PATH's sibling
 
 
 def setup(n: int = 40):
@@ -106,25 +115,62 @@ def _pf_summary(prob: ReliableBracket, x, samples: int, seed: int) -> dict:
     return out
 
 
+def deterministic_checkpoint(path: str) -> str:
+    """The deterministic phase's checkpoint beside the reliability phase's `path`.
+
+    Examples
+    --------
+    >>> deterministic_checkpoint("out/checkpoint.npz")
+    'out/checkpoint.deterministic.npz'
+    """
+    root, ext = os.path.splitext(path)
+    return root + DETERMINISTIC + (ext or ".npz")
+
+
+def phase_checkpoints(checkpoint: str | None, resume: str | None):
+    """``(deterministic, reliability)`` pairs ``(checkpoint, resume)`` of the two phases."""
+    det_ck = None if checkpoint is None else deterministic_checkpoint(checkpoint)
+    if resume is None:
+        return (det_ck, None), (checkpoint, None)
+    if os.path.splitext(resume)[0].endswith(DETERMINISTIC):
+        return (det_ck, resume), (checkpoint, None)
+    det_resume = deterministic_checkpoint(resume)
+    if not os.path.exists(det_resume):
+        raise FileNotFoundError(f"resume: {resume} continues the reliability-based phase, "
+                                f"whose deterministic design {det_resume} is missing")
+    return (det_ck, det_resume), (checkpoint, resume)
+
+
 def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "sorm",
         maxeval: int = 200, samples: int = 10**6, seed: int = 0, out: str | None = None,
-        verbose: bool = False) -> dict:
-    """Deterministic and reliability-based designs at one volume; pf of both by MC."""
+        verbose: bool = False, checkpoint: str | None = None,
+        resume: str | None = None) -> dict:
+    """Deterministic and reliability-based designs at one volume; pf of both by MC.
+
+    `checkpoint` and `resume` as in the module docstring. The result says
+    how the run ended (`topopt.runio.run_record`) and in which ``phase``; a
+    run interrupted in the deterministic phase returns (and writes) only
+    that phase's record.
+    """
     if not 0 < volfrac < 1:
         raise ValueError(f"volfrac must lie in (0, 1), got {volfrac!r}")
     if allow <= 1:
         raise ValueError(f"allow must be > 1 (c_allow / nominal compliance), got {allow!r}")
     if samples < 1000:
         raise ValueError(f"samples must be >= 1000, got {samples!r}")
+    (det_ck, det_resume), (rel_ck, rel_resume) = phase_checkpoints(checkpoint, resume)
     t0 = time.perf_counter()
     prob = ReliableBracket(n, method=method)
     det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5)
-    det_result = det.run(maxeval=maxeval, verbose=verbose)
+    det_result = det.run(maxeval=maxeval, verbose=verbose, checkpoint=det_ck,
+                         resume=det_resume)
+    if det_result["status"] == "interrupted":
+        return _interrupted_deterministic(out, prob, det_result)
     x_det, c_det = det_result["x"], det_result["compliance"]
     prob.c_allow = allow * c_det
     res = minimize(lambda x: prob.responses(x, c_det, volfrac), x_det, bounds=(0.0, 1.0),
-                   maxeval=maxeval, ftol_rel=1e-8, verbose=verbose,
-                   count_solves=lambda: prob.system.counts["factorizations"])
+                   maxeval=maxeval, ftol_rel=1e-8, verbose=verbose, checkpoint=rel_ck,
+                   resume=rel_resume, count_solves=lambda: prob.system.counts["factorizations"])
     x_rel = res.x
     reliable = _pf_summary(prob, x_rel, samples, seed)
     deterministic = _pf_summary(prob, x_det, samples, seed + 1)
@@ -135,11 +181,31 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
         "method": method, "sigma_v": SIGMA_V, "sigma_h": SIGMA_H, "samples": samples,
         "volfrac": volfrac, "allow": allow, "n": n,
         "reliability_based": reliable, "deterministic": deterministic,
-        "evaluations": res.evaluations, "seconds": time.perf_counter() - t0,
+        "seconds": time.perf_counter() - t0, "phase": "reliability",
+        "deterministic_evaluations": det_result["evaluations"],
+        **run_record(res, rel_ck),       # status, signal, evaluations, checkpoint, resume
     }
     if out is not None:
         write(out, prob, x_rel, x_det, res, result)
     result["x_reliable"], result["x_deterministic"] = x_rel, x_det
+    return result
+
+
+def _interrupted_deterministic(out: str | None, prob: ReliableBracket, det_result) -> dict:
+    """The record of a run interrupted in its deterministic phase (and its picture)."""
+    keys = ("status", "signal", "evaluations", "checkpoint", "resume")
+    result = {k: det_result[k] for k in keys} | {
+        "phase": "deterministic",
+        "deterministic": {"nominal_compliance": det_result["compliance"],
+                          "volume": det_result["volume"]}}
+    if out is not None:
+        from topopt.plot import save_design
+        os.makedirs(out, exist_ok=True)
+        save_design(prob.mesh, det_result["x_phys"], os.path.join(out, "deterministic.png"),
+                    title=f"deterministic, interrupted after {det_result['evaluations']} "
+                          "evaluations")
+        write_json(os.path.join(out, "result.json"), result)
+    result["x_deterministic"] = det_result["x"]
     return result
 
 
@@ -168,11 +234,17 @@ def main(argv=None) -> dict:
     parser.add_argument("--maxeval", type=int, default=200)
     parser.add_argument("--samples", type=int, default=10**6, help="Monte Carlo draws")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=DEFAULT_OUT)
-    parser.add_argument("--quiet", action="store_true")
+    add_run_arguments(parser, DEFAULT_OUT)
     args = parser.parse_args(argv)
-    result = run(args.n, args.volfrac, args.allow, args.method, args.maxeval, args.samples,
-                 args.seed, args.out, verbose=not args.quiet)
+    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    try:
+        phase_checkpoints(options["checkpoint"], options["resume"])
+    except FileNotFoundError as e:
+        parser.error(str(e))
+    with script_errors(args.out):
+        result = run(args.n, args.volfrac, args.allow, args.method, args.maxeval,
+                     args.samples, args.seed, args.out, **options)
+    finish(result)                               # interrupted: message, exit 130 / 143
     r, d = result["reliability_based"], result["deterministic"]
     print(f"reliability-based: V = {r['volume']:.4f}, pf(MC) = {r['pf_mc']:.2e} "
           f"+- {r['pf_mc_std']:.1e} (pa = {PA:.0e}), ln pf SORM {r['ln_pf_sorm']:.3f} "

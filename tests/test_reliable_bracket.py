@@ -2,6 +2,7 @@
 tests, and the reliability-based design against the deterministic one."""
 
 import importlib.util
+import json
 import os
 
 import numpy as np
@@ -9,7 +10,10 @@ import pytest
 import scipy.optimize
 
 from topopt import ad, reliability as rel
+from topopt.optimize import load_checkpoint, minimize
 from topopt.problem import ComplianceProblem
+
+from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location(
@@ -82,3 +86,48 @@ def test_bad_input():
 def test_bad_mesh_size():
     with pytest.raises(ValueError, match="even integer"):
         rb.setup(5)
+
+
+def test_interrupted_in_each_phase_exits_130_and_resumes(tmp_path):
+    """SIGINT in the deterministic phase, then (resumed) in the reliability-based one:
+    each exits 130 naming its phase's checkpoint; resuming that finishes the run."""
+    out = tmp_path / "rb"
+    ck, det_ck = out / "checkpoint.npz", out / "checkpoint.deterministic.npz"
+    cmd = script("reliable_bracket", "--n", 12, "--samples", 1000, "--out", out)
+    code, _, stderr = interrupt_after([*cmd, "--maxeval", 10**4], "SIGINT", 3)
+    assert code == 130, stderr
+    n_det = interrupted_evaluations(stderr, det_ck)
+    saved = json.load(open(out / "result.json"))
+    assert (saved["phase"], saved["status"], saved["signal"], saved["evaluations"]) == \
+        ("deterministic", "interrupted", "SIGINT", n_det)
+    # the deterministic phase continues to m evaluations, then the reliability-based
+    # one starts and is interrupted in turn
+    m = max(40, n_det + 20)
+    code, _, stderr = interrupt_after([*cmd, "--maxeval", m, "--resume", det_ck], "SIGINT", 3)
+    assert code == 130, stderr
+    n_rel = interrupted_evaluations(stderr, ck)
+    assert load_checkpoint(det_ck)["evaluations"] == m
+    saved = json.load(open(out / "result.json"))
+    assert (saved["phase"], saved["status"], saved["evaluations"]) == \
+        ("reliability", "interrupted", n_rel)
+    assert saved["deterministic_evaluations"] == m
+    history = load_checkpoint(ck)["history"]
+    done = run_script([*cmd, "--maxeval", m, "--resume", ck, "--quiet"])
+    assert done.returncode == 0, done.stderr
+    final = json.load(open(out / "result.json"))
+    assert final["status"] != "interrupted" and final["phase"] == "reliability"
+    assert final["deterministic"]["nominal_compliance"] == \
+        pytest.approx(saved["deterministic"]["nominal_compliance"], rel=1e-12)
+    assert load_checkpoint(ck)["history"][:n_rel] == history
+
+
+def test_resume_of_the_reliability_phase_needs_its_deterministic_sibling(tmp_path, capsys):
+    lone = tmp_path / "lone.npz"            # a valid checkpoint, no deterministic sibling
+    minimize(lambda x: np.sum((x - 0.3) ** 2), np.full(64, 0.5), maxeval=2,
+             checkpoint=lone, verbose=False)
+    with pytest.raises(SystemExit) as info:
+        rb.main(["--n", "8", "--out", str(tmp_path / "o"), "--resume", str(lone)])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: resume: {lone} continues the reliability-based phase, whose " \
+        f"deterministic design {tmp_path / 'lone.deterministic.npz'} is missing" in err

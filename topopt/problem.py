@@ -280,7 +280,7 @@ def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) 
     add_run_arguments(parser, out)
     args = parser.parse_args(argv)
     options = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    with script_errors(args.out, options["checkpoint"]):
+    with script_errors(args.out):
         result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac,
                      rmin=args.rmin, penal=args.penal, filter=args.filter,
                      maxeval=args.maxeval, out=args.out, solver=args.solver, **options)

@@ -435,21 +435,20 @@ def finish(record: Mapping) -> None:
 
 
 @contextlib.contextmanager
-def script_errors(out: str | None, checkpoint: str | None):
+def script_errors(out: str | None):
     """Record a run that raised: ``OUT/result.json`` with ``"status": "error"``.
 
-    When `minimize` wrote the checkpoint on its way out (the exception
+    When `minimize` wrote its checkpoint on the way out (the exception
     carries ``topopt_checkpoint``), the record has the evaluations and the
-    objective history from it and says how to resume; the last good design
-    is in the checkpoint. The exception propagates.
+    objective history from it, and a line on stderr says where the last good
+    design is and how to resume. The exception propagates.
     """
     try:
         yield
     except Exception as e:
         ck = getattr(e, "topopt_checkpoint", None)
         saved = None
-        if ck is not None and checkpoint is not None and \
-                os.path.abspath(ck) == os.path.abspath(checkpoint):
+        if ck is not None:
             with contextlib.suppress(Exception):
                 saved = load_checkpoint(ck)
         payload = {
