@@ -189,6 +189,10 @@ BAD = [
     ("quadratic shapes", lambda: rel.failure_probability(
         rel.QuadraticLimitState(0.0, np.ones(2), np.eye(3)), None, 3.0, "form"), ValueError,
      r"b of shape \(m,\) and A of shape \(m, m\)"),
+    ("quadratic b without A", lambda: rel.QuadraticLimitState(0.0, np.ones(2)), TypeError,
+     r"needs both b and A"),
+    ("centroids mesh", lambda: fem.element_centroids(MESH.p), TypeError,
+     r"mesh must be a scikit-fem Mesh"),
     ("crn h", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, P, h=0.0),
      ValueError, r"h must be > 0"),
     ("crn direction", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, np.ones(3)),

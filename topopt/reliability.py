@@ -272,6 +272,9 @@ class QuadraticLimitState(LimitState):
             if not callable(c0):
                 raise TypeError("QuadraticLimitState(fun) needs a function design -> (c0, b, A)")
             self._coefficients = c0
+        elif b is None or A is None:
+            raise TypeError("QuadraticLimitState needs both b and A (or one function "
+                            "design -> (c0, b, A) as c0)")
         else:
             parts = (c0, b, A)
             self._coefficients = lambda design: tuple(

@@ -18,6 +18,12 @@ def _check_size(h: float) -> float:
     return float(h)
 
 
+def _check_mesh(mesh) -> skfem.Mesh:
+    if not isinstance(mesh, skfem.Mesh):
+        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
+    return mesh
+
+
 def rectangle(nelx: int, nely: int, h: float = 1.0) -> skfem.MeshQuad1:
     """``nelx x nely`` bilinear quadrilaterals of size `h`, corner at the origin.
 
@@ -57,7 +63,7 @@ def element_centroids(mesh: skfem.Mesh) -> np.ndarray:
     array([[0.5, 0.5],
            [1.5, 0.5]])
     """
-    return mesh.p[:, mesh.t].mean(axis=1).T
+    return _check_mesh(mesh).p[:, mesh.t].mean(axis=1).T
 
 
 def element_volumes(mesh: skfem.Mesh) -> np.ndarray:
@@ -71,5 +77,5 @@ def element_volumes(mesh: skfem.Mesh) -> np.ndarray:
     """
     # the integrand is the Jacobian determinant: degree <= 2 per direction on
     # multilinear elements, exact with 2 points per direction (intorder 3)
-    basis = skfem.Basis(mesh, mesh.elem(), intorder=3)
+    basis = skfem.Basis(_check_mesh(mesh), mesh.elem(), intorder=3)
     return skfem.Functional(lambda w: 1.0 + 0.0 * w.x[0]).elemental(basis)
