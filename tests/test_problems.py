@@ -208,3 +208,25 @@ def test_script_error_keeps_last_good_design_and_says_how_to_resume(tmp_path, mo
     assert result["evaluations"] == 20 and result["status"] == "maxeval_reached"
     resumed = json.load(open(out / "result.json"))
     assert resumed["objective_history"][:5] == saved["objective_history"]
+
+
+SCRIPTS = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_bracket"]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("option, make, message", [
+    ("--out", lambda tmp: _blocker(tmp) / "out", "--out: cannot write"),
+    ("--checkpoint", lambda tmp: _blocker(tmp) / "ck.npz", "--checkpoint: cannot write"),
+    ("--resume", lambda tmp: _blocker(tmp), r"not a topopt checkpoint: .*\(not an .npz"),
+])
+def test_every_script_checks_its_paths_before_any_work(tmp_path, monkeypatch, capsys, name,
+                                                       option, make, message):
+    module = load_problem(name)
+    runs = []
+    monkeypatch.setattr(module, "run", lambda *a, **k: runs.append(1))
+    argv = ["--out", str(tmp_path / "out")] if option != "--out" else []
+    with pytest.raises(SystemExit) as info:
+        module.main([*argv, option, str(make(tmp_path))])
+    assert info.value.code == 2
+    assert re.search(f"error: {message}", capsys.readouterr().err)
+    assert runs == []
