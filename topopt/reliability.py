@@ -1377,18 +1377,30 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
         As for `failure_probability` (plain values).
     method : {"mc", "is"}
     n_samples : int
+        Number of samples, >= 1.
     seed : int or None
-        Seed of ``numpy.random.default_rng``; equal seeds give equal samples
-        (common random numbers).
+        Seed of ``numpy.random.default_rng`` (an integer >= 0); equal seeds
+        give equal samples (common random numbers).
     center : ndarray, optional
         IS centre ``(m,)`` or centres ``(k, m)`` (default: the local MPPs at
-        this design). Fix it for common random numbers.
+        this design), finite, with ``m`` the number of random variables.
+        Fix it for common random numbers. ``"is"`` only.
     smoothing : float
+        Width ``s >= 0`` of the smoothed indicator; 0 counts failures.
     m, batch, chunk
-        Number of variables, vectorised limit state, samples per batch call.
+        Number of variables, vectorised limit state, samples per batch call
+        (``chunk >= 1``).
     on_failure, **mpp_options
-        For the MPP search of ``"is"``; with ``"bound"`` an unreachable
-        failure region gives ``LN_PF_FLOOR``.
+        For the MPP search of ``"is"`` (``"mc"`` takes only ``theta0``, for
+        the dimension); with ``"bound"`` an unreachable failure region gives
+        ``LN_PF_FLOOR``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Before any sample is drawn, naming the argument and its accepted
+        range (``n_samples=0``, a `center` of the wrong length, ``smoothing
+        < 0``, an unknown option...).
 
     Returns
     -------

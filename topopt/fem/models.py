@@ -116,7 +116,11 @@ class Model:
     def dofs(self, nodes: Where | None = None, facets: Callable | None = None,
              components=None) -> np.ndarray:
         """Dofs at the `nodes` (a predicate of the coordinates, or a point) or
-        on the boundary `facets` (a predicate of facet midpoints)."""
+        on the boundary `facets` (a predicate of facet midpoints).
+
+        A point selects its nearest node, which must lie within half an
+        element of it (`nearest_node`); a predicate returns one bool per node.
+        """
         if (nodes is None) == (facets is None):
             raise ValueError("select dofs with exactly one of nodes= or facets=")
         if nodes is not None:
@@ -144,7 +148,11 @@ class Model:
         return value
 
     def point_load(self, nodes: Where, value) -> np.ndarray:
-        """Load vector with `value` (one entry per component) at each selected node."""
+        """Load vector with `value` (one entry per component) at each selected node.
+
+        `nodes` as in `dofs`: a point farther than half an element from every
+        node raises `ValueError` with its distance (it used to snap silently).
+        """
         value = self._value(value)
         f = np.zeros(self.ndof)
         for c, v in enumerate(value):
