@@ -68,6 +68,8 @@ BAD = [
     ("helmholtz_radius", lambda: helmholtz_radius(-1.0), ValueError, r"rmin must be > 0"),
     ("filter x shape", lambda: DensityFilter(MESH, 1.5)(np.ones(7)), ValueError,
      r"x has shape \(7,\)"),
+    ("filter x inf", lambda: DensityFilter(MESH, 1.5)(np.r_[np.ones(7), np.inf]), ValueError,
+     r"x contains NaN or inf \(at element \[7\]"),
     # ----------------------------------------------------------- fem.models
     ("nu 0.5", lambda: fem.elasticity(MESH, nu=0.5), ValueError, r"nu must be in \(-1, 0.5\)"),
     ("nu -1", lambda: fem.elasticity(MESH, nu=-1.0), ValueError, r"nu must be in \(-1, 0.5\)"),

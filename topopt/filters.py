@@ -128,9 +128,9 @@ class LinearFilter:
                 ("the output size", "one value per output point")
             raise ValueError(
                 f"{name} has shape {x.shape}: expected {what[0]} = {size} entries ({what[1]})")
-        if nan and np.isnan(x).any():
-            raise ValueError(f"{name} contains NaN (at element "
-                             f"{np.flatnonzero(np.isnan(x))[:5]}...)")
+        if nan and not np.isfinite(x).all():
+            raise ValueError(f"{name} contains NaN or inf (at element "
+                             f"{np.flatnonzero(~np.isfinite(x))[:5]}...)")
         return x if x.dtype.kind in "fc" else x.astype(float)
 
     def _forward(self, x: np.ndarray) -> np.ndarray:
