@@ -121,6 +121,7 @@ def test_density_filter_complex_and_3d():
 
 # ---------------------------------------------------------- Helmholtz filter
 
+@pytest.mark.filterwarnings("ignore:filter radius:topopt._validate.TopoptWarning")  # r ~ domain
 @pytest.mark.parametrize("mesh", [QUAD, TRI, HEX, TET], ids=["quad", "tri", "hex", "tet"])
 def test_helmholtz_preserves_constants_and_mass(mesh):
     flt = HelmholtzFilter(mesh, 0.3)
@@ -148,6 +149,7 @@ def test_helmholtz_matches_dense_construction():
     np.testing.assert_allclose(dense(flt.transpose, 24), F.T, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.filterwarnings("ignore:filter radius:topopt._validate.TopoptWarning")  # r ~ domain
 @pytest.mark.parametrize("mesh", [GRADED, TRI, HEX], ids=["graded", "tri", "hex"])
 def test_helmholtz_pullback_is_transpose(mesh):
     flt = HelmholtzFilter(mesh, 0.5)
@@ -164,6 +166,7 @@ def test_helmholtz_pullback_is_transpose(mesh):
         assert np.abs(F - F.T).max() > 0.05
 
 
+@pytest.mark.filterwarnings("ignore:filter radius:topopt._validate.TopoptWarning")  # r ~ domain
 def test_helmholtz_factorizes_once(monkeypatch):
     flt = HelmholtzFilter(HEX, 0.3)
     import topopt.filters
