@@ -14,7 +14,8 @@ import pytest
 from topopt import ad, fem
 from topopt import reliability as rel
 from topopt._validate import TopoptWarning, check_range
-from topopt.filters import DensityFilter, HelmholtzFilter, domain_size, helmholtz_radius
+from topopt.filters import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
+                            helmholtz_radius)
 from topopt.interpolation import DENSITY_TOL, project, ramp, simp
 from topopt.objectives import (compliance, compliance_coefficients, output_displacement,
                                volume)
@@ -70,6 +71,8 @@ BAD = [
      r"x has shape \(7,\)"),
     ("filter x inf", lambda: DensityFilter(MESH, 1.5)(np.r_[np.ones(7), np.inf]), ValueError,
      r"x contains NaN or inf \(at element \[7\]"),
+    ("apply_filter flt", lambda: apply_filter(np.eye(8), X), TypeError,
+     r"flt must be a LinearFilter"),
     # ----------------------------------------------------------- fem.models
     ("nu 0.5", lambda: fem.elasticity(MESH, nu=0.5), ValueError, r"nu must be in \(-1, 0.5\)"),
     ("nu -1", lambda: fem.elasticity(MESH, nu=-1.0), ValueError, r"nu must be in \(-1, 0.5\)"),
@@ -102,6 +105,9 @@ BAD = [
      r"components must lie in \[0, 2\)"),
     ("component float", lambda: model().fix(nodes=lambda x: x[0] == 4, components=0.5),
      TypeError, r"components must be integers"),
+    ("facets", lambda: model().traction((4.0, 1.0), (0.0, -1.0)), TypeError,
+     r"facets must be callable"),
+    ("dofs facets", lambda: model().dofs(facets=[1, 2]), TypeError, r"facets must be callable"),
     ("E negative", lambda: model().solve(-np.ones(8), np.ones(30)), ValueError,
      r"E must lie in \[0, inf\)"),
     ("solver_options", lambda: model().system(solver_options=["tol"]), TypeError,

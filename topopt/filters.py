@@ -142,6 +142,12 @@ class LinearFilter:
 
 # ------------------------------------------------------- the primitive pair
 
+def _check_filter(flt) -> None:
+    if not isinstance(flt, LinearFilter):
+        raise TypeError(f"flt must be a LinearFilter (DensityFilter, HelmholtzFilter, ...), "
+                        f"got {type(flt).__name__}")
+
+
 @ad.primitive
 def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     """``F x`` for a linear filter `flt`: the primitive behind ``flt(x)``.
@@ -160,6 +166,7 @@ def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     >>> report["arg 1 reverse"] < 1e-8
     True
     """
+    _check_filter(flt)
     t0 = time.perf_counter()
     y = flt._forward(flt._check(x, "x", nan=True))
     flt.seconds += time.perf_counter() - t0
@@ -182,6 +189,7 @@ def apply_filter_transpose(flt: LinearFilter, y: ArrayLike) -> np.ndarray:
     >>> bool(np.isclose(apply_filter(flt, x) @ y, x @ apply_filter_transpose(flt, y)))
     True
     """
+    _check_filter(flt)
     t0 = time.perf_counter()
     x = flt._transpose(flt._check(y, "y", nan=False))
     flt.seconds += time.perf_counter() - t0

@@ -11,7 +11,8 @@ from skfem.models.elasticity import lame_parameters, linear_elasticity
 from skfem.models.poisson import laplace
 
 from .. import ad
-from .._validate import check_array_range, check_choice, check_finite_array, check_range
+from .._validate import (check_array_range, check_callable, check_choice,
+                         check_finite_array, check_range)
 from .system import LinearSystem, solve
 
 __all__ = ["Model", "elasticity", "heat"]
@@ -126,6 +127,7 @@ class Model:
         if nodes is not None:
             view = self.basis.get_dofs(nodes=self._nodes(nodes))
         else:
+            check_callable("facets", facets)
             view = self.basis.get_dofs(facets=facets)
             if view.all().size == 0:
                 raise ValueError("no boundary facet satisfies the selection")
@@ -163,6 +165,7 @@ class Model:
     def traction(self, facets: Callable, value) -> np.ndarray:
         """Load vector of a uniform traction (flux for heat) on the selected facets."""
         value = self._value(value)
+        check_callable("facets", facets)
         chosen = self.mesh.facets_satisfying(facets, boundaries_only=True)
         if chosen.size == 0:
             raise ValueError("no boundary facet satisfies the selection")
