@@ -230,3 +230,19 @@ def test_every_script_checks_its_paths_before_any_work(tmp_path, monkeypatch, ca
     assert info.value.code == 2
     assert re.search(f"error: {message}", capsys.readouterr().err)
     assert runs == []
+
+
+def test_resume_measurement_script(tmp_path):
+    """scripts/resume_mbb.py (the README's resume table): the interruption lands at N/2
+    and both runs spend N evaluations."""
+    spec = importlib.util.spec_from_file_location(
+        "resume_mbb", os.path.join(ROOT, "scripts", "resume_mbb.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = module.compare(24, 8, 12, str(tmp_path))
+    assert row["interrupted_at"] == 6
+    assert row["straight"]["evaluations"] == row["resumed"]["evaluations"] == 12
+    assert row["relative_difference"] == pytest.approx(
+        abs(row["resumed"]["compliance"] / row["straight"]["compliance"] - 1))
+    assert module.evaluations_to([300.0, 240.0, 234.5, 233.9], 233.71) == 3
+    assert module.evaluations_to([300.0], 233.71) is None
