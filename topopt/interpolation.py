@@ -56,7 +56,9 @@ def _unit_density(x, name: str = "x"):
     """
     lo, hi = check_array_range(name, x, 0.0, 1.0, tol=DENSITY_TOL,
                                what="a density; values outside give negative or unbounded "
-                                    "stiffness")
+                                    "stiffness. A Helmholtz-filtered field overshoots [0, 1] "
+                                    "near sharp edges at small r: clip it (np.clip) or "
+                                    "use a larger radius")
     return np.maximum(x, 0.0) if lo < 0.0 else x
 
 
