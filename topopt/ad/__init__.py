@@ -43,6 +43,11 @@ array([1., 1., 1.])
 """
 
 from . import numpy_rules as _numpy_rules  # noqa: F401  (registers the rules)
+from . import array_rules as _array_rules  # noqa: F401
+from . import einsum_rules as _einsum_rules  # noqa: F401
+from . import linalg_rules as _linalg_rules  # noqa: F401
+from . import reduce_rules as _reduce_rules  # noqa: F401
+from .scipy_rules import logsumexp, spsolve
 from .api import gradient, hvp, jvp, pullback, value_and_gradient
 from .core import (Box, NoRuleError, NotDifferentiable, Thunk, apply, check_tangents, frule,
                    is_traced, not_differentiable, opt_out, primitive, remove_rule, rrule,
@@ -56,4 +61,5 @@ __all__ = [
     "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "scatter_add", "apply", "Box",
+    "logsumexp", "spsolve",
 ]
