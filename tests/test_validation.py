@@ -357,3 +357,16 @@ def test_check_range_open_and_closed_ends():
         check_range("volfrac", 1.0, 0.0, 1.0, lo_open=True, hi_open=True)
     with pytest.raises(TypeError, match=r"flag must be a real number"):
         check_range("flag", True, 0, 1)
+
+
+@pytest.mark.parametrize("fun, args", [
+    (rel.failure_penalty, (np.array([-3.0, -7.0, -4.5]), np.array([-5.0, -6.0, -6.5]),
+                           np.array([1.0, 2.0, 0.5]))),
+    (lambda x: simp(DensityFilter(MESH, 1.5)(x), 3.5, 1e-3),
+     (np.random.default_rng(1).uniform(0.1, 0.9, 8),)),
+    (lambda x: ramp(HelmholtzFilter(MESH, 0.3)(x), 4.0), (np.linspace(0.2, 0.8, 8),)),
+])
+def test_checked_functions_differentiate_in_every_mode(fun, args):
+    """The checks see traced values in reverse, forward, hvp and nested modes alike."""
+    report = ad.check_modes(fun, *args)
+    assert max(report.values()) < 1e-6
