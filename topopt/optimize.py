@@ -90,15 +90,22 @@ Stopping: ``maxeval`` (forward evaluations per stage), ``ftol_rel`` and
 iterates: ``|f - f_prev| < ftol_rel * |f|`` and ``max_i |x_i - x_prev_i| <
 xtol_abs``, i.e. the "max design change" criterion), a user ``callback``
 returning True, and SIGINT/SIGTERM (the current evaluation finishes, a
-checkpoint is written, ``status="interrupted"``; a second signal raises
-``KeyboardInterrupt``).
+checkpoint is written, ``status="interrupted"`` and ``signal`` names the
+signal; a second signal raises ``KeyboardInterrupt``). `minimize` never
+exits the process: problem scripts turn an interrupted `Result` into exit
+status 130 or 143 (`topopt.runio.finish`).
 
 Resuming restarts MMA from the checkpoint design: NLopt keeps its
 asymptotes and move limits internal, so a resumed run follows the same
 path only up to the restart and converges to the same optimum, not to the
-same bits. The design, values and gradients of the restart point are in the
-checkpoint, so the restart costs no extra forward pass (unless its
-gradients were never computed, with ``inner_gradients=0``).
+same bits. On the MBB beam (60 x 20) a SIGINT at 30 of 60 evaluations and a
+resume to 60 gave 234.84 against 233.97 straight (within 0.5 % of top88's
+233.71 after 58 evaluations instead of 46); at 60 of 120, 233.505 against
+233.501 (``scripts/resume_mbb.py``). The design, values and gradients of
+the restart point are in the checkpoint, so the restart costs no extra
+forward pass (unless its gradients were never computed, with
+``inner_gradients=0``). Checkpoint files are read and checked by
+`topopt.runio.load_checkpoint`.
 """
 
 from __future__ import annotations
