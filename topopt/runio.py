@@ -207,7 +207,8 @@ def _read_archive(path: str) -> dict:
             head = fh.read(6)
         why = ("an empty file" if not head else
                "a .npy array, not an .npz archive" if head == b"\x93NUMPY" else
-               "not an .npz archive")
+               "a truncated .npz archive: its zip directory is missing"
+               if head.startswith(b"PK\x03\x04") else "not an .npz archive")
         raise CheckpointError(path, why)
     try:
         with np.load(path, allow_pickle=False) as data:
