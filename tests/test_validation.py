@@ -201,6 +201,9 @@ BAD = [
      r"needs both b and A"),
     ("centroids mesh", lambda: fem.element_centroids(MESH.p), TypeError,
      r"mesh must be a scikit-fem Mesh"),
+    ("quadratic m", lambda: rel.failure_probability(
+        rel.QuadraticLimitState(0.0, np.ones(2), np.eye(2)), None, 3.0, "form", m=3), ValueError,
+     r"m=3 contradicts the coefficients: b has 2 entries"),
     ("crn h", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, P, h=0.0),
      ValueError, r"h must be > 0"),
     ("crn direction", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, np.ones(3)),

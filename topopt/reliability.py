@@ -292,6 +292,9 @@ class QuadraticLimitState(LimitState):
                 or shapes[1] == (0,):
             raise ValueError(f"QuadraticLimitState needs a scalar c0, b of shape (m,) and A "
                              f"of shape (m, m), m >= 1; got shapes {shapes}")
+        if self.m is not None and self.m != shapes[1][0]:
+            raise ValueError(f"m={self.m} contradicts the coefficients: b has "
+                             f"{shapes[1][0]} entries")
         return (c0, b, A)
 
     def value(self, theta, c0, b, A):
@@ -304,7 +307,7 @@ class QuadraticLimitState(LimitState):
         return A + A.T
 
     def dimension(self, q) -> int:
-        return int(np.shape(q[1])[0])
+        return int(np.shape(ad.value(q[1]))[0])
 
     def exact_mpp(self, q, z):
         c0, b, A = (np.asarray(x, float) for x in q)
