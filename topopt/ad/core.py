@@ -170,8 +170,8 @@ class Box:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if "out" in kwargs:
             raise TypeError(
-                f"in-place numpy call {ufunc.__name__}(..., out=...) on a traced "
-                "value: traced arrays are immutable; build a new array instead")
+                f"{_name(ufunc)}(..., out=...) on a traced value: traced arrays "
+                "are immutable; use the returned array instead of out=")
         if method != "__call__":
             raise NoRuleError(
                 f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
@@ -451,7 +451,12 @@ def _implementation(fun, args, kwargs, types):
 
 
 def apply(fun: Callable, args, kwargs=None):
-    """Run `fun(*args, **kwargs)` on the innermost trace among `args`."""
+    """Run `fun(*args, **kwargs)` on the innermost trace among `args`.
+
+    A call of a function with a `callforms.CallForm` that is not canonical
+    already (keywords, or options by position) is bound to its signature
+    first, so the rule sees data positionally and options by name.
+    """
     kwargs = kwargs or {}
     trace = _top_trace(args)
     if trace is None and not (kwargs and _top_trace(kwargs.values())):

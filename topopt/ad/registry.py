@@ -39,6 +39,11 @@ def rrule(fun: Callable, types: type | tuple | None = None):
     With `types`, the rule is used only when an argument is an instance of
     one of them, and then it takes precedence over the generic rule.
 
+    For a function with a call form (`callforms.callform`), the rule is
+    called in the canonical form: the data arguments by position, the
+    options by name, options left at numpy's default omitted. Declare the
+    options as keyword parameters; never take ``**kwargs`` it does not handle.
+
     Examples
     --------
     >>> import numpy as np
