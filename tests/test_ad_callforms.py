@@ -451,3 +451,73 @@ def test_random_shapes_axes_and_orders(case, reduce, order):
         return y * y
 
     ad.check_modes(call, x, seed=1)
+
+
+# ------------------------------------------------------- the checker itself
+
+def _cube_with(pullback=None, frule=None, offset=0.0):
+    """A primitive ``x**3`` whose rules are wrong in the given way."""
+    @ad.primitive
+    def cube(x):
+        return np.asarray(x) ** 3
+
+    @ad.rrule(cube)
+    def cube_rrule(x):
+        def cube_pullback(ybar):
+            return ((pullback or (lambda ybar, x: 3 * ybar * x ** 2))(ybar, x),)
+        return cube(x) + offset, cube_pullback
+
+    @ad.frule(cube)
+    def cube_frule(primals, tangents):
+        (x,), (xdot,) = primals, tangents
+        return cube(x) + offset, (frule or (lambda x, xdot: 3 * x ** 2 * xdot))(x, xdot)
+    return cube
+
+
+WRONG = [
+    # (how the rule is wrong, the modes check_modes must report)
+    # (hvp differentiates the program of the gradient: a wrong pullback is
+    # differentiated consistently there; the outer pullback of nested is wrong)
+    ("pullback factor", dict(pullback=lambda ybar, x: 2 * ybar * x ** 2), {"reverse", "nested"}),
+    ("tangent factor", dict(frule=lambda x, xdot: 2 * x ** 2 * xdot), {"forward", "hvp"}),
+    ("pullback not differentiable again",
+     dict(pullback=lambda ybar, x: 3 * ybar * ad.value(x) ** 2), {"hvp", "nested"}),
+    ("primal", dict(offset=1.0), {"reverse", "forward", "hvp", "nested"}),
+]
+
+
+@pytest.mark.parametrize("label, wrong, modes", WRONG, ids=[w[0] for w in WRONG])
+def test_check_modes_reports_the_modes_a_wrong_rule_breaks(label, wrong, modes):
+    cube = _cube_with(**wrong)
+    try:
+        with pytest.raises(ad.RuleCheckError) as info:
+            ad.check_modes(lambda x: cube(x) * 0.5, X["v5"])
+    finally:
+        ad.remove_rule(cube)
+    reported = {line.split("/")[0].strip() for line in str(info.value).splitlines()[1:]}
+    assert reported == modes
+    assert "arg 0" in str(info.value)
+
+
+def test_check_modes_passes_a_right_rule_and_names_the_argument():
+    cube = _cube_with()
+    try:
+        report = ad.check_modes(lambda a, k, b: cube(a) * b ** k, X["v5"], 2, X["p5"])
+    finally:
+        ad.remove_rule(cube)
+    assert set(report) == {f"{m}/arg {i}" for m in ("reverse", "forward", "hvp", "nested")
+                           for i in (0, 2)}
+    assert max(report.values()) < 1e-8
+
+
+@pytest.mark.parametrize("kwargs, word", [({"modes": ("reverse", "bogus")}, "modes"),
+                                          ({"modes": ()}, "modes"), ({"rtol": 0.0}, "rtol"),
+                                          ({"h": -1e-3}, "h")])
+def test_check_modes_rejects_bad_options(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        ad.check_modes(np.sin, X["v5"], **kwargs)
+
+
+def test_check_modes_needs_a_float_argument():
+    with pytest.raises(ValueError, match="float or complex argument"):
+        ad.check_modes(lambda k: np.arange(3.0) * k, 3)
