@@ -27,6 +27,7 @@ import numpy as np
 
 from topopt import fem
 from topopt.problem import ComplianceProblem, compliance_main, write_results
+from topopt.runio import check_writable_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "cantilever3d"))
@@ -67,6 +68,8 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
                                             for n in (nelx, nely, nelz)):
         raise ValueError(f"nelx, nely, nelz must be positive integers, got "
                          f"{(nelx, nely, nelz)!r}")
+    if out is not None:
+        check_writable_folder(out, "out")                    # before any work
     mesh, model, f = setup(nelx, nely, nelz)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver)

@@ -40,7 +40,8 @@ from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project
 from topopt.optimize import Stage, minimize
 from topopt.problem import RUN_KEYS, write_json
-from topopt.runio import add_run_arguments, finish, run_options, run_record, script_errors
+from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
+                          finish, run_options, run_record, script_errors)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
@@ -209,6 +210,10 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         raise ValueError(f"maxeval must be >= 1, got {maxeval}")
     if verify and subcell:
         raise ValueError("verify needs one density per element (not subcell)")
+    if out is not None:
+        check_writable_folder(out, "out")                    # before any work
+    if checkpoint is not None:
+        check_writable_file(checkpoint, "checkpoint")
     t0 = time.perf_counter()
     prob = EMFocus(h, subcell, isolated)
     S = prob.model.system

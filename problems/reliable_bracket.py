@@ -44,7 +44,8 @@ from topopt import fem, reliability as rel
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
 from topopt.problem import ComplianceProblem, write_json
-from topopt.runio import add_run_arguments, finish, run_options, run_record, script_errors
+from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
+                          finish, run_options, run_record, script_errors)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "reliable_bracket"))
@@ -158,7 +159,12 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
         raise ValueError(f"allow must be > 1 (c_allow / nominal compliance), got {allow!r}")
     if samples < 1000:
         raise ValueError(f"samples must be >= 1000, got {samples!r}")
+    if out is not None:
+        check_writable_folder(out, "out")                    # before any work
     (det_ck, det_resume), (rel_ck, rel_resume) = phase_checkpoints(checkpoint, resume)
+    for path in (det_ck, rel_ck):
+        if path is not None:
+            check_writable_file(path, "checkpoint")
     t0 = time.perf_counter()
     prob = ReliableBracket(n, method=method)
     det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -573,6 +574,7 @@ def test_not_a_checkpoint_is_named_and_never_unpickled(kind, valid_checkpoint):
     assert re.search(why, message), message
     assert "allow_pickle" not in message and "pickle.load" not in message
     assert isinstance(info.value, ValueError)
+    assert str(pickle.loads(pickle.dumps(info.value))) == message
     # minimize rejects it before the first evaluation
     calls = []
     with pytest.raises(CheckpointError, match="^not a topopt checkpoint"):

@@ -246,3 +246,26 @@ def test_resume_measurement_script(tmp_path):
         abs(row["resumed"]["compliance"] / row["straight"]["compliance"] - 1))
     assert module.evaluations_to([300.0, 240.0, 234.5, 233.9], 233.71) == 3
     assert module.evaluations_to([300.0], 233.71) is None
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("mbb_beam", dict(nelx=8, nely=4)), ("cantilever", dict(nelx=8, nely=4)),
+    ("cantilever3d", dict(nelx=4, nely=2, nelz=2)), ("em_focus", dict(h=8.0)),
+    ("reliable_bracket", dict(n=8)),
+])
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_every_run_checks_out_and_checkpoint_before_any_evaluation(tmp_path, monkeypatch,
+                                                                   name, kwargs, checkpoint):
+    """The library form, ``run(out=...)`` / ``run(checkpoint=...)``: an unwritable
+    path fails before the first forward pass and the first FE solve."""
+    passes, solves = [], []
+    pullback, factorize = ad.pullback, fem.LinearSystem.factorize
+    monkeypatch.setattr(ad, "pullback", lambda *a, **k: passes.append(1) or pullback(*a, **k))
+    monkeypatch.setattr(fem.LinearSystem, "factorize",
+                        lambda *a, **k: solves.append(1) or factorize(*a, **k))
+    blocked = _blocker(tmp_path) / "sub"
+    paths = dict(out=str(tmp_path / "out"), checkpoint=str(blocked / "ck.npz")) \
+        if checkpoint else dict(out=str(blocked))
+    with pytest.raises(OSError, match="cannot write"):
+        load_problem(name).run(**kwargs, maxeval=2, **paths)
+    assert passes == [] and solves == []

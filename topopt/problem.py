@@ -20,8 +20,8 @@ from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import project, simp
 from .objectives import compliance, volume
 from .optimize import Result, Stage, minimize
-from .runio import (add_run_arguments, atomic_write_text, finish, run_options, run_record,
-                    script_errors)
+from .runio import (add_run_arguments, atomic_write_text, check_writable_file,
+                    check_writable_folder, finish, run_options, run_record, script_errors)
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
 
@@ -164,6 +164,8 @@ class ComplianceProblem:
         variables, the same designs to 6 digits).
         """
         x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0)
+        if checkpoint is not None:                   # before c0's solve
+            check_writable_file(checkpoint, "checkpoint")
         solves0 = self.system.counts["factorizations"]
         if self.c0 is None:
             self.c0 = float(self.compliance(x0))
@@ -245,7 +247,12 @@ def run_compliance(name: str, title: str, mesh, model, f, volfrac: float, rmin: 
                    penal: float = 3.0, filter: str = "density", maxeval: int = 300,
                    out: str | None = None, solver: str = "auto", verbose: bool = False,
                    mirror: bool = False, sizes: dict | None = None, **options) -> dict:
-    """Optimize a compliance problem set up by a problem script; write results to `out`."""
+    """Optimize a compliance problem set up by a problem script; write results to `out`.
+
+    `out` is created and write-tested before any work.
+    """
+    if out is not None:
+        check_writable_folder(out, "out")
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver)
     result = problem.run(maxeval=maxeval, verbose=verbose, **options)

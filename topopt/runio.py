@@ -52,6 +52,9 @@ class CheckpointError(ValueError):
         self.path, self.why = os.fspath(path), why
         super().__init__(f"not a topopt checkpoint: {self.path} ({why})")
 
+    def __reduce__(self):                         # picklable (multiprocessing)
+        return type(self), (self.path, self.why)
+
 
 class OutputPathError(OSError, ValueError):
     """An output or checkpoint path that cannot be written (checked before a run)."""
