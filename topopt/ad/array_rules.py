@@ -134,9 +134,11 @@ def _stacking(fun):
         ends = np.cumsum([s[ax] for s in lifted])
 
         def pullback(ybar):
-            return (tuple(np.reshape(getitem(ybar, (slice(None),) * ax + (slice(e - s[ax], e),)),
-                                     shape)
-                          for s, e, shape in zip(lifted, ends, shapes)),)
+            pieces = tuple(np.reshape(getitem(ybar, (slice(None),) * ax + (slice(e - s[ax], e),)),
+                                      shape)
+                           for s, e, shape in zip(lifted, ends, shapes))
+            # one array stacks its rows: their cotangents stacked again
+            return (pieces if type(tup) in (list, tuple) else np.stack(pieces),)
         return fun(tup), _named(pullback, f"{fun.__name__}_pullback")
 
     @frule(fun)

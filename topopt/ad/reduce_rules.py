@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, _shape, astype, frule, getitem, rrule, value
+from .core import _dtype, _shape, astype, frule, getitem, is_traced, rrule, value
 from .rulekit import _axes, _conj, _expand, _safe, _unbroadcast
 
 _NOVALUE = np._NoValue
@@ -214,6 +214,8 @@ def _diff_parts(a, ax, prepend, append):
     for pos, v in ((3, prepend), (0, a), (4, append)):
         if v is None:
             continue
+        if not is_traced(v):
+            v = np.asarray(v)  # a constant list
         shape = _shape(v)
         if not shape:  # numpy: a scalar spans the other axes
             shape = _pad_shape(a, ax, 1)
@@ -259,6 +261,16 @@ def diff_rrule(a, n=1, axis=-1, prepend=None, append=None):
     return y, diff_pullback
 
 
+def _list_tangent(t, v):
+    """The tangent of an argument given as a list of values (one per entry, None: zero)."""
+    if type(t) not in (list, tuple):
+        return t
+    if all(ti is None for ti in t):
+        return None
+    return np.stack([np.zeros(_shape(vi), _dtype(vi)) if ti is None else ti
+                     for ti, vi in zip(t, v)])
+
+
 @frule(np.diff)
 def diff_frule(primals, tangents, n=1, axis=-1, prepend=None, append=None):
     a = primals[0]
@@ -269,7 +281,7 @@ def diff_frule(primals, tangents, n=1, axis=-1, prepend=None, append=None):
     ax = _axes(axis, len(_shape(a)))[0]
     pieces = []
     for pos, v, shape in _diff_parts(a, ax, prepend, append):
-        t = tangents[pos] if pos < len(tangents) else None
+        t = _list_tangent(tangents[pos], v) if pos < len(tangents) else None
         pieces.append(np.zeros(shape, np.result_type(_dtype(v), float)) if t is None
                       else np.broadcast_to(t, shape))
     return y, np.diff(np.concatenate(pieces, axis=ax), n, ax)

@@ -1,0 +1,234 @@
+"""AD coverage (issue 11, item 2): the rules of reduce_rules, array_rules,
+einsum_rules, linalg_rules and scipy_rules in every mode.
+
+`test_call_form` runs `ad.check_modes` -- reverse (dot-product test), forward
+(jvp), hvp (forward over reverse) and nested (reverse over reverse), each
+against Richardson central differences of numpy/scipy itself -- on a table of
+(function, call form, inputs). The special cases follow: products with zeros,
+sort ties, det at singular matrices (analytic cofactors), spsolve with a
+traced matrix, and the call forms the rules refuse.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sps
+import scipy.special as sp
+
+from topopt import ad
+from topopt.ad import core
+
+RNG = np.random.default_rng(20261202)
+
+
+def _n(*shape):
+    return RNG.standard_normal(shape)
+
+
+def _c(*shape):
+    return _n(*shape) + 1j * _n(*shape)
+
+
+# named inputs, fixed once
+X = {
+    "s": 0.7, "v2": _n(2), "v3": _n(3), "v4": _n(4), "v4c": _c(4), "v5": _n(5), "v5c": _c(5),
+    "m23": _n(2, 3), "m21": _n(2, 1), "m41": _n(4, 1), "m34": _n(3, 4), "m34c": _c(3, 4), "m43": _n(4, 3),
+    "m42": _n(4, 2), "m24": _n(2, 4), "m32": _n(3, 2), "m44": _n(4, 4), "m33": _n(3, 3),
+    "t234": _n(2, 3, 4), "t234c": _c(2, 3, 4), "t342": _n(3, 4, 2), "t452": _n(4, 5, 2),
+    "t432": _n(4, 3, 2), "t332": _n(3, 3, 2), "m14": _n(1, 4), "p4": 0.5 + np.abs(_n(4)), "t2345": _n(2, 3, 4, 5),
+    "a3": _n(3, 3) + 3 * np.eye(3), "a3c": _c(3, 3) + 3 * np.eye(3),
+    "b233": _n(2, 3, 3) + 3 * np.eye(3), "b233c": _c(2, 3, 3) + 3 * np.eye(3),
+    "p34": 0.5 + np.abs(_n(3, 4)), "u5": sp.expit(_n(5)),
+    # products with zeros: one zero, two zeros in a row, a zero column
+    "z5": np.array([1.3, 0.0, -0.7, 2.0, 0.9]),
+    "zz5": np.array([0.0, 1.1, 0.0, -1.5, 0.8]),
+    "z34": np.where(np.arange(12).reshape(3, 4) % 5 == 0, 0.0, _n(3, 4)),
+    "zz34": np.array([[0.0, 1.2, 0.0, -0.8], [0.7, 0.0, 1.4, 2.0], [1.1, -0.6, 0.9, 1.3]]),
+    "ties": np.array([0.5, -1.0, 0.5, 2.0, -1.0, 0.5]),
+}
+MASK34 = X["m34"] > 0
+MASK4 = np.array([True, False, True, True])
+CENTRE = np.mean(X["m34"], axis=1, keepdims=True) + 0.1
+SPARSE = sps.csc_matrix(np.diag([4.0, 3.0, 5.0, 2.0]) + np.diag([1.0, -1.0, 0.5], 1)
+                        + np.diag([0.3, 0.2, -0.4], -1))
+SPARSE_C = sps.csc_matrix(SPARSE.toarray() + 0.5j * np.eye(4, k=1))
+
+
+def row(fun, label, call, inputs):
+    return fun, label, call, tuple(inputs.split(","))
+
+
+ROWS = [
+    # ---------------------------------------------------------------- prod
+    row(np.prod, "all", np.prod, "v5"),
+    row(np.prod, "axis positional", lambda x: np.prod(x, 1), "m34"),
+    row(np.prod, "negative axis keepdims", lambda x: np.prod(x, axis=-2, keepdims=True), "m34"),
+    row(np.prod, "tuple axis", lambda x: np.prod(x, axis=(0, -1)), "t234"),
+    row(np.prod, "axis=()", lambda x: np.prod(x, axis=()), "m23"),
+    row(np.prod, "initial=", lambda x: np.prod(x, axis=0, initial=1.5), "m34"),
+    row(np.prod, "where=", lambda x: np.prod(x, axis=1, where=MASK34), "m34"),
+    row(np.prod, "dtype=complex", lambda x: np.prod(x, 0, complex), "m34"),
+    row(np.prod, "complex", lambda x: np.prod(x, axis=1), "m34c"),
+    row(np.prod, "one zero", np.prod, "z5"),
+    row(np.prod, "rows with two, one, no zeros", lambda x: np.prod(x, axis=-1), "zz34"),
+    row(np.prod, "zeros along axes", lambda x: np.prod(x, axis=1), "z34"),
+    row(np.prod, "x.prod(0)", lambda x: x.prod(0), "m34"),
+    row(np.prod, "x.prod(axis=1, keepdims=True)", lambda x: x.prod(axis=1, keepdims=True),
+        "m34c"),
+    # ------------------------------------------------------ cumsum, cumprod
+    row(np.cumsum, "flattened", np.cumsum, "m34"),
+    row(np.cumsum, "axis positional", lambda x: np.cumsum(x, 0), "m34c"),
+    row(np.cumsum, "negative axis", lambda x: np.cumsum(x, axis=-1), "t234"),
+    row(np.cumsum, "dtype=complex", lambda x: np.cumsum(x, 1, dtype=np.complex128), "m34"),
+    row(np.cumsum, "x.cumsum(1)", lambda x: x.cumsum(1), "m34"),
+    row(np.cumprod, "flattened", np.cumprod, "m23"),
+    row(np.cumprod, "axis=-1", lambda x: np.cumprod(x, axis=-1), "t234"),
+    row(np.cumprod, "complex", lambda x: np.cumprod(x, 0), "m34c"),
+    row(np.cumprod, "zeros", np.cumprod, "zz5"),
+    row(np.cumprod, "zeros along axis", lambda x: np.cumprod(x, axis=1), "z34"),
+    row(np.cumprod, "x.cumprod()", lambda x: x.cumprod(), "v5"),
+    # ---------------------------------------------------------------- diff
+    row(np.diff, "default", np.diff, "m34"),
+    row(np.diff, "n=2 axis=0", lambda x: np.diff(x, n=2, axis=0), "m44"),
+    row(np.diff, "positional n, axis", lambda x: np.diff(x, 3, -2), "t2345"),
+    row(np.diff, "n=0", lambda x: np.diff(x, 0), "v4"),
+    row(np.diff, "complex", lambda x: np.diff(x, axis=1), "m34c"),
+    row(np.diff, "constant prepend/append", lambda x: np.diff(x, prepend=0.5, append=[[1.0]] * 3),
+        "m34"),
+    row(np.diff, "traced prepend=, append=", lambda x, p, a: np.diff(x, 2, 0, prepend=p, append=a),
+        "m34,m14,m24"),
+    row(np.diff, "traced scalar prepend", lambda x, p: np.diff(x, 1, -1, p), "v5,s"),
+    # ------------------------------------------------------------ var, std
+    row(np.var, "all", np.var, "m34"),
+    row(np.var, "axis, ddof", lambda x: np.var(x, axis=0, ddof=1), "m34"),
+    row(np.var, "positional axis, dtype, out, ddof", lambda x: np.var(x, 1, None, None, 2),
+        "m34"),
+    row(np.var, "tuple axis keepdims", lambda x: np.var(x, axis=(0, 2), keepdims=True), "t234"),
+    row(np.var, "complex", lambda x: np.var(x, axis=-1), "m34c"),
+    row(np.var, "where=", lambda x: np.var(x, axis=1, where=MASK34), "m34"),
+    row(np.var, "mean= (a constant)", lambda x: np.var(x, axis=1, mean=CENTRE), "m34"),
+    row(np.var, "correction=", lambda x: np.var(x, axis=0, correction=1), "m34"),
+    row(np.var, "x.var()", lambda x: x.var(), "m34c"),
+    row(np.std, "all", np.std, "m34"),
+    row(np.std, "keepdims", lambda x: np.std(x, -1, keepdims=True), "m34"),
+    row(np.std, "ddof where=", lambda x: np.std(x, ddof=1, where=MASK4), "v4"),
+    row(np.std, "complex tuple axis", lambda x: np.std(x, axis=(1, 2)), "t234c"),
+    row(np.std, "x.std(0)", lambda x: x.std(0), "m34"),
+    # ---------------------------------------------------------------- sort
+    row(np.sort, "default (last axis)", np.sort, "m34"),
+    row(np.sort, "axis=0", lambda x: np.sort(x, axis=0), "m34"),
+    row(np.sort, "axis=None", lambda x: np.sort(x, axis=None), "m34"),
+    row(np.sort, "positional axis, kind", lambda x: np.sort(x, 1, "heapsort"), "t234"),
+    row(np.sort, "stable=True", lambda x: np.sort(x, stable=True), "v5"),
+    row(np.sort, "complex (lexicographic)", np.sort, "v5c"),
+    # --------------------------------------------------------------- trace
+    row(np.trace, "matrix", np.trace, "m34"),
+    row(np.trace, "offset positional", lambda x: np.trace(x, 1), "m34"),
+    row(np.trace, "negative offset", lambda x: np.trace(x, offset=-2), "m43"),
+    row(np.trace, "axis1 > axis2, negative", lambda x: np.trace(x, 1, axis1=-1, axis2=0),
+        "t234"),
+    row(np.trace, "stack of matrices", lambda x: np.trace(x, axis1=1, axis2=2), "b233c"),
+    row(np.trace, "dtype=complex", lambda x: np.trace(x, dtype=complex), "m33"),
+    # ----------------------------------------------------- rearrangements
+    row(np.moveaxis, "int", lambda x: np.moveaxis(x, 0, -1), "t234"),
+    row(np.moveaxis, "tuples", lambda x: np.moveaxis(x, (0, -1), (-1, 1)), "t2345"),
+    row(np.moveaxis, "keywords", lambda x: np.moveaxis(x, source=1, destination=0), "t234c"),
+    row(np.hstack, "matrices", lambda a, b: np.hstack([a, b]), "m32,m34"),
+    row(np.hstack, "scalar and vector", lambda a, b: np.hstack((a, b)), "s,v3"),
+    row(np.hstack, "dtype=complex", lambda a, b: np.hstack([a, b], dtype=complex), "v3,v4"),
+    row(np.hstack, "rows of one array", lambda a: np.hstack(a), "m34"),
+    row(np.vstack, "vector and matrix", lambda a, b: np.vstack((a, b)), "v4,m24"),
+    row(np.vstack, "three", lambda a, b, c: np.vstack([a, b, c]), "m34,m24,v4c"),
+    row(np.dstack, "vectors", lambda a, b: np.dstack([a, b]), "v4,v4c"),
+    row(np.dstack, "matrices", lambda a, b: np.dstack((a, b)), "m34,m34"),
+    row(np.column_stack, "vectors and matrix", lambda a, b, c: np.column_stack([a, b, c]),
+        "v4,m42,v4c"),
+    row(np.tile, "int reps", lambda x: np.tile(x, 3), "m23"),
+    row(np.tile, "more reps than dims", lambda x: np.tile(x, (2, 1, 3)), "m23"),
+    row(np.tile, "fewer reps than dims", lambda x: np.tile(x, reps=(2,)), "t234"),
+    row(np.repeat, "flattened", lambda x: np.repeat(x, 2), "m23"),
+    row(np.repeat, "axis", lambda x: np.repeat(x, 3, axis=-1), "m23"),
+    row(np.repeat, "array repeats, axis positional", lambda x: np.repeat(x, [2, 0, 1], 0),
+        "m34c"),
+    row(np.repeat, "array repeats flattened", lambda x: np.repeat(x, [1, 3, 0, 2]), "v4"),
+    row(np.repeat, "x.repeat(2, axis=0)", lambda x: x.repeat(2, axis=0), "m23"),
+    # ------------------------------------------------------------- einsum
+    row(np.einsum, "matmul explicit", lambda a, b: np.einsum("ij,jk->ik", a, b), "m34,m43"),
+    row(np.einsum, "matmul implicit", lambda a, b: np.einsum("ij,jk", a, b), "m34,m43"),
+    row(np.einsum, "implicit order (capital first)", lambda x: np.einsum("bAc", x), "t234"),
+    row(np.einsum, "transpose", lambda x: np.einsum("ijk->kij", x), "t234c"),
+    row(np.einsum, "diagonal", lambda x: np.einsum("ii->i", x), "m33"),
+    row(np.einsum, "trace (implicit)", lambda x: np.einsum("ii", x), "m33"),
+    row(np.einsum, "diagonal in a product", lambda a, b: np.einsum("iij,j->i", a, b),
+        "t332,v2"),
+    row(np.einsum, "label only in one operand", lambda a, b: np.einsum("ij,k->ik", a, b),
+        "m34,v4"),
+    row(np.einsum, "sum to scalar", lambda x: np.einsum("ij->", x), "m34"),
+    row(np.einsum, "ellipsis batch", lambda a, b: np.einsum("...ij,...j->...i", a, b),
+        "t234,v4"),
+    row(np.einsum, "ellipsis implicit", lambda a, b: np.einsum("...j,j", a, b), "t234,v4"),
+    row(np.einsum, "broadcast label of length 1", lambda a, b: np.einsum("ij,j->i", a, b),
+        "m21,v3"),
+    row(np.einsum, "three operands", lambda a, b, c: np.einsum("ij,jk,k->i", a, b, c),
+        "m34,m42,v2"),
+    row(np.einsum, "four operands, optimize", lambda a, b, c, d: np.einsum(
+        "ij,jk,kl,l->i", a, b, c, d, optimize=True), "m34,m42,m23,v3"),
+    row(np.einsum, "same operand twice", lambda x: np.einsum("i,i->", x, x), "v5c"),
+    row(np.einsum, "interleaved", lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+        "m34,m43"),
+    row(np.einsum, "interleaved ellipsis implicit", lambda a, b: np.einsum(
+        a, [Ellipsis, 1], b, [1]), "t234,v4"),
+    row(np.einsum, "complex outer", lambda a, b: np.einsum("i,j->ij", a, b), "v4c,v5"),
+    row(np.einsum, "dtype=complex", lambda a: np.einsum("ij->j", a, dtype=complex), "m34"),
+    # ---------------------------------------------------------- tensordot
+    row(np.tensordot, "default axes=2", np.tensordot, "t234,t342"),
+    row(np.tensordot, "axes=1", lambda a, b: np.tensordot(a, b, axes=1), "m34,m43"),
+    row(np.tensordot, "axes=0 (outer)", lambda a, b: np.tensordot(a, b, 0), "v3,m24"),
+    row(np.tensordot, "pair of lists", lambda a, b: np.tensordot(a, b, ([0, 2], [2, 0])),
+        "t234,t452"),
+    row(np.tensordot, "pair of ints, negative", lambda a, b: np.tensordot(a, b, (-1, 0)),
+        "t234c,m42"),
+    row(np.tensordot, "crossed pairs", lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 1])),
+        "m34,t432"),
+    # ------------------------------------------------------------ linalg
+    row(np.linalg.inv, "matrix", np.linalg.inv, "a3"),
+    row(np.linalg.inv, "complex stack", np.linalg.inv, "b233c"),
+    row(np.linalg.inv, "keyword a=", lambda x: np.linalg.inv(a=x), "a3"),
+    row(np.linalg.det, "matrix", np.linalg.det, "m33"),
+    row(np.linalg.det, "complex", np.linalg.det, "a3c"),
+    row(np.linalg.det, "stack", np.linalg.det, "b233"),
+    row(np.linalg.slogdet, "both outputs", np.linalg.slogdet, "m33"),
+    row(np.linalg.slogdet, "logabsdet", lambda x: np.linalg.slogdet(x)[1], "b233"),
+    row(np.linalg.slogdet, "complex sign and logabsdet", np.linalg.slogdet, "a3c"),
+    row(np.linalg.slogdet, "complex sign only", lambda x: np.linalg.slogdet(x)[0], "b233c"),
+    # -------------------------------------------------------------- scipy
+    row(sp.erfc, "real", sp.erfc, "v5"),
+    row(sp.erfc, "complex", sp.erfc, "v5c"),
+    row(sp.erfc, "dtype=complex", lambda x: sp.erfc(x, dtype=complex), "v5"),
+    row(sp.erfcx, "real", sp.erfcx, "v5"),
+    row(sp.erfcx, "complex", lambda x: sp.erfcx(0.5 * x), "v5c"),
+    row(sp.erfinv, "real", sp.erfinv, "u5"),
+    row(sp.erfcinv, "real", sp.erfcinv, "u5"),
+    row("logsumexp", "all", ad.logsumexp, "m34"),
+    row("logsumexp", "axis", lambda x: ad.logsumexp(x, axis=0), "m34c"),
+    row("logsumexp", "tuple axis keepdims", lambda x: ad.logsumexp(x, (0, 2), keepdims=True),
+        "t234"),
+    row("logsumexp", "b= traced, broadcast", lambda x, b: ad.logsumexp(x, -1, b), "m34,p4"),
+    row("logsumexp", "return_sign", lambda x, b: ad.logsumexp(x, 1, b, return_sign=True),
+        "m34,m34"),
+    row("spsolve", "vector", lambda b: ad.spsolve(SPARSE, b), "v4"),
+    row("spsolve", "column (n, 1)", lambda b: ad.spsolve(SPARSE, b), "m41"),
+    row("spsolve", "several right-hand sides", lambda b: ad.spsolve(SPARSE, b), "m42"),
+    row("spsolve", "complex", lambda b: ad.spsolve(SPARSE_C, b), "v4c"),
+]
+
+
+def _id(r):
+    fun = r[0] if isinstance(r[0], str) else core._name(r[0])
+    return f"{fun}[{r[1]}]"
+
+
+@pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[_id(r) for r in ROWS])
+def test_call_form(fun, label, call, inputs):
+    args = [X[name] for name in inputs]
+    report = ad.check_modes(call, *args, seed=7, rtol=1e-6)
+    assert len(report) == 4 * len(args)
