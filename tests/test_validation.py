@@ -204,6 +204,12 @@ BAD = [
     ("quadratic m", lambda: rel.failure_probability(
         rel.QuadraticLimitState(0.0, np.ones(2), np.eye(2)), None, 3.0, "form", m=3), ValueError,
      r"m=3 contradicts the coefficients: b has 2 entries"),
+    ("batch contradicts", lambda: rel.failure_probability(rel.LimitState(linear, m=2), P, 15.0,
+                                                          "form", batch=True), ValueError,
+     r"batch=True contradicts the limit state's batch=False"),
+    ("m contradicts", lambda: rel.failure_probability(rel.LimitState(linear, m=2), P, 15.0,
+                                                      "form", m=3), ValueError,
+     r"m=3 contradicts the limit state's m=2"),
     ("crn h", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, P, h=0.0),
      ValueError, r"h must be > 0"),
     ("crn direction", lambda: rel.crn_directional_derivative(lambda p, s: 0.0, P, np.ones(3)),

@@ -149,7 +149,16 @@ def check_seed(name: str, seed):
 
 
 def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> None:
-    """`TypeError` naming every keyword of `given` not in `known`."""
+    """`TypeError` naming every keyword of `given` not in `known`.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_keywords
+    >>> check_keywords("run", ["maxeval", "maxevals"], ["maxeval", "verbose"])
+    Traceback (most recent call last):
+    ...
+    TypeError: run got unknown keyword(s) ['maxevals']; known: ['maxeval', 'verbose']
+    """
     known = tuple(known)
     unknown = sorted(set(given) - set(known))
     if unknown:

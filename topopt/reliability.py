@@ -70,8 +70,7 @@ import scipy.special as sp
 
 from . import ad
 from ._validate import (check_array_range, check_bool, check_callable, check_choice,
-                        check_finite_array, check_int, check_keywords, check_range,
-                        check_seed, real)
+                        check_finite_array, check_int, check_range, check_seed, real)
 
 __all__ = [
     "LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "SAMPLING", "ReliabilityError", "MPPError",
@@ -322,6 +321,9 @@ def as_limit_state(limit_state, m: int | None = None, batch: bool = False) -> Li
             limit_state.m = m
         elif m is not None and limit_state.m != m:
             raise ValueError(f"m={m} contradicts the limit state's m={limit_state.m}")
+        if check_bool("batch", batch) and not limit_state.batch:
+            raise ValueError(f"batch=True contradicts the limit state's batch=False "
+                             f"(set it on {type(limit_state).__name__})")
         return limit_state
     if not callable(limit_state):
         raise TypeError(f"a limit state is a function F(theta, design), got "
@@ -1320,7 +1322,8 @@ class FailureProbability:
             raise TypeError(f"limit_state must be callable (F(theta, design) or a "
                             f"LimitState), got {type(limit_state).__name__}")
         self.limit_state = limit_state
-        self.z = _check_z(z) if not ad.is_traced(z) else z
+        _check_z(z)
+        self.z = z
         self.method = method
         self.warm_start = check_bool("warm_start", warm_start)
         self.options = options
