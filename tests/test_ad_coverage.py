@@ -232,3 +232,229 @@ def test_call_form(fun, label, call, inputs):
     args = [X[name] for name in inputs]
     report = ad.check_modes(call, *args, seed=7, rtol=1e-6)
     assert len(report) == 4 * len(args)
+
+
+# ------------------------------------------------- products with zeros
+
+def _prod_except(x, *skip):
+    """The product of the entries of `x` other than `skip`, by a loop (the analytic value)."""
+    out = 1.0
+    for k, v in enumerate(x):
+        if k not in skip:
+            out *= v
+    return out
+
+
+ZERO_CASES = {
+    "no zero": np.array([1.3, -0.4, -0.7, 2.0, 0.9]),
+    "one zero": X["z5"],
+    "two zeros": X["zz5"],
+    "three zeros": np.array([0.0, 1.1, 0.0, -1.5, 0.0]),
+}
+
+
+@pytest.mark.parametrize("x", ZERO_CASES.values(), ids=ZERO_CASES.keys())
+def test_prod_derivatives_at_zeros_are_the_products_of_the_others(x):
+    n = x.size
+    grad = np.array([_prod_except(x, i) for i in range(n)])
+    hess = np.array([[0.0 if i == j else _prod_except(x, i, j) for j in range(n)]
+                     for i in range(n)])
+    np.testing.assert_allclose(ad.gradient(np.prod, x), grad, rtol=1e-15, atol=0)
+    jac_fwd = np.array([ad.jvp(np.prod, (x,), (e,))[1] for e in np.eye(n)])
+    np.testing.assert_allclose(jac_fwd, grad, rtol=1e-15, atol=0)
+    hvp = np.array([ad.hvp(np.prod, x, e) for e in np.eye(n)])
+    nested = np.array([ad.gradient(lambda z, e=e: np.sum(ad.gradient(np.prod, z) * e), x)
+                       for e in np.eye(n)])
+    np.testing.assert_allclose(hvp, hess, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(nested, hess, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("x", ZERO_CASES.values(), ids=ZERO_CASES.keys())
+def test_cumprod_jacobian_at_zeros(x):
+    n = x.size
+    # d y_k / d x_i = prod_{j <= k, j != i} x_j for i <= k
+    jac = np.array([[_prod_except(x[:k + 1], i) if i <= k else 0.0 for i in range(n)]
+                    for k in range(n)])
+    rev = np.array([ad.pullback(np.cumprod, x)[1](e)[0] for e in np.eye(n)])
+    fwd = np.array([ad.jvp(np.cumprod, (x,), (e,))[1] for e in np.eye(n)]).T
+    np.testing.assert_allclose(rev, jac, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(fwd, jac, rtol=1e-14, atol=1e-300)
+
+
+# ------------------------------------------------------------ sort ties
+
+def test_sort_ties_follow_numpys_stable_order():
+    x = X["ties"]                               # [0.5, -1, 0.5, 2, -1, 0.5]
+    perm = [1, 4, 0, 2, 5, 3]                   # np.argsort(x, kind="stable")
+    w = np.arange(1.0, 7.0)
+    xbar = ad.gradient(lambda x: np.sum(w * np.sort(x)), x)
+    expected = np.empty(6)
+    expected[perm] = w                          # the k-th smallest gets w[k]
+    assert np.array_equal(xbar, expected)
+    d = np.arange(10.0, 16.0)
+    assert np.array_equal(ad.jvp(np.sort, (x,), (d,))[1], d[perm])
+
+
+def test_sort_ties_along_an_axis():
+    x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0]])
+    w = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
+    xbar = ad.gradient(lambda x: np.sum(w * np.sort(x, axis=0)), x)
+    # column 0: order 2, 0, 1; column 1 (all tied): 0, 1, 2
+    assert np.array_equal(xbar, np.array([[2.0, 10.0], [3.0, 20.0], [1.0, 30.0]]))
+
+
+# --------------------------------------------------------- determinants
+
+def _cofactors(a):
+    """Cofactor matrix by minors: ``C_ij = (-1)^(i+j) det(a without row i, column j)``."""
+    n = a.shape[0]
+    return np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                      for j in range(n)] for i in range(n)])
+
+
+def test_det_gradient_is_det_times_inverse_transpose():
+    a = X["m33"]
+    np.testing.assert_allclose(ad.gradient(np.linalg.det, a),
+                               np.linalg.det(a) * np.linalg.inv(a).T, rtol=1e-12)
+
+
+SINGULAR = {
+    "2x2 rank 1": np.array([[1.0, 2.0], [2.0, 4.0]]),
+    "3x3 rank 2": np.arange(1.0, 10.0).reshape(3, 3),
+    "3x3 rank 2, repeated row": np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]),
+    "3x3 rank 1 (zero cofactors)": np.outer([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]),
+    "5x5 rank 4": (lambda r: r.standard_normal((5, 4)) @ r.standard_normal((4, 5)))(
+        np.random.default_rng(1)),
+}
+
+
+@pytest.mark.parametrize("a", SINGULAR.values(), ids=SINGULAR.keys())
+def test_det_gradient_at_singular_matrix_is_the_finite_cofactor_matrix(a):
+    tol = 1e-13 * max(1.0, np.max(np.abs(a))) ** (a.shape[0] - 1)
+    np.testing.assert_allclose(ad.gradient(np.linalg.det, a), _cofactors(a), rtol=0, atol=tol)
+    d = np.random.default_rng(2).standard_normal(a.shape)
+    _, ddot = ad.jvp(np.linalg.det, (a,), (d,))
+    np.testing.assert_allclose(ddot, np.sum(_cofactors(a) * d), rtol=0, atol=10 * tol)
+
+
+def test_det_second_derivative_at_exactly_singular_matrix_raises():
+    a = SINGULAR["2x2 rank 1"]
+    with pytest.raises(np.linalg.LinAlgError, match="second derivatives of numpy.linalg.det"):
+        ad.hvp(np.linalg.det, a, np.ones((2, 2)))
+
+
+def test_slogdet_of_singular_matrix_raises_naming_it():
+    with pytest.raises(np.linalg.LinAlgError, match="slogdet.*singular"):
+        ad.gradient(lambda a: np.linalg.slogdet(a)[1], SINGULAR["2x2 rank 1"])
+
+
+def test_slogdet_gradient_is_inverse_transpose():
+    a = X["m33"]
+    np.testing.assert_allclose(ad.gradient(lambda a: np.linalg.slogdet(a)[1], a),
+                               np.linalg.inv(a).T, rtol=1e-12)
+
+
+# --------------------------------------------------- logsumexp, spsolve
+
+def test_logsumexp_gradient_is_the_softmax_and_values_are_scipys():
+    a, b = X["m34"], X["p34"]
+    y, g = ad.value_and_gradient(lambda a: np.sum(ad.logsumexp(a, axis=1, b=b)), a)
+    assert y == pytest.approx(np.sum(sp.logsumexp(a, axis=1, b=b)), rel=1e-15)
+    softmax = b * np.exp(a) / np.sum(b * np.exp(a), axis=1, keepdims=True)
+    np.testing.assert_allclose(g, softmax, rtol=1e-13)
+
+
+def test_scipy_logsumexp_of_traced_value_raises_instead_of_dropping_derivative():
+    with pytest.raises(TypeError, match="derivative would be lost"):
+        ad.gradient(lambda a: sp.logsumexp(a), X["v4"])
+
+
+def test_spsolve_gradient_is_one_adjoint_solve():
+    b = X["v4"]
+    c = np.arange(1.0, 5.0)
+    g = ad.gradient(lambda b: np.sum(c * ad.spsolve(SPARSE, b)), b)
+    np.testing.assert_allclose(g, np.linalg.solve(SPARSE.toarray().T, c), rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_spsolve_with_traced_matrix_raises_naming_it(mode):
+    a, b = SPARSE.toarray(), X["v4"]
+    with pytest.raises(TypeError, match="matrix A is a traced value"):
+        if mode == "reverse":
+            ad.gradient(lambda a: np.sum(ad.spsolve(a, b)), a)
+        else:
+            ad.jvp(lambda a: ad.spsolve(a, b), (a,), (np.ones_like(a),))
+
+
+def test_scipy_spsolve_of_traced_value_raises_instead_of_dropping_derivative():
+    import scipy.sparse.linalg as spla
+    with pytest.raises(TypeError, match="derivative would be lost"):
+        ad.gradient(lambda b: np.sum(spla.spsolve(SPARSE, b)), X["v4"])
+
+
+def _add_at_traced_target(x):
+    np.add.at(x, [0, 0], 1.0)
+    return np.sum(x)
+
+
+def _add_at_traced_values(v):
+    out = np.zeros(3)
+    np.add.at(out, [0, 0], v)
+    return np.sum(out)
+
+
+@pytest.mark.parametrize("call", [_add_at_traced_target, _add_at_traced_values])
+def test_np_add_at_on_traced_value_raises(call):
+    # in place, so not traceable: ad.scatter_add is the functional form
+    with pytest.raises(ad.NoRuleError, match=r"add\.at"):
+        ad.gradient(call, X["v2"])
+
+
+def test_std_at_constant_input_has_zero_gradient():
+    # std is not differentiable where all entries are equal; the rule returns 0 there
+    x = np.full(4, 2.0)
+    assert np.array_equal(ad.gradient(np.std, x), np.zeros(4))
+
+
+# ------------------------------------------------- unsupported call forms
+
+BUF = np.empty(3)
+BUF0 = np.empty(())
+
+UNSUPPORTED = [
+    # (call on a (3, 4) array, exception, words the message must contain)
+    (lambda x: np.prod(x, axis=1, out=BUF), TypeError, ["numpy.prod", "out="]),
+    (lambda x: np.prod(x, initial=x[0, 0]), ad.NoRuleError, ["numpy.prod", "initial", "traced"]),
+    (lambda x: np.cumsum(x, dtype=int), TypeError, ["numpy.cumsum", "dtype=int64"]),
+    (lambda x: np.cumprod(x, 0, None, np.empty((3, 4))), TypeError, ["numpy.cumprod", "out="]),
+    (lambda x: np.var(x, axis=1, mean=np.mean(x, 1, keepdims=True)), ad.NoRuleError,
+     ["numpy.var", "mean", "traced"]),
+    (lambda x: np.std(x, ddof=1, correction=1), ValueError, ["numpy.std", "correction"]),
+    (lambda x: np.sort(x, order="f"), ad.NoRuleError, ["numpy.sort", "order="]),
+    (lambda x: np.trace(x, dtype=bool), TypeError, ["numpy.trace", "dtype=bool"]),
+    (lambda x: np.hstack([x, x], casting="unsafe"), ad.NoRuleError,
+     ["numpy.hstack", "casting="]),
+    (lambda x: np.einsum("ij->", x, out=BUF0), TypeError, ["numpy.einsum", "out="]),
+    (lambda x: np.einsum("ij->", x, bogus=1), ad.NoRuleError, ["numpy.einsum", "bogus="]),
+    (lambda x: np.einsum("ij->i", x, dtype=int), TypeError, ["numpy.einsum", "dtype=int64"]),
+    (lambda x: np.tensordot(x, x.T, axes=1, bogus=2), TypeError, ["tensordot", "bogus"]),
+    (lambda x: ad.logsumexp(x, keepdims=1), TypeError, ["logsumexp", "keepdims"]),
+    (lambda x: ad.logsumexp(x, axis=[0]), TypeError, ["logsumexp", "axis"]),
+    (lambda x: ad.logsumexp(x + 0j, return_sign=True), ad.NoRuleError,
+     ["logsumexp", "return_sign", "complex"]),
+    (lambda x: ad.spsolve([[1.0]], x[:1, 0]), TypeError, ["spsolve", "A must be"]),
+]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("call, exc, words", UNSUPPORTED,
+                         ids=[", ".join(u[2]) for u in UNSUPPORTED])
+def test_unsupported_call_form_raises_naming_function_and_argument(call, exc, words, mode):
+    x = X["m34"]
+    with pytest.raises(exc) as info:
+        if mode == "reverse":
+            ad.pullback(call, x)
+        else:
+            ad.jvp(call, (x,), (np.ones_like(x),))
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
