@@ -41,7 +41,7 @@ from topopt.interpolation import project
 from topopt.optimize import Stage, minimize
 from topopt.problem import RUN_KEYS, write_json
 from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
-                          finish, run_options, run_record, script_errors)
+                          finish, run_options, run_record, script_errors, signals_held)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
@@ -255,7 +255,8 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         result["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
                                        "field_enhancement": prob.enhancement(g_fine)}
     if out is not None:
-        write(out, prob, res, p_phys, u, result)
+        with signals_held():                     # a signal waits for complete files
+            write(out, prob, res, p_phys, u, result)
     result["p"] = res.x
     result["p_phys"] = p_phys
     return result
@@ -279,12 +280,11 @@ def write(out: str, prob: EMFocus, res, p_phys, u, result: dict) -> None:
     history = [dict(h, objective=-h["objective"]) for h in res.history]
     save_history(history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label="g = |grad u(x0)|^2")
+    setup = {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2, "d_pml": D_PML,
+             "n_metal": [N_METAL.real, N_METAL.imag], "r_s": R_S, "r_d": R_D,
+             "filter_r": R_FILTER, "eta": ETA, "betas": list(BETAS), "p_start": P_START}
     write_json(os.path.join(out, "result.json"),
-               {**{k: result[k] for k in RUN_KEYS}, "setup": {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2,
-                          "d_pml": D_PML, "n_metal": [N_METAL.real, N_METAL.imag],
-                          "r_s": R_S, "r_d": R_D, "filter_r": R_FILTER, "eta": ETA,
-                          "betas": list(BETAS), "p_start": P_START},
-                "result": result})
+               {**{k: result[k] for k in RUN_KEYS}, "setup": setup, "result": result})
 
 
 def main(argv=None) -> dict:

@@ -45,7 +45,7 @@ from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
 from topopt.problem import ComplianceProblem, write_json
 from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
-                          finish, run_options, run_record, script_errors)
+                          finish, run_options, run_record, script_errors, signals_held)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "reliable_bracket"))
@@ -192,7 +192,8 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
         **run_record(res, rel_ck),       # status, signal, evaluations, checkpoint, resume
     }
     if out is not None:
-        write(out, prob, x_rel, x_det, res, result)
+        with signals_held():                     # a signal waits for complete files
+            write(out, prob, x_rel, x_det, res, result)
     result["x_reliable"], result["x_deterministic"] = x_rel, x_det
     return result
 
@@ -206,11 +207,11 @@ def _interrupted_deterministic(out: str | None, prob: ReliableBracket, det_resul
                           "volume": det_result["volume"]}}
     if out is not None:
         from topopt.plot import save_design
-        os.makedirs(out, exist_ok=True)
-        save_design(prob.mesh, det_result["x_phys"], os.path.join(out, "deterministic.png"),
-                    title=f"deterministic, interrupted after {det_result['evaluations']} "
-                          "evaluations")
-        write_json(os.path.join(out, "result.json"), result)
+        with signals_held():                     # a signal waits for complete files
+            save_design(prob.mesh, det_result["x_phys"], os.path.join(out, "deterministic.png"),
+                        title=f"deterministic, interrupted after {det_result['evaluations']} "
+                              "evaluations")
+            write_json(os.path.join(out, "result.json"), result)
     result["x_deterministic"] = det_result["x"]
     return result
 

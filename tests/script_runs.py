@@ -28,8 +28,8 @@ def interrupt_after(cmd, sig, evaluations=5, timeout=300):
 
     Returns ``(exit status, stdout, stderr)``.
     """
-    proc = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=script_env())
+    proc = subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=script_env())
     seen = []
     try:
         for line in proc.stderr:

@@ -21,7 +21,8 @@ from .interpolation import project, simp
 from .objectives import compliance, volume
 from .optimize import Result, Stage, minimize
 from .runio import (add_run_arguments, atomic_write_text, check_writable_file,
-                    check_writable_folder, finish, run_options, run_record, script_errors)
+                    check_writable_folder, finish, run_options, run_record, script_errors,
+                    signals_held)
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
 
@@ -206,8 +207,14 @@ def write_results(out: str, mesh, result: dict, setup: dict, title: str,
     ``result.json`` says how the run ended at its top level (`RUN_KEYS`:
     ``"status": "interrupted"``, the signal, the evaluations, the checkpoint
     and the option that resumes it); the pictures and metrics are those of
-    the last good design.
+    the last good design. A SIGINT/SIGTERM while they are written takes
+    effect once they are complete (`topopt.runio.signals_held`).
     """
+    with signals_held():
+        return _write_results(out, mesh, result, setup, title, mirror)
+
+
+def _write_results(out, mesh, result, setup, title, mirror):
     from .plot import save_design, save_design_3d, save_history
 
     os.makedirs(out, exist_ok=True)

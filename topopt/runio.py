@@ -30,6 +30,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import zipfile
 from numbers import Integral, Real
 from typing import Callable, Mapping
@@ -39,7 +40,7 @@ import numpy as np
 __all__ = ["CheckpointError", "OutputPathError", "CHECKPOINT_VERSION", "load_checkpoint",
            "save_checkpoint", "check_writable_file", "check_writable_folder",
            "add_run_arguments", "run_options", "run_record", "exit_status", "finish",
-           "script_errors"]
+           "script_errors", "signals_held"]
 
 #: Format version of the checkpoints `minimize` writes (``meta["version"]``).
 CHECKPOINT_VERSION = 1
@@ -436,6 +437,42 @@ def finish(record: Mapping) -> None:
              else "no checkpoint was written")
     print(f"interrupted after {n} evaluations; {where}", file=sys.stderr, flush=True)
     sys.exit(exit_status(record.get("signal") or "SIGINT"))
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Finish the block (writing results) before a SIGINT/SIGTERM takes effect.
+
+    A signal that arrives in the block is recorded, and raised again once the
+    previous handlers are back: a Ctrl-C while the pictures and
+    ``result.json`` of an interrupted run are written stops the script after
+    they are complete. Outside the main thread it does nothing.
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> seen = []
+    >>> previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
+    >>> with signals_held():
+    ...     os.kill(os.getpid(), signal.SIGTERM)
+    ...     seen.append("block done")
+    >>> seen
+    ['block done', 'handled']
+    >>> _ = signal.signal(signal.SIGTERM, previous)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if received:
+            signal.raise_signal(received[0])
 
 
 @contextlib.contextmanager
