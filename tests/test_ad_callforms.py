@@ -345,6 +345,26 @@ def test_every_registered_rule_has_call_form_rows():
     assert len(covered & _registered()) >= 60
 
 
+# varargs functions (no signature to bind) whose rules check every keyword themselves;
+# each has a row in UNSUPPORTED
+CHECKS_KEYWORDS_ITSELF = {np.einsum}
+
+
+def test_no_rule_swallows_keywords_unchecked():
+    # a rule taking **kwargs must sit behind a call form, which rejects the
+    # keywords the rule does not declare before the rule runs
+    import inspect
+
+    from topopt.ad.registry import _forms
+    loose = [f"{core._name(fun)}: {rule.__name__}"
+             for table in (core._rrules, core._frules) for fun, entries in table.items()
+             for _, rule in entries
+             if any(p.kind is inspect.Parameter.VAR_KEYWORD
+                    for p in inspect.signature(rule).parameters.values())
+             and fun not in _forms and fun not in CHECKS_KEYWORDS_ITSELF]
+    assert not loose, f"rules that would swallow unknown keywords: {loose}"
+
+
 # ------------------------------------------- the defects of issue 11, item 1
 # Each one gave a silently wrong value or derivative (or an unrelated crash)
 # in some mode before the call forms were normalised.
@@ -407,6 +427,7 @@ UNSUPPORTED = [
     (lambda x: np.ravel(x[:, ::2], order="K"), ad.NoRuleError, ["numpy.ravel", "order='K'"]),
     (lambda x: x.astype(np.float32, casting="safe"), TypeError, ["float32", "'safe'"]),
     (lambda x: np.cumprod(x, out=BUF), (TypeError, ad.NoRuleError), ["cumprod"]),
+    (lambda x: np.einsum("ij->i", x, bogus=1), ad.NoRuleError, ["numpy.einsum", "bogus"]),
 ]
 
 
@@ -414,6 +435,8 @@ UNSUPPORTED = [
 @pytest.mark.parametrize("call, exc, words", UNSUPPORTED,
                          ids=[", ".join(u[2]) for u in UNSUPPORTED])
 def test_unsupported_call_form_raises_naming_function_and_argument(call, exc, words, mode):
+    if "numpy.einsum" in words and np.einsum not in core._rrules:
+        pytest.skip("numpy.einsum has no rule registered (yet)")
     x = X["m34"]
     with pytest.raises(exc) as info:
         if mode == "reverse":
