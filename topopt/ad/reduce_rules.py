@@ -1,10 +1,14 @@
 """Rules for numpy reductions and scans: prod, cumsum, cumprod, diff, var, std, trace.
 
-Each rule accepts numpy's call forms (positional or keyword arguments,
-negative and tuple axes, ``keepdims``, ``dtype``, ``where=``, ``initial=``,
-``ddof``/``correction``); an argument it cannot differentiate raises an error
-naming it. Pullbacks and forward rules are numpy calls, so on traced values
-they are recorded again (hvp, nested gradients).
+Each function's `CallForm` hands its rule one canonical call whatever form
+the user wrote (positional or keyword arguments, negative and tuple axes);
+``dtype=`` (a cast), ``where=`` of ``prod`` (masked entries count as 1) and
+``correction=`` are rewritten before the rule runs, and an argument a rule
+does not handle raises an error naming it. ``np.diff`` takes `prepend` and
+`append` as data: traced, they get cotangents. ``var``/``std`` take
+``where=`` and a constant ``mean=``; ``std`` has derivative 0 where it is 0
+(a kink, like ``abs``). Pullbacks and forward rules are numpy calls, so on
+traced values they are recorded again (hvp, nested gradients).
 
 Products never divide by `x`: the derivative of ``prod`` is the product of
 the *other* elements, an exclusive cumulative product from each side, and
@@ -312,8 +316,8 @@ def _centered(fun, a, axis, ddof, where, mean):
     shape = _shape(a)
     axes = _axes(axis, len(shape))
     mask = None if where is True else _mask(fun, where, a)
-    count = (float(np.prod([shape[i] for i in axes])) if mask is None
-             else np.sum(mask, axis=axes, keepdims=True))
+    count = (np.float64(np.prod([shape[i] for i in axes])) if mask is None
+             else np.sum(mask, axis=axes, keepdims=True))  # N - ddof <= 0: inf/nan as numpy
     if mean is _NOVALUE:
         masked = a if mask is None else np.where(mask, a, 0.0)
         mean = np.sum(masked, axis=axes, keepdims=True) / count

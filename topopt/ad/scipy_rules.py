@@ -41,11 +41,37 @@ for _fun, _deriv in [
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``log(sum(b * exp(a), axis))``, computed stably; differentiable in `a` and `b`.
 
-    The traced counterpart of `scipy.special.logsumexp`, which takes the same
-    arguments and gives the same values; on plain arrays this calls it.
-    The gradient in `a` is the softmax ``b exp(a - y)``. With
-    ``return_sign=True`` (real inputs only) returns ``(y, sign)`` with
-    ``y = log|sum b exp(a)|``; `sign` has zero derivative.
+    The traced counterpart of `scipy.special.logsumexp` (which converts its
+    arguments to plain arrays and so refuses traced values): same arguments,
+    same values -- it is what this calls. The gradient in `a` is the softmax
+    ``b exp(a - y)``, in `b` it is ``exp(a - y)``.
+
+    Parameters
+    ----------
+    a : array_like
+        The exponents, real or complex, traced or not.
+    axis : None, int or tuple of ints
+        The axes summed over (all by default); negative counts from the end.
+    b : array_like, optional
+        Weights broadcast against `a`, traced or not.
+    keepdims : bool
+        Keep the summed axes with length 1.
+    return_sign : bool
+        Return ``(log|s|, sign(s))`` for ``s = sum(b exp(a))`` (real `a`
+        and `b` only); the sign has zero derivative.
+
+    Returns
+    -------
+    y : array or tuple
+        ``log(s)``, or ``(log|s|, sign(s))`` with `return_sign`.
+
+    Raises
+    ------
+    TypeError
+        For `keepdims`/`return_sign` not a bool or `axis` not None, an int
+        or a tuple.
+    NoRuleError
+        For ``return_sign=True`` with complex values.
 
     Examples
     --------
@@ -119,11 +145,33 @@ def logsumexp_frule(primals, tangents):
 def spsolve(A, b, permc_spec=None, use_umfpack=True):
     """Solve ``A x = b`` for a constant sparse `A`; differentiable in `b`.
 
-    The traced counterpart of `scipy.sparse.linalg.spsolve` (same arguments
-    and values). The pullback is one solve with ``A^H``. `A` must not be
-    traced: for a design-dependent matrix ``K(x)`` use
-    `topopt.fem.system.solve` (which reuses the factorization), for a small
-    dense traced matrix `numpy.linalg.solve`.
+    The traced counterpart of `scipy.sparse.linalg.spsolve` (which converts
+    `b` to a plain array and so refuses a traced one): same arguments, same
+    values -- it is what this calls. The pullback is one solve with ``A^H``,
+    the tangent one solve with `A` (each factorizes again: for repeated
+    solves with one matrix use the factorizations of `topopt.fem.solvers`).
+
+    Parameters
+    ----------
+    A : scipy.sparse matrix or array, or numpy.ndarray
+        The square matrix; a constant. For a design-dependent matrix ``K(x)``
+        use `topopt.fem.system.solve`, for a small dense traced matrix
+        `numpy.linalg.solve`.
+    b : array_like
+        Right-hand side(s), ``(n,)``, ``(n, 1)`` or ``(n, k)``; traced or not.
+    permc_spec, use_umfpack
+        Passed to `scipy.sparse.linalg.spsolve`.
+
+    Returns
+    -------
+    x : numpy.ndarray
+        As `scipy.sparse.linalg.spsolve`: ``(n,)`` for a vector `b` (also
+        ``(n, 1)``), ``(n, k)`` otherwise.
+
+    Raises
+    ------
+    TypeError
+        If `A` is traced, or neither a sparse matrix nor an ndarray.
 
     Examples
     --------
