@@ -26,12 +26,19 @@ def _order(fun, x, order):
     if order == "A":
         return "F" if layout is not None and layout.f_contiguous and not layout.c_contiguous \
             else "C"
-    if order == "K" and (layout is None or layout.c_contiguous):
-        return "C"
-    if order == "K" and layout.f_contiguous:
-        return "F"
+    if order == "K":
+        if layout is None or layout.c_contiguous:
+            return "C"
+        if layout.f_contiguous:
+            return "F"
+        strides = [st for st, n in zip(v.strides, v.shape) if n > 1]
+        if all(st > 0 for st in strides):
+            if strides == sorted(strides, reverse=True):
+                return "C"
+            if strides == sorted(strides):
+                return "F"
     raise NoRuleError(f"no differentiation rule for {fun} with order={order!r} on an array "
-                      "that is neither C- nor Fortran-contiguous; pass order='C' or 'F'")
+                      "whose memory order is neither C nor Fortran; pass order='C' or 'F'")
 
 
 callform(np.reshape, 1, ("shape", "order", "copy"))
