@@ -76,6 +76,8 @@ ROWS = [
     row(np.prod, "x.prod(0)", lambda x: x.prod(0), "m34"),
     row(np.prod, "x.prod(axis=1, keepdims=True)", lambda x: x.prod(axis=1, keepdims=True),
         "m34c"),
+    row(np.clip, "x.clip(lo, hi)", lambda x: x.clip(-0.5, 0.5), "m34"),
+    row(np.clip, "x.clip(min=)", lambda x: x.clip(min=0.2), "m34"),
     # ------------------------------------------------------ cumsum, cumprod
     row(np.cumsum, "flattened", np.cumsum, "m34"),
     row(np.cumsum, "axis positional", lambda x: np.cumsum(x, 0), "m34c"),
@@ -348,6 +350,11 @@ def test_det_second_derivative_at_exactly_singular_matrix_raises():
 def test_slogdet_of_singular_matrix_raises_naming_it():
     with pytest.raises(np.linalg.LinAlgError, match="slogdet.*singular"):
         ad.gradient(lambda a: np.linalg.slogdet(a)[1], SINGULAR["2x2 rank 1"])
+
+
+def test_slogdet_sign_of_real_singular_matrix_has_zero_derivative():
+    a = SINGULAR["2x2 rank 1"]
+    assert np.array_equal(ad.gradient(lambda a: np.linalg.slogdet(a)[0], a), np.zeros((2, 2)))
 
 
 def test_slogdet_gradient_is_inverse_transpose():

@@ -18,7 +18,7 @@ import numpy as np
 
 from .callforms import callform
 from .core import _dtype, frule, is_traced, rrule, value
-from .rulekit import _conj
+from .rulekit import _add, _conj
 
 __all__: list = []
 
@@ -124,10 +124,10 @@ def slogdet_rrule(a):
 
     def slogdet_pullback(ybar):
         sbar, lbar = ybar
-        coef = 0.0 if lbar is None else np.real(lbar)
-        if complex_ and sbar is not None:
-            coef = coef - 1j * np.imag(np.conj(sbar) * sign)
-        if sbar is None and lbar is None:
+        coef = None if lbar is None else np.real(lbar)
+        if complex_ and sbar is not None:  # the sign of a real matrix is locally constant
+            coef = _add(coef, -1j * np.imag(np.conj(sbar) * sign))
+        if coef is None:
             return (None,)
         return (_matrix_scalar(coef) * _mH(_inverse_for_slogdet(a)),)
     return (sign, logabsdet), slogdet_pullback
