@@ -18,6 +18,12 @@ Design
 * **The tape** is the graph of `Node` objects reachable from the output;
   `core.backward` walks it once in reverse topological order. Cotangents are
   summed out of place and never mutated.
+* **Call forms** (`callforms`): a traced call is bound once to the numpy
+  function's signature, so a rule sees its data by position and its options
+  by name whatever form the user wrote (``np.sum(x, 0)``, ``x.sum(axis=-2)``,
+  ``np.clip(x, min=0)``); an option the rule does not declare raises
+  `NoRuleError` naming the function and the argument, ``out=`` a
+  ``TypeError``. `check_modes` checks one call form in every mode.
 * **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
