@@ -347,6 +347,32 @@ def test_every_registered_rule_has_call_form_rows():
     assert len(covered & _registered()) >= 60
 
 
+# (call, canonical data, canonical options) -- what a rule receives
+A, LO, HI = object(), object(), object()
+CANONICAL = [
+    (lambda: (np.sum, (A, 0), {}), (A,), {"axis": 0}),
+    (lambda: (np.sum, (), {"a": A, "axis": -1, "keepdims": False}), (A,), {"axis": -1,
+                                                                          "keepdims": False}),
+    (lambda: (np.sum, (A, None, None, None), {"where": True}), (A,), {"where": True}),
+    (lambda: (np.max, (A,), {"out": None, "axis": (0, 1)}), (A,), {"axis": (0, 1)}),
+    (lambda: (np.clip, (A,), {"min": LO, "max": HI}), (A, LO, HI), {}),
+    (lambda: (np.clip, (A,), {"max": HI}), (A, None, HI), {}),
+    (lambda: (np.reshape, (A, (2, 3), "C"), {}), (A,), {"shape": (2, 3)}),
+    (lambda: (np.reshape, (A, (2, 3)), {"order": "F"}), (A,), {"shape": (2, 3), "order": "F"}),
+    (lambda: (np.transpose, (A, None), {}), (A,), {}),
+    (lambda: (np.linalg.norm, (A, 2, (0, 1), False), {}), (A,), {"ord": 2, "axis": (0, 1)}),
+]
+
+
+@pytest.mark.parametrize("call, data, options", CANONICAL)
+def test_canonical_form_of_a_call(call, data, options):
+    from topopt.ad.callforms import canonical
+    fun, args, kwargs = call()
+    got_data, got_options = canonical(fun, args, kwargs)
+    assert len(got_data) == len(data) and all(g is d for g, d in zip(got_data, data))
+    assert got_options == options
+
+
 # varargs functions (no signature to bind) whose rules check every keyword themselves;
 # each has a row in UNSUPPORTED
 CHECKS_KEYWORDS_ITSELF = {np.einsum}
