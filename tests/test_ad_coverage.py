@@ -446,6 +446,8 @@ UNSUPPORTED = [
     (lambda x: np.einsum("ij->", x, out=BUF0), TypeError, ["numpy.einsum", "out="]),
     (lambda x: np.einsum("ij->", x, bogus=1), ad.NoRuleError, ["numpy.einsum", "bogus="]),
     (lambda x: np.einsum("ij->i", x, dtype=int), TypeError, ["numpy.einsum", "dtype=int64"]),
+    (lambda x: np.einsum("ij->i", x + 1j, dtype=float, casting="unsafe"), ad.NoRuleError,
+     ["numpy.einsum", "casting='unsafe'"]),
     (lambda x: np.tensordot(x, x.T, axes=1, bogus=2), TypeError, ["tensordot", "bogus"]),
     (lambda x: ad.logsumexp(x, keepdims=1), TypeError, ["logsumexp", "keepdims"]),
     (lambda x: ad.logsumexp(x, axis=[0]), TypeError, ["logsumexp", "axis"]),

@@ -68,8 +68,7 @@ def _parse(operands):
 _OPTIONS = ("optimize", "dtype", "order", "casting")
 
 
-def _setup(operands, kw):
-    """Subscripts, output, operand positions and the `optimize` of the cotangent einsums."""
+def _check_keywords(kw):
     for key, v in kw.items():
         if key == "out":
             raise TypeError("numpy.einsum(..., out=...) on a traced value: traced arrays are "
@@ -79,9 +78,17 @@ def _setup(operands, kw):
                               f"{key}={v!r}; the rule supports {', '.join(_OPTIONS)}")
         if isinstance(v, Box):
             raise NoRuleError(f"argument '{key}' of numpy.einsum is traced; pass ad.value(...)")
+        if key == "casting" and v == "unsafe":
+            raise NoRuleError("no differentiation rule for numpy.einsum with casting='unsafe' "
+                              "(a complex to real cast drops the imaginary part); take np.real "
+                              "of the result instead")
     if kw.get("dtype") is not None and np.dtype(kw["dtype"]).kind not in "fc":
         raise TypeError(f"numpy.einsum(..., dtype={np.dtype(kw['dtype']).name}) of a traced "
                         "value: an integer or boolean result has no derivative")
+
+
+def _setup(operands, kw):
+    """Subscripts, output, operand positions and the `optimize` of the cotangent einsums."""
     opt = kw.get("optimize", False)
     return (*_parse(operands), opt if isinstance(opt, (bool, str)) else True)
 
@@ -131,9 +138,10 @@ def _operand_cotangent(k, ins, out, arrays, ybar, opt):
 
 @rrule(np.einsum)
 def einsum_rrule(*operands, **kw):
+    _check_keywords(kw)
+    y = np.einsum(*operands, **kw)  # numpy checks the subscripts first
     ins, out, positions, opt = _setup(operands, kw)
     arrays = [operands[i] for i in positions]
-    y = np.einsum(*operands, **kw)
 
     def einsum_pullback(ybar):
         cts = [None] * len(operands)
@@ -145,6 +153,8 @@ def einsum_rrule(*operands, **kw):
 
 @frule(np.einsum)
 def einsum_frule(primals, tangents, **kw):
+    _check_keywords(kw)
+    y = np.einsum(*primals, **kw)
     ins, out, positions, opt = _setup(primals, kw)
     arrays = [primals[i] for i in positions]
     spec = ",".join(ins) + "->" + out
@@ -153,7 +163,7 @@ def einsum_frule(primals, tangents, **kw):
         if tangents[pos] is not None:
             args = [tangents[pos] if j == k else a for j, a in enumerate(arrays)]
             ydot = _add(ydot, np.einsum(spec, *args, optimize=opt))
-    return np.einsum(*primals, **kw), ydot
+    return y, ydot
 
 
 # ---------------------------------------------------------------- tensordot
