@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -269,3 +270,33 @@ def test_every_run_checks_out_and_checkpoint_before_any_evaluation(tmp_path, mon
     with pytest.raises(OSError, match="cannot write"):
         load_problem(name).run(**kwargs, maxeval=2, **paths)
     assert passes == [] and solves == []
+
+
+@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_second_signal_aborts_the_evaluation_and_says_how_to_resume(tmp_path, monkeypatch,
+                                                                     capsys, sig, status):
+    """Two signals in one evaluation: minimize raises KeyboardInterrupt at once; the
+    script records the run from the checkpoint (3 whole evaluations) and exits 128 + signum."""
+    out = tmp_path / "run"
+    ck = out / "checkpoint.npz"
+    responses, calls = ComplianceProblem.responses, []
+
+    def twice(self, x, beta=None):
+        calls.append(1)
+        if len(calls) == 4:
+            os.kill(os.getpid(), getattr(signal, sig))       # stop after this evaluation
+            os.kill(os.getpid(), getattr(signal, sig))       # no: abort now
+        return responses(self, x, beta)
+
+    monkeypatch.setattr(ComplianceProblem, "responses", twice)
+    before = signal.getsignal(getattr(signal, sig))
+    with pytest.raises(SystemExit) as info:
+        mbb_beam.main(["--nelx", "8", "--nely", "4", "--rmin", "1.5", "--maxeval", "20",
+                       "--out", str(out), "--quiet"])
+    assert info.value.code == status
+    assert f"aborted after 3 evaluations; resume with --resume {ck}" in capsys.readouterr().err
+    saved = json.load(open(out / "result.json"))
+    assert (saved["status"], saved["signal"], saved["evaluations"], saved["resume"]) == \
+        ("interrupted", sig, 3, f"--resume {ck}")
+    assert load_checkpoint(ck)["status"] == "interrupted"
+    assert signal.getsignal(getattr(signal, sig)) == before   # the handler restored

@@ -730,7 +730,7 @@ class _Signals:
 
     def handler(self, signum, frame):
         if self.run.stop_reason == "interrupted":
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt(signal.Signals(signum).name)
         self.run.stop_reason = "interrupted"
         self.run.signal = signal.Signals(signum).name
         if self.run.o["verbose"]:

@@ -477,35 +477,49 @@ def signals_held():
 
 @contextlib.contextmanager
 def script_errors(out: str | None):
-    """Record a run that raised: ``OUT/result.json`` with ``"status": "error"``.
+    """End a problem script whose run raised, keeping what it did.
 
     When `minimize` wrote its checkpoint on the way out (the exception
-    carries ``topopt_checkpoint``), the record has the evaluations and the
-    objective history from it, and a line on stderr says where the last good
-    design is and how to resume. The exception propagates.
+    carries ``topopt_checkpoint``), ``OUT/result.json`` records the run from
+    it (evaluations, objective history, checkpoint, the option that resumes
+    it) and a line on stderr says where the last good design is:
+
+    * an error: ``"status": "error"`` with the message; the exception
+      propagates;
+    * a second SIGINT/SIGTERM (`minimize` raises ``KeyboardInterrupt``):
+      ``"status": "interrupted"``, ``aborted after N evaluations; resume
+      with --resume PATH``, and the script exits with `exit_status`.
+
+    An exception raised before the run started, or after it returned, leaves
+    ``result.json`` alone and propagates.
     """
     try:
         yield
-    except Exception as e:
+    except (Exception, KeyboardInterrupt) as e:
         ck = getattr(e, "topopt_checkpoint", None)
         saved = None
         if ck is not None:
             with contextlib.suppress(Exception):
                 saved = load_checkpoint(ck)
-        payload = {
-            "status": "error", "error": f"{type(e).__name__}: {e}",
-            "evaluations": 0 if saved is None else saved["evaluations"],
-            "checkpoint": None if saved is None else ck,
-            "resume": None if saved is None else f"--resume {ck}",
-            "objective_history": [] if saved is None else
-            [h.get("objective") for h in saved["history"]],
-        }
+        aborted = isinstance(e, KeyboardInterrupt)
+        sig = e.args[0] if aborted and e.args and e.args[0] in ("SIGINT", "SIGTERM") \
+            else "SIGINT"
         if saved is not None:
-            print(f"error after {saved['evaluations']} evaluations; the last good design and "
-                  f"the history are in {ck}; resume with --resume {ck}",
-                  file=sys.stderr, flush=True)
-        if out is not None:
-            with contextlib.suppress(OSError):
-                atomic_write_text(os.path.join(out, "result.json"),
-                                  json.dumps(payload, indent=2))
+            n = saved["evaluations"]
+            print(f"aborted after {n} evaluations; resume with --resume {ck}" if aborted else
+                  f"error after {n} evaluations; the last good design and the history are "
+                  f"in {ck}; resume with --resume {ck}", file=sys.stderr, flush=True)
+            payload = {
+                "status": "interrupted" if aborted else "error",
+                "signal": sig if aborted else None,
+                "error": None if aborted else f"{type(e).__name__}: {e}",
+                "evaluations": n, "checkpoint": ck, "resume": f"--resume {ck}",
+                "objective_history": [h.get("objective") for h in saved["history"]],
+            }
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    atomic_write_text(os.path.join(out, "result.json"),
+                                      json.dumps(payload, indent=2))
+        if aborted and saved is not None:
+            sys.exit(exit_status(sig))
         raise
