@@ -435,6 +435,7 @@ UNSUPPORTED = [
     (lambda x: np.prod(x, axis=1, out=BUF), TypeError, ["numpy.prod", "out="]),
     (lambda x: np.prod(x, initial=x[0, 0]), ad.NoRuleError, ["numpy.prod", "initial", "traced"]),
     (lambda x: np.cumsum(x, dtype=int), TypeError, ["numpy.cumsum", "dtype=int64"]),
+    (lambda x: np.var(x + 1j, dtype=float), TypeError, ["numpy.var", "dtype=float64", "real"]),
     (lambda x: np.cumprod(x, 0, None, np.empty((3, 4))), TypeError, ["numpy.cumprod", "out="]),
     (lambda x: np.var(x, axis=1, mean=np.mean(x, 1, keepdims=True)), ad.NoRuleError,
      ["numpy.var", "mean", "traced"]),

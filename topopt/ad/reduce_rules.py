@@ -84,6 +84,10 @@ def _cast(fun, a, dtype):
     if dtype.kind not in "fc":
         raise TypeError(f"{fun}(..., dtype={dtype.name}) of a traced value: an integer or "
                         "boolean result has no derivative; use a float or complex dtype")
+    if dtype.kind == "f" and _dtype(a).kind == "c":
+        raise TypeError(f"{fun}(..., dtype={dtype.name}) of a complex traced value: numpy "
+                        "discards the imaginary part at a point of its own choosing; take "
+                        "np.real(x) first")
     return astype(a, dtype) if not isinstance(a, np.ndarray) else a.astype(dtype)
 
 
