@@ -112,11 +112,13 @@ ROWS = [
     row(np.var, "mean= (a constant)", lambda x: np.var(x, axis=1, mean=CENTRE), "m34"),
     row(np.var, "correction=", lambda x: np.var(x, axis=0, correction=1), "m34"),
     row(np.var, "x.var()", lambda x: x.var(), "m34c"),
+    row(np.var, "dtype=complex positional", lambda x: np.var(x, 0, complex), "m34"),
     row(np.std, "all", np.std, "m34"),
     row(np.std, "keepdims", lambda x: np.std(x, -1, keepdims=True), "m34"),
     row(np.std, "ddof where=", lambda x: np.std(x, ddof=1, where=MASK4), "v4"),
     row(np.std, "complex tuple axis", lambda x: np.std(x, axis=(1, 2)), "t234c"),
     row(np.std, "x.std(0)", lambda x: x.std(0), "m34"),
+    row(np.std, "dtype=complex", lambda x: np.std(x, dtype=complex), "m34"),
     # ---------------------------------------------------------------- sort
     row(np.sort, "default (last axis)", np.sort, "m34"),
     row(np.sort, "axis=0", lambda x: np.sort(x, axis=0), "m34"),
