@@ -165,7 +165,7 @@ _scan_callform(np.cumsum)
 @rrule(np.cumsum)
 def cumsum_rrule(a, axis=None):
     shape = _shape(a)
-    ax = _scan_axis(a, axis)[0]
+    ax = 0 if axis is None else _axes(axis, len(shape))[0]
 
     def cumsum_pullback(ybar):
         # y_k = sum_{i <= k} a_i: abar_i = sum_{k >= i} ybar_k
