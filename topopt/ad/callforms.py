@@ -28,12 +28,17 @@ __all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
 
 _NOVALUE = np._NoValue
 _SIMPLE = (bool, int, float, str, type(None))
+_UNKNOWN = object()
 
 
 def _traced(v) -> bool:
     if isinstance(v, Box):
         return True
-    return type(v) in (list, tuple) and any(isinstance(x, Box) for x in v)
+    if type(v) in (list, tuple):
+        for x in v:
+            if isinstance(x, Box):
+                return True
+    return False
 
 
 class CallForm:
@@ -60,7 +65,7 @@ class CallForm:
     """
 
     __slots__ = ("fun", "name", "ndata", "positional", "names", "data_names", "fill",
-                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs")
+                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs", "special")
 
     def __init__(self, fun: Callable, data: int, accepts: Sequence[str] = (),
                  aliases: dict | None = None, rewrite: Callable | None = None,
@@ -84,61 +89,76 @@ class CallForm:
                           for p in plist[:data])
         self.defaults = {p.name: p.default for p in plist[data:]}
         self.required = tuple(p.name for p in plist[data:] if p.default is kinds.empty)
+        self.special = frozenset(self.data_names) | frozenset(self.aliases)
         unknown = self.accepts - self.names
         if unknown:
             raise ValueError(f"{self.name} has no parameters {sorted(unknown)}")
 
-    def _is_default(self, key, v) -> bool:
-        default = self.defaults[key]
-        if v is default or v is _NOVALUE:
-            return True
-        return type(v) in _SIMPLE and type(v) is type(default) and v == default
-
     def bind(self, args: tuple, kwargs: dict | None):
         """``(data, named)``: the canonical form of the call ``fun(*args, **kwargs)``."""
-        name = self.name
         if len(args) > len(self.positional):
-            raise TypeError(f"{name}() takes at most {len(self.positional)} positional "
+            raise TypeError(f"{self.name}() takes at most {len(self.positional)} positional "
                             f"arguments ({len(args)} given)")
-        data = list(args[:self.ndata])
-        named = dict(zip(self.positional[self.ndata:], args[self.ndata:]))
+        nd = self.ndata
+        data = tuple(args[:nd])
+        named = dict(zip(self.positional[nd:], args[nd:])) if len(args) > nd else {}
+        if kwargs:
+            if self.special.isdisjoint(kwargs):
+                for key in kwargs:
+                    if key in named:
+                        raise TypeError(f"{self.name}() got multiple values for argument "
+                                        f"'{key}'")
+                named.update(kwargs)
+            else:
+                data = self._data_keywords(list(data), named, kwargs)
+        for key in self.required:
+            if key not in named:
+                raise TypeError(f"{self.name}() missing required argument '{key}'")
+        return data, self._options(named)
+
+    def _data_keywords(self, data, named, kwargs):
+        """Move data arguments given by keyword (or by an alias) to their position."""
         given = {}
-        for key, v in (kwargs or {}).items():
+        for key, v in kwargs.items():
             key = self.aliases.get(key, key)
-            if key in self.data_names or key in named or key in given:
-                pos = self.data_names.get(key)
-                if pos is None or pos < len(data) or pos in given:
-                    raise TypeError(f"{name}() got multiple values for argument '{key}'")
-                given[pos] = v
-            elif key in self.names or self.varargs:
+            pos = self.data_names.get(key)
+            if key in named or (pos is not None and (pos < len(data) or pos in given)):
+                raise TypeError(f"{self.name}() got multiple values for argument '{key}'")
+            if pos is None:
                 named[key] = v
             else:
-                raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+                given[pos] = v
         if given:
             data += self.fill[len(data):max(given) + 1]
             for pos, v in given.items():
                 data[pos] = v
-        for key in self.required:
-            if key not in named:
-                raise TypeError(f"{name}() missing required argument '{key}'")
+        return tuple(data)
+
+    def _options(self, named: dict) -> dict:
+        """The options other than their defaults; raises for one the rule does not take."""
         out = {}
         for key, v in named.items():
-            if key in self.defaults and self._is_default(key, v):
+            default = self.defaults.get(key, _UNKNOWN)
+            if default is _UNKNOWN and not self.varargs:
+                raise TypeError(f"{self.name}() got an unexpected keyword argument '{key}'")
+            if v is default or v is _NOVALUE or (
+                    type(v) in _SIMPLE and type(v) is type(default) and v == default):
                 continue
             if key == "out":
                 raise TypeError(
-                    f"{name}(..., out=...) on a traced value: traced arrays are immutable; "
-                    "use the returned array instead of out=")
+                    f"{self.name}(..., out=...) on a traced value: traced arrays are "
+                    "immutable; use the returned array instead of out=")
             if key not in self.accepts:
                 raise NoRuleError(
-                    f"no differentiation rule for {name} with the argument {key}={v!r}; "
+                    f"no differentiation rule for {self.name} with the argument {key}={v!r}; "
                     f"the rule supports {', '.join(sorted(self.accepts)) or 'no options'}")
             if _traced(v):
                 raise NoRuleError(
-                    f"argument '{key}' of {name} is traced but {name} is differentiated "
-                    f"only in {', '.join(self.data_names)}; pass ad.value(...) for it")
+                    f"argument '{key}' of {self.name} is traced but {self.name} is "
+                    f"differentiated only in {', '.join(self.data_names)}; pass ad.value(...) "
+                    "for it")
             out[key] = v
-        return tuple(data), out
+        return out
 
 
 def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
