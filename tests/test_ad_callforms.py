@@ -439,6 +439,8 @@ UNSUPPORTED = [
     (lambda x: np.dot(x, x.T, out=np.empty((3, 3))), TypeError, ["numpy.dot", "out="]),
     (lambda x: np.exp(x, where=M34_POS), ad.NoRuleError, ["numpy.exp", "where="]),
     (lambda x: np.add(x, 1, casting="unsafe"), ad.NoRuleError, ["numpy.add", "casting="]),
+    (lambda x: np.exp(x + 1j, dtype=float), TypeError, ["numpy.exp", "dtype=float64",
+                                                         "complex128"]),
     (lambda x: np.matmul(x, x.T, axes=[(0, 1), (0, 1), (0, 1)]), ad.NoRuleError,
      ["numpy.matmul", "axes="]),
     (lambda x: np.clip(x, 0, 1, casting="unsafe"), ad.NoRuleError, ["numpy.clip", "casting="]),

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core import Box, NoRuleError, apply, astype
+from .core import Box, NoRuleError, _dtype, apply, astype
 from .registry import _forms, _name
 
 __all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
@@ -204,6 +204,10 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
                 "traced ufunc calls take dtype= (and default casting/order/subok/where) only")
     if dtype is not None:
         dt = np.dtype(dtype)
+        for a in inputs:
+            if not np.can_cast(_dtype(a), dt, "same_kind"):
+                raise TypeError(f"{_name(ufunc)}(..., dtype={dt.name}): cannot cast an input "
+                                f"from {_dtype(a)} to {dt} with casting rule 'same_kind'")
         inputs = tuple(astype(a, dt) if isinstance(a, Box) else np.asarray(a).astype(dt)
                        for a in inputs)
     return apply(ufunc, inputs)
