@@ -35,12 +35,17 @@ def _sort_index(a, axis):
 
 
 def _inverse_index(index, axis):
+    """The index of the inverse permutation (a scatter of ``arange``, no second sort)."""
     if axis is None:
-        return np.argsort(index, kind="stable")
+        inverse = np.empty_like(index)
+        inverse[index] = np.arange(index.size)
+        return inverse
     ax = int(axis) % len(index)
-    inverse = list(index)
-    inverse[ax] = np.argsort(index[ax], axis=ax, kind="stable")
-    return tuple(inverse)
+    perm = index[ax]
+    inverse = np.empty_like(perm)
+    ranks = np.arange(perm.shape[ax]).reshape([-1 if i == ax else 1 for i in range(perm.ndim)])
+    np.put_along_axis(inverse, perm, np.broadcast_to(ranks, perm.shape), axis=ax)
+    return tuple(inverse if i == ax else ix for i, ix in enumerate(index))
 
 
 callform(np.sort, 1, ("axis", "kind", "stable"))
