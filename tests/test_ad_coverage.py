@@ -59,6 +59,9 @@ SPARSE = sps.csc_matrix(np.diag([4.0, 3.0, 5.0, 2.0]) + np.diag([1.0, -1.0, 0.5]
 SPARSE_C = sps.csc_matrix(SPARSE.toarray() + 0.5j * np.eye(4, k=1))
 
 
+PATH = np.einsum_path("ij,jk,k->i", X["m34"], X["m42"], X["v2"], optimize="optimal")[0]
+
+
 def row(fun, label, call, inputs):
     return fun, label, call, tuple(inputs.split(","))
 
@@ -189,6 +192,8 @@ ROWS = [
         a, [Ellipsis, 1], b, [1]), "t234,v4"),
     row(np.einsum, "complex outer", lambda a, b: np.einsum("i,j->ij", a, b), "v4c,v5"),
     row(np.einsum, "dtype=complex", lambda a: np.einsum("ij->j", a, dtype=complex), "m34"),
+    row(np.einsum, "optimize=<path from einsum_path>", lambda a, b, c: np.einsum(
+        "ij,jk,k->i", a, b, c, optimize=PATH), "m34,m42,v2"),
     # ---------------------------------------------------------- tensordot
     row(np.tensordot, "default axes=2", np.tensordot, "t234,t342"),
     row(np.tensordot, "axes=1", lambda a, b: np.tensordot(a, b, axes=1), "m34,m43"),
@@ -229,6 +234,9 @@ ROWS = [
     row("spsolve", "column (n, 1)", lambda b: ad.spsolve(SPARSE, b), "m41"),
     row("spsolve", "several right-hand sides", lambda b: ad.spsolve(SPARSE, b), "m42"),
     row("spsolve", "complex", lambda b: ad.spsolve(SPARSE_C, b), "v4c"),
+    row("spsolve", "SuperLU, permc_spec", lambda b: ad.spsolve(
+        SPARSE, b, permc_spec="MMD_AT_PLUS_A", use_umfpack=False), "v4"),
+    row("spsolve", "keyword b=", lambda b: ad.spsolve(SPARSE, b=b), "m42"),
 ]
 
 
@@ -347,6 +355,13 @@ def test_det_gradient_at_singular_matrix_is_the_finite_cofactor_matrix(a):
     np.testing.assert_allclose(ddot, np.sum(_cofactors(a) * d), rtol=0, atol=10 * tol)
 
 
+def test_det_gradient_of_a_stack_with_a_singular_matrix():
+    stack = np.stack([SINGULAR["3x3 rank 2"], X["a3"]])
+    g = ad.gradient(lambda a: np.sum(np.linalg.det(a)), stack)
+    np.testing.assert_allclose(g[0], _cofactors(stack[0]), rtol=0, atol=1e-11)
+    np.testing.assert_allclose(g[1], _cofactors(stack[1]), rtol=1e-12)
+
+
 def test_det_second_derivative_at_exactly_singular_matrix_raises():
     a = SINGULAR["2x2 rank 1"]
     with pytest.raises(np.linalg.LinAlgError, match="second derivatives of numpy.linalg.det"):
@@ -377,6 +392,12 @@ def test_logsumexp_gradient_is_the_softmax_and_values_are_scipys():
     assert y == pytest.approx(np.sum(sp.logsumexp(a, axis=1, b=b)), rel=1e-15)
     softmax = b * np.exp(a) / np.sum(b * np.exp(a), axis=1, keepdims=True)
     np.testing.assert_allclose(g, softmax, rtol=1e-13)
+
+
+def test_logsumexp_gradient_is_zero_at_minus_infinity():
+    a = np.array([-np.inf, 0.0, np.log(3.0)])
+    np.testing.assert_allclose(ad.gradient(ad.logsumexp, a), [0.0, 0.25, 0.75], rtol=1e-15,
+                               atol=0)
 
 
 def test_scipy_logsumexp_of_traced_value_raises_instead_of_dropping_derivative():
@@ -530,7 +551,8 @@ def _tensordot_case(draw):
     ia = [i - na if draw(st.booleans()) else i for i in ia]
     axes = (ia, list(ib)) if k != 1 or draw(st.booleans()) else (ia[0], ib[0])
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    return axes, rng.standard_normal(sizes_a), rng.standard_normal(sizes_b)
+    a, b = rng.standard_normal(sizes_a), rng.standard_normal(sizes_b)
+    return axes, a + 1j * rng.standard_normal(sizes_a) if draw(st.booleans()) else a, b
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
