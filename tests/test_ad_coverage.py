@@ -228,6 +228,7 @@ ROWS = [
     row("logsumexp", "tuple axis keepdims", lambda x: ad.logsumexp(x, (0, 2), keepdims=True),
         "t234"),
     row("logsumexp", "b= traced, broadcast", lambda x, b: ad.logsumexp(x, -1, b), "m34,p4"),
+    row("logsumexp", "list of traced scalars", lambda x, y: ad.logsumexp([x, y, 0.5]), "s,s"),
     row("logsumexp", "return_sign", lambda x, b: ad.logsumexp(x, 1, b, return_sign=True),
         "m34,m34"),
     row("spsolve", "vector", lambda b: ad.spsolve(SPARSE, b), "v4"),
@@ -236,6 +237,7 @@ ROWS = [
     row("spsolve", "complex", lambda b: ad.spsolve(SPARSE_C, b), "v4c"),
     row("spsolve", "SuperLU, permc_spec", lambda b: ad.spsolve(
         SPARSE, b, permc_spec="MMD_AT_PLUS_A", use_umfpack=False), "v4"),
+    row("spsolve", "list b", lambda x, y: ad.spsolve(SPARSE, [x, 1.0, y, 2.0]), "s,s"),
     row("spsolve", "keyword b=", lambda b: ad.spsolve(SPARSE, b=b), "m42"),
 ]
 

@@ -86,7 +86,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         raise TypeError(f"logsumexp: return_sign must be a bool, got {return_sign!r}")
     if axis is not None and not isinstance(axis, (int, np.integer, tuple)):
         raise TypeError(f"logsumexp: axis must be None, an int or a tuple of ints, got {axis!r}")
-    return _logsumexp(a, b, axis, bool(keepdims), bool(return_sign))
+    return _logsumexp(_stacked(a), _stacked(b), axis, bool(keepdims), bool(return_sign))
+
+
+def _stacked(v):
+    """A list of traced values as one traced array (the rules take arrays)."""
+    if type(v) in (list, tuple) and any(is_traced(x) for x in v):
+        return np.stack(v)
+    return v
 
 
 @primitive
@@ -191,7 +198,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
                         f"{type(A).__name__}")
     if is_traced(b) and sps.issparse(value(b)):
         raise TypeError("ad.spsolve: a traced b must be a dense array")
-    return _spsolve(A, b, permc_spec, bool(use_umfpack))
+    return _spsolve(A, _stacked(b), permc_spec, bool(use_umfpack))
 
 
 @primitive
