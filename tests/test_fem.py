@@ -6,6 +6,7 @@ import scipy.sparse as sps
 import skfem
 
 from topopt import ad, fem
+from topopt.fem.supports import unrestrained_modes
 
 
 def top88_KE(nu=0.3):
@@ -160,6 +161,153 @@ def test_complex_non_hermitian_solve_rule(symmetric, solver):
         ad.check_rule(fem.solve, S, a.real, f, seed=seed)
 
 
+SOLVERS = fem.available_solvers(iterative=True)
+
+
+def _left(x):
+    return np.isclose(x[0], 0)
+
+
+def plate():
+    return fem.elasticity(fem.rectangle(8, 4))
+
+
+def brick():
+    return fem.elasticity(fem.box(4, 2, 2))
+
+
+def heat_strips():
+    """Two separate 2 x 1 strips side by side (not one lattice)."""
+    p = np.array([[0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5], [0, 0, 0, 1, 1, 1] * 2], dtype=float)
+    t = np.array([[0, 1, 6, 7], [1, 2, 7, 8], [4, 5, 10, 11], [3, 4, 9, 10]])
+    return fem.heat(skfem.MeshQuad(p, t))
+
+
+# case: (model with too few supports, free rigid-body modes (counted by hand), the
+# support that holds them, a lattice (mg-cg can run))
+UNSUPPORTED = {
+    "roller 2d": (lambda: plate().fix(nodes=_left, components=0), 1,         # u_y translation
+                  lambda m: m.fix(nodes=(0.0, 0.0), components=1), True),
+    "pin 2d": (lambda: plate().fix(nodes=(0.0, 0.0)), 1,                    # rotation
+               lambda m: m.fix(nodes=(8.0, 0.0), components=1), True),
+    "free 2d": (plate, 3, lambda m: m.fix(nodes=_left), True),
+    "free 3d": (brick, 6, lambda m: m.fix(nodes=_left), True),
+    "pin 3d": (lambda: brick().fix(nodes=(0.0, 0.0, 0.0)), 3,               # 3 rotations
+               lambda m: m.fix(nodes=_left), True),
+    "hinge line 3d": (lambda: brick().fix(nodes=lambda x: _left(x) & np.isclose(x[1], 0)), 1,
+                      lambda m: m.fix(nodes=(0.0, 2.0, 0.0), components=0), True),
+    "heat floating strip": (lambda: heat_strips().fix(nodes=_left), 1,
+                            lambda m: m.fix(nodes=(5.0, 1.0)), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNSUPPORTED))
+def test_unrestrained_modes_are_exact_null_vectors(case):
+    """Each reported motion r has r = 0 at the fixed dofs and K(a) r = 0 for any a."""
+    build, count, hold, _ = UNSUPPORTED[case]
+    model = build()
+    args = (model.basis.element_dofs.T, model.Ke, model.ndof)
+    geometry = (model.mesh.p, model.basis.nodal_dofs)
+    found = unrestrained_modes(*args, model.fixed, geometry)
+    assert found.singular and found.count == found.modes.shape[1] == count
+    r = found.modes
+    assert np.all(r[model.fixed] == 0)
+    S = fem.LinearSystem(*args, solver="superlu")
+    a = np.random.default_rng(0).uniform(1e-3, 1.0, model.n_el)
+    K = S.matrix(a)
+    assert np.abs(K @ r).max() <= 1e-13 * abs(K).max() * np.abs(r).max()
+    assert not unrestrained_modes(*args, hold(model).fixed, geometry).singular
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("case", sorted(UNSUPPORTED))
+def test_unsupported_models_raise_on_every_backend(case, solver):
+    build, count, hold, lattice = UNSUPPORTED[case]
+    if solver == "mg-cg" and not lattice:
+        pytest.skip("mg-cg needs a lattice")
+    model = build()
+    f = model.body_load(np.ones(model.components))
+    E = np.random.default_rng(1).uniform(0.5, 1.0, model.n_el)
+    word = "no fixed dof" if case.startswith("free") or "floating" in case else r"mode\(s\) free"
+    with pytest.raises(fem.SingularSystemError, match=word):
+        model.solve(E, f, solver)
+    hold(model)                                                # the same model, held
+    u = model.solve(E, f, solver)
+    ref = model.solve(E, f, "superlu")
+    np.testing.assert_allclose(u, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
+
+
+def cut_design(model, kind):
+    """Coefficients of a plate clamped at x = 0 with the column 3 < x < 4 cut out.
+
+    "cut": the whole column is void, the part x > 4 floats; "hinge": the
+    column keeps its bottom element and the next one keeps only its second
+    element, which touch at the node (4, 1) only: the right part turns about it.
+    """
+    c = fem.element_centroids(model.mesh)
+    a = np.ones(model.n_el)
+    a[(c[:, 0] > 3) & (c[:, 0] < 4)] = 0.0
+    if kind == "hinge":
+        a[(c[:, 0] > 3) & (c[:, 0] < 4) & (c[:, 1] < 1)] = 1.0
+        a[(c[:, 0] > 4) & (c[:, 0] < 5) & ((c[:, 1] < 1) | (c[:, 1] > 2))] = 0.0
+    return a
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("kind", ["cut", "hinge"])
+def test_zero_coefficients_that_cut_a_part_loose_raise(kind, solver):
+    model = plate().fix(nodes=_left)
+    f = model.point_load((8.0, 4.0), (0.0, -1.0))
+    a = cut_design(model, kind)
+    with pytest.raises(fem.SingularSystemError, match="coefficient is 0 left out"):
+        model.solve(a, f, solver)
+    # the structural verdict counts the motions: a floating part (3) or one hinge (1)
+    S = model.system(solver)
+    found = unrestrained_modes(S.element_dofs, S.Ke, S.ndof, S.fixed, S.geometry,
+                               active=a != 0)
+    assert found.count == (3 if kind == "cut" else 1)
+    # Emin = 1e-9 instead of 0 holds the part: a regular system (not a false alarm),
+    # solved like SuperLU does (to ~1e-6: its condition number is ~1e10). CG stops at
+    # a relative residual 1e-8, below the rounding floor eps |K| |u| / |f| ~ 2e-6 of
+    # that system (it raises "CG stalled"): 1e-6 for the CG backends
+    a = np.where(a == 0, 1e-9 if solver in fem.available_solvers() else 1e-6, a)
+    ref = model.solve(a, f, "superlu")
+    u = model.solve(a, f, solver)
+    assert abs(f @ u - f @ ref) <= 1e-5 * abs(f @ ref)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_singular_to_working_precision_raises(solver):
+    """A part held by coefficients of 1e-20 (contrast beyond 1/eps) is caught numerically.
+
+    The structure is sound (no zero coefficient), so only the solve can tell:
+    the Rayleigh quotient ``x^T b / x^T D x`` of the computed solution is at
+    most about 1e-20 (or the factorization or CG fails outright).
+    """
+    model = plate().fix(nodes=_left)
+    f = model.point_load((8.0, 4.0), (0.0, -1.0))
+    a = np.where(cut_design(model, "cut") == 0, 1e-20, 1.0)
+    with pytest.raises(fem.SingularSystemError):
+        model.solve(a, f, solver)
+
+
+def test_springs_in_K0_hold_a_free_mode():
+    """A spring in the constant part restrains the translation that the roller leaves free."""
+    model = plate().fix(nodes=_left, components=0)
+    args = (model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed)
+    geometry = (model.mesh.p, model.basis.nodal_dofs)
+    f = model.point_load((8.0, 4.0), (0.0, -1.0))
+    spring = sps.coo_matrix(([2.0], ([model.dofs(nodes=(0.0, 0.0), components=1)[0]],) * 2),
+                            shape=(model.ndof, model.ndof))
+    with pytest.raises(fem.SingularSystemError, match="mode"):
+        fem.solve(fem.LinearSystem(*args, geometry=geometry, solver="superlu"),
+                  np.ones(model.n_el), f)
+    S = fem.LinearSystem(*args, K0=spring, geometry=geometry, solver="superlu")
+    u = fem.solve(S, np.ones(model.n_el), f)
+    # the whole load passes through the spring: its extension is F / k = -1 / 2
+    assert u[model.dofs(nodes=(0.0, 0.0), components=1)[0]] == pytest.approx(-0.5, rel=1e-9)
+
+
 def test_singular_systems_raise():
     mesh = fem.rectangle(4, 2)
     with pytest.raises(fem.SingularSystemError, match="no fixed dof"):
@@ -169,10 +317,18 @@ def test_singular_systems_raise():
     model = fem.elasticity(two_parts).fix(nodes=lambda x: x[0] < 2)
     with pytest.raises(fem.SingularSystemError, match="no fixed dof"):
         model.solve(np.ones(2), model.point_load((4, 1), (0, 1)))
+    # without geometry only "a fixed dof per connected part" is checked structurally
+    S = fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,
+                         requires_support=True, solver="superlu")
+    with pytest.raises(fem.SingularSystemError, match="no fixed dof"):
+        fem.solve(S, np.ones(2), model.point_load((4, 1), (0, 1)))
+    # ... and the roller case of the issue by the solve (Rayleigh quotient ~1e-16)
+    model = fem.elasticity(mesh).fix(nodes=_left, components=0)
     for solver in fem.available_solvers():
-        model = fem.elasticity(mesh).fix(nodes=lambda x: np.isclose(x[0], 0), components=0)
+        S = fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,
+                             requires_support=True, solver=solver)
         with pytest.raises(fem.SingularSystemError):
-            model.solve(np.ones(8), model.point_load((4, 1), (0, 1)), solver)
+            fem.solve(S, np.ones(8), model.point_load((4, 1), (0, 1)))
 
 
 def test_bad_input():
