@@ -151,6 +151,7 @@ class LinearSystem:
         self._singular = None       # its error message
         self._zeros_checked = None
         self._psd_elements = None
+        self._check_structure(raise_=False)    # once per system; raised by `factorize`
         self._build_pattern()
         self.counts = defaultdict(int)
         self.timers = defaultdict(float)
@@ -185,7 +186,7 @@ class LinearSystem:
                     "stiffness matrix is singular (rigid-body motion). Add supports.")
         return None
 
-    def _check_structure(self, active=None):
+    def _check_structure(self, active=None, raise_: bool = True):
         """Raise if the supports leave a rigid-body motion free (`topopt.fem.supports`).
 
         The verdict for all elements is computed once and kept; with `active`
@@ -210,7 +211,7 @@ class LinearSystem:
             self._singular = self._check_support()
         elif verdict is not None and verdict.singular:
             self._singular = verdict.message()
-        if self._singular:
+        if self._singular and raise_:
             raise SingularSystemError(self._singular)
 
     def _check_zeros(self, a):
