@@ -198,6 +198,8 @@ UNSUPPORTED = {
                       lambda m: m.fix(nodes=(0.0, 2.0, 0.0), components=0), True),
     "heat floating strip": (lambda: heat_strips().fix(nodes=_left), 1,
                             lambda m: m.fix(nodes=(5.0, 1.0)), False),
+    "heat free 1d": (lambda: fem.heat(skfem.MeshLine(np.linspace(0, 1, 6))), 1,
+                     lambda m: m.fix(nodes=_left), False),
 }
 
 
@@ -228,7 +230,7 @@ def test_unsupported_models_raise_on_every_backend(case, solver):
     model = build()
     f = model.body_load(np.ones(model.components))
     E = np.random.default_rng(1).uniform(0.5, 1.0, model.n_el)
-    word = "no fixed dof" if case.startswith("free") or "floating" in case else r"mode\(s\) free"
+    word = "no fixed dof" if "free " in case or "floating" in case else r"mode\(s\) free"
     with pytest.raises(fem.SingularSystemError, match=word):
         model.solve(E, f, solver)
     hold(model)                                                # the same model, held
@@ -306,6 +308,31 @@ def test_springs_in_K0_hold_a_free_mode():
     u = fem.solve(S, np.ones(model.n_el), f)
     # the whole load passes through the spring: its extension is F / k = -1 / 2
     assert u[model.dofs(nodes=(0.0, 0.0), components=1)[0]] == pytest.approx(-0.5, rel=1e-9)
+
+
+def test_wave_like_systems_held_by_K0_are_not_singular():
+    """A mass term in K0 holds the constant mode that Ke alone leaves free (PML-like K0)."""
+    mesh = fem.rectangle(6, 6)
+    basis = skfem.Basis(mesh, skfem.ElementQuad1())
+    Ke = skfem.BilinearForm(lambda u, v, w: skfem.helpers.dot(skfem.helpers.grad(u),
+                                                              skfem.helpers.grad(v)))
+    Ke = Ke.elemental(basis).tolocal()
+    M = skfem.BilinearForm(lambda u, v, w: u * v).assemble(basis)
+    geometry = (mesh.p, basis.nodal_dofs)
+    rng = np.random.default_rng(4)
+    f = rng.standard_normal(basis.N) + 1j * rng.standard_normal(basis.N)
+    a = rng.uniform(0.5, 1.5, mesh.t.shape[1])
+    for solver in COMPLEX_SOLVERS:
+        S = fem.LinearSystem(basis.element_dofs.T, Ke, basis.N, (), K0=(-2.0 + 0.7j) * M,
+                             symmetric=True, solver=solver, geometry=geometry)
+        u = fem.solve(S, a, f)
+        K = S.matrix(a)
+        assert np.linalg.norm(K @ u - f) <= 1e-10 * np.linalg.norm(f)
+    # without the mass term nothing holds the constant
+    S = fem.LinearSystem(basis.element_dofs.T, Ke, basis.N, (), solver="superlu",
+                         geometry=geometry)
+    with pytest.raises(fem.SingularSystemError, match="no fixed dof"):
+        fem.solve(S, a, f.real)
 
 
 def test_singular_systems_raise():

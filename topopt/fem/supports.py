@@ -53,8 +53,9 @@ _MAX_REPORTED = 32
 def rigid_body_modes(p: np.ndarray, nodal_dofs: np.ndarray, ndof: int) -> np.ndarray:
     """Near-nullspace ``(ndof, k)``: rigid-body modes of elasticity, or constants.
 
-    Translations and rotations (3 in 2-D, 6 in 3-D) when each node carries
-    one dof per space dimension, otherwise one constant per component.
+    Translations and rotations (3 in 2-D, 6 in 3-D; the translation in 1-D)
+    when each node carries one dof per space dimension, otherwise one
+    constant per component.
 
     Examples
     --------
@@ -81,7 +82,7 @@ def rigid_body_modes(p: np.ndarray, nodal_dofs: np.ndarray, ndof: int) -> np.nda
     modes = [np.eye(dim)[c][:, None] * np.ones(p.shape[1]) for c in range(dim)]
     if dim == 2:
         modes.append(np.array([-x[1], x[0]]))
-    else:
+    elif dim == 3:
         modes += [np.array([0 * x[0], -x[2], x[1]]), np.array([x[2], 0 * x[0], -x[0]]),
                   np.array([-x[1], x[0], 0 * x[0]])]
     B = np.zeros((ndof, len(modes)))
@@ -284,7 +285,10 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
     B = _verified_modes(B, element_dofs, Ke)
     if B.shape[1] == 0:
         return None if not unused else Unrestrained(np.zeros((ndof, 0)), 0, 0, unused, "")
-    B = B / np.abs(B[used]).max(axis=0)                                 # O(1) columns
+    size = np.abs(B[used]).max(axis=0, initial=0.0)
+    B = B[:, size > 0] / size[size > 0]                                 # O(1) columns
+    if B.shape[1] == 0:
+        return None
     dim, ncomp = p.shape[0], nodal_dofs.shape[0]
     rotations = ncomp == dim and B.shape[1] > dim
     N = _element_nodes(element_dofs, node_of)
