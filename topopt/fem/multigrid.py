@@ -37,9 +37,12 @@ solution of the same kind when that is closer than zero. Options: see
 
 Measured on SIMP iterates (Emin = 1e-9, rtol = 1e-8): 11-16 CG iterations
 per solve on a 40 x 20 x 20 cantilever, ~18 (at most 57) on the 60 x 20 x
-4 one. Known weakness: solid islands held only by void (Emin) give
-near-singular modes that the geometric coarse spaces miss; CG then needs
-hundreds of iterations (a design with ten such islands took ~1000).
+4 one, 36 (at most 169, warm started) over the first 20 designs of the
+1200 x 400 MBB beam, whose later designs have large void regions (a cold
+solve of the last one, the benchmark's floor, took 18 s). Known weakness:
+solid islands held only by void (Emin) give near-singular modes that the
+geometric coarse spaces miss; CG then needs hundreds of iterations (a
+design with ten such islands took ~1000).
 """
 
 from __future__ import annotations
