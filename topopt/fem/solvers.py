@@ -31,7 +31,14 @@ __all__ = ["SingularSystemError", "available_solvers", "pick_solver", "factorize
 
 
 class SingularSystemError(np.linalg.LinAlgError):
-    """The system matrix is singular (e.g. a part of the domain has no support)."""
+    """The system matrix is singular (e.g. a part of the domain has no support).
+
+    Raised the same way by every backend: before the factorization when the
+    supports leave a rigid-body motion free (`topopt.fem.supports`, a proof
+    that does not depend on rounding), by the factorization or CG when they
+    break down, and after a solve whose Rayleigh quotient shows a matrix
+    singular to working precision (`topopt.fem.system.RAYLEIGH_TOL`).
+    """
 
 
 def _has_pyamg() -> bool:
