@@ -30,6 +30,12 @@ Elements whose coefficient is exactly zero can be left out (``active``),
 which makes the check per design (`LinearSystem` does so only when ``a``
 has zeros). A mesh without the rotations in the element kernel (e.g. a
 vector Laplacian) keeps only the modes that pass step 1.
+
+Springs and other constant stiffness count when they are in ``K0`` when
+the `LinearSystem` is built (its verdict is kept); stiffness added to
+``K`` in another way is not seen here, only by the numerical check after
+each solve. Mechanisms that are not rigid motions of rigid parts (e.g. an
+element kernel larger than the rigid modes) are left to that check too.
 """
 
 from __future__ import annotations
