@@ -444,8 +444,19 @@ def _add_at_traced_values(v):
 @pytest.mark.parametrize("call", [_add_at_traced_target, _add_at_traced_values])
 def test_np_add_at_on_traced_value_raises(call):
     # in place, so not traceable: ad.scatter_add is the functional form
-    with pytest.raises(ad.NoRuleError, match=r"add\.at"):
+    with pytest.raises(TypeError, match=r"add\.at .*ad\.scatter_add"):
         ad.gradient(call, X["v2"])
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_slogdet_keeps_its_field_names(mode):
+    A = np.array([[2.0, 1.0], [0.5, 3.0]])
+    f = lambda A: np.linalg.slogdet(A).logabsdet                       # noqa: E731
+    if mode == "reverse":
+        g = ad.gradient(f, A)
+    else:
+        g = np.array([ad.jvp(f, (A,), (e.reshape(2, 2),))[1] for e in np.eye(4)]).reshape(2, 2)
+    np.testing.assert_allclose(g, np.linalg.inv(A).T, rtol=1e-12)       # d ln|det A| = A^-T
 
 
 def test_std_at_constant_input_has_zero_gradient():

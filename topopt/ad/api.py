@@ -25,12 +25,19 @@ def _zeros_like(x):
     return np.zeros(_shape(x), _dtype(x))
 
 
+def _rebuild(y, items: list):
+    """`items` in a sequence of `y`'s type (a named tuple keeps its fields)."""
+    if hasattr(y, "_fields"):
+        return type(y)(*items)
+    return type(y)(items) if type(y) in (tuple, list) else tuple(items)
+
+
 def _strip(y, trace):
     """Remove `trace`'s boxes from an output structure (tuples, lists, dicts)."""
     if isinstance(y, Box):
         return y.value if y.trace is trace else y
-    if type(y) in (tuple, list):
-        return type(y)(_strip(v, trace) for v in y)
+    if isinstance(y, (tuple, list)):
+        return _rebuild(y, [_strip(v, trace) for v in y])
     if type(y) is dict:
         return {k: _strip(v, trace) for k, v in y.items()}
     return y
@@ -40,14 +47,14 @@ def _outputs(y, trace):
     """The boxes of `trace` in an output structure, in a fixed order."""
     if isinstance(y, Box):
         return [y] if y.trace is trace else [None]
-    if type(y) in (tuple, list):
+    if isinstance(y, (tuple, list)):
         return [b for v in y for b in _outputs(v, trace)]
     return [None]
 
 
 def _flatten(ybar, y):
-    if type(y) in (tuple, list):
-        if type(ybar) not in (tuple, list) or len(ybar) != len(y):
+    if isinstance(y, (tuple, list)):
+        if not isinstance(ybar, (tuple, list)) or len(ybar) != len(y):
             raise ValueError("the cotangent must have the structure of the output")
         return [c for cb, v in zip(ybar, y) for c in _flatten(cb, v)]
     return [ybar]
@@ -158,8 +165,8 @@ def value_and_gradient(f: Callable, *args, argnums: int | Sequence[int] = 0,
 
 
 def _none_like(y):
-    if type(y) in (tuple, list):
-        return type(y)(_none_like(v) for v in y)
+    if isinstance(y, (tuple, list)):
+        return _rebuild(y, [_none_like(v) for v in y])
     return None
 
 
@@ -211,8 +218,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 def _tangent_of(y, trace):
     if isinstance(y, Box) and y.trace is trace:
         return y.tangent
-    if type(y) in (tuple, list):
-        return type(y)(_tangent_of(v, trace) for v in y)
+    if isinstance(y, (tuple, list)):
+        return _rebuild(y, [_tangent_of(v, trace) for v in y])
     if type(y) is dict:
         return {k: _tangent_of(v, trace) for k, v in y.items()}
     return _zeros_like(y) if _differentiable(y) else None

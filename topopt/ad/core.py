@@ -172,6 +172,11 @@ class Box:
             raise TypeError(
                 f"{_name(ufunc)}(..., out=...) on a traced value: traced arrays "
                 "are immutable; use the returned array instead of out=")
+        if method == "at":
+            raise TypeError(
+                f"numpy.{ufunc.__name__}.at modifies an array in place, which a traced "
+                f"value cannot be; use the functional form ad.scatter_add(x, idx, v) "
+                f"(for np.add.at) and build a new array")
         if method != "__call__":
             raise NoRuleError(
                 f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
@@ -533,6 +538,11 @@ def _is_numeric(y) -> bool:
     return isinstance(y, (np.ndarray, np.generic, float, complex, int, Box))
 
 
+def _same_tuple(y: tuple, items: list) -> tuple:
+    """`items` as a tuple of `y`'s type (a named tuple such as slogdet's keeps its fields)."""
+    return type(y)(*items) if hasattr(y, "_fields") else tuple(items)
+
+
 def _record(trace, fun, args, unboxed, y, pullback):
     parents = []
     for pos, a in enumerate(args):
@@ -546,8 +556,8 @@ def _record(trace, fun, args, unboxed, y, pullback):
                             not np.iscomplexobj(value(a))))
     if isinstance(y, tuple):
         node = Node(pullback, parents, fun, len(y))
-        return tuple(Box(yi, trace, node, i) if _is_numeric(yi) else yi
-                     for i, yi in enumerate(y))
+        return _same_tuple(y, [Box(yi, trace, node, i) if _is_numeric(yi) else yi
+                               for i, yi in enumerate(y)])
     return Box(y, trace, Node(pullback, parents, fun, None))
 
 
@@ -575,7 +585,7 @@ def _forward_box(y, trace, ydot):
 def _wrap_forward(trace, y, ydot):
     if isinstance(y, tuple):
         ydot = ydot if ydot is not None else (None,) * len(y)
-        return tuple(_forward_box(yi, trace, ti) for yi, ti in zip(y, ydot))
+        return _same_tuple(y, [_forward_box(yi, trace, ti) for yi, ti in zip(y, ydot)])
     return _forward_box(y, trace, ydot)
 
 

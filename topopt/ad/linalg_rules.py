@@ -119,7 +119,8 @@ def _inverse_for_slogdet(a):
 
 @rrule(np.linalg.slogdet)
 def slogdet_rrule(a):
-    sign, logabsdet = np.linalg.slogdet(a)
+    y = np.linalg.slogdet(a)            # a named tuple (sign, logabsdet)
+    sign = y[0]
     complex_ = _dtype(a).kind == "c"
 
     def slogdet_pullback(ybar):
@@ -130,13 +131,14 @@ def slogdet_rrule(a):
         if coef is None:
             return (None,)
         return (_matrix_scalar(coef) * _mH(_inverse_for_slogdet(a)),)
-    return (sign, logabsdet), slogdet_pullback
+    return y, slogdet_pullback
 
 
 @frule(np.linalg.slogdet)
 def slogdet_frule(primals, tangents):
     a, = primals
-    sign, logabsdet = np.linalg.slogdet(a)
+    y = np.linalg.slogdet(a)
+    sign = y[0]
     t = np.sum(_mT(_inverse_for_slogdet(a)) * tangents[0], axis=(-2, -1))  # tr(A^-1 dA)
     sdot = sign * (1j * np.imag(t)) if _dtype(a).kind == "c" else None
-    return (sign, logabsdet), (sdot, np.real(t))
+    return y, (sdot, np.real(t))
