@@ -19,19 +19,12 @@ import scipy.special as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracles import draws
 from topopt import ad
 from topopt.ad import core
 from topopt.ad.products import eigh
 
-NORMAL = np.random.default_rng(20261201)
-
-
-def _n(*shape):
-    return NORMAL.standard_normal(shape)
-
-
-def _c(*shape):
-    return _n(*shape) + 1j * _n(*shape)
+_n, _c = draws(20261201)           # real and complex draws of one fixed stream
 
 
 # named inputs (fixed once; the rows only read them)

@@ -18,18 +18,11 @@ import scipy.special as sp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from oracles import draws
 from topopt import ad
 from topopt.ad import core
 
-RNG = np.random.default_rng(20261202)
-
-
-def _n(*shape):
-    return RNG.standard_normal(shape)
-
-
-def _c(*shape):
-    return _n(*shape) + 1j * _n(*shape)
+_n, _c = draws(20261202)           # real and complex draws of one fixed stream
 
 
 # named inputs, fixed once

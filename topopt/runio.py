@@ -135,15 +135,21 @@ def check_writable_file(path, name: str) -> str:
     ...
     topopt.runio.OutputPathError: checkpoint: cannot write '.../a_file/run.npz' (...)
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a file path (str or os.PathLike), got "
-                        f"{type(path).__name__}")
-    path = os.fspath(path)
-    if not path:
-        raise ValueError(f"{name} must be a file path, got ''")
+    path = _path_arg(path, name, "file")
     if os.path.isdir(path):
         raise OutputPathError(f"{name}: {path!r} is a folder; expected a file path")
     _probe(os.path.dirname(os.path.abspath(path)), name, path)
+    return path
+
+
+def _path_arg(path, name: str, kind: str) -> str:
+    """`path` as a non-empty str; TypeError/ValueError naming `name`."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a {kind} path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    path = os.fspath(path)
+    if not path:
+        raise ValueError(f"{name} must be a {kind} path, got ''")
     return path
 
 
@@ -157,12 +163,7 @@ def check_writable_folder(folder, name: str) -> str:
     >>> check_writable_folder(out, "--out") == out, os.listdir(out)
     (True, [])
     """
-    if not isinstance(folder, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a folder path (str or os.PathLike), got "
-                        f"{type(folder).__name__}")
-    folder = os.fspath(folder)
-    if not folder:
-        raise ValueError(f"{name} must be a folder path, got ''")
+    folder = _path_arg(folder, name, "folder")
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise OutputPathError(f"{name}: {folder!r} is a file; expected a folder")
     _probe(folder, name, folder)
