@@ -22,7 +22,8 @@ import nlopt
 import numpy as np
 
 from . import ad
-from .runio import atomic_write_text, jsonable, save_checkpoint
+from ._files import atomic_write_text, jsonable
+from .checkpoint import save_checkpoint
 
 if TYPE_CHECKING:
     from .optimize import Stage

@@ -10,9 +10,8 @@ this module; problem scripts use `add_run_arguments`, `run_options`,
   at once, not after 10 evaluations or after the whole run.
 * Every file is written atomically (a temporary file in the same folder,
   then ``os.replace``): an interruption leaves the old file or the new one.
-* `load_checkpoint` reads only what `minimize` wrote; anything else (not an
-  archive, a truncated or corrupt one, an ``.npz`` without our fields, another
-  format version, pickled objects) raises `CheckpointError`, ``not a topopt
+* `load_checkpoint` (`topopt.checkpoint`, imported here) reads only what
+  `minimize` wrote; anything else raises `CheckpointError`, ``not a topopt
   checkpoint: PATH (why)``. Nothing is ever unpickled.
 * A script whose run was interrupted by SIGINT/SIGTERM records
   ``"status": "interrupted"`` in ``result.json``, prints ``interrupted after N
@@ -25,36 +24,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
 import tempfile
 import threading
-import zipfile
-from numbers import Integral, Real
-from typing import Callable, Mapping
+from typing import Mapping
 
-import numpy as np
+# re-exported: the checkpoint (topopt.checkpoint) and atomic writes (topopt._files)
+from ._files import atomic_write_bytes, atomic_write_text, jsonable  # noqa: F401
+from .checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint
 
 __all__ = ["CheckpointError", "OutputPathError", "CHECKPOINT_VERSION", "load_checkpoint",
            "save_checkpoint", "check_writable_file", "check_writable_folder",
            "add_run_arguments", "run_options", "run_record", "exit_status", "finish",
            "script_errors", "signals_held"]
-
-#: Format version of the checkpoints `minimize` writes (``meta["version"]``).
-CHECKPOINT_VERSION = 1
-
-
-class CheckpointError(ValueError):
-    """A file that is not a checkpoint `minimize` can resume from."""
-
-    def __init__(self, path, why: str):
-        self.path, self.why = os.fspath(path), why
-        super().__init__(f"not a topopt checkpoint: {self.path} ({why})")
-
-    def __reduce__(self):                         # picklable (multiprocessing)
-        return type(self), (self.path, self.why)
 
 
 class OutputPathError(OSError, ValueError):
@@ -63,38 +47,6 @@ class OutputPathError(OSError, ValueError):
 
 # --------------------------------------------------------------------------
 # writing
-
-
-def jsonable(obj):
-    """``json.dumps`` default: arrays as lists, numpy scalars as numbers, else repr."""
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return repr(obj)
-
-
-def atomic_write_bytes(path, write: Callable) -> None:
-    """``write(fh)`` into a temporary file beside `path`, then rename it to `path`."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + "-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path, text: str) -> None:
-    """Write `text` (UTF-8) to `path` atomically."""
-    atomic_write_bytes(path, lambda fh: fh.write(text.encode()))
 
 
 def _probe(folder: str, name: str, shown: str) -> None:
@@ -168,172 +120,6 @@ def check_writable_folder(folder, name: str) -> str:
         raise OutputPathError(f"{name}: {folder!r} is a file; expected a folder")
     _probe(folder, name, folder)
     return folder
-
-
-# --------------------------------------------------------------------------
-# checkpoints
-
-_INT, _OPT_INT, _STR, _OPT_STR = "integer >= 0", "integer >= 0 or null", "string", \
-    "string or null"
-_META = {
-    "version": _INT, "status": _STR, "n": _INT, "n_constraints": _OPT_INT, "stage": _INT,
-    "stage_evaluations": _INT, "stage_done": "boolean", "stage_status": _OPT_STR,
-    "evaluations": _INT, "stages": "list", "seconds": "number >= 0",
-    "fe_solves": _OPT_INT, "nlopt_evaluations": _INT, "history": "list",
-}
-
-
-def _is(value, kind: str) -> bool:
-    if value is None and kind.endswith("or null"):
-        return True
-    if kind.startswith("integer"):
-        return isinstance(value, Integral) and not isinstance(value, bool) and value >= 0
-    if kind.startswith("string"):
-        return isinstance(value, str)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "list":
-        return isinstance(value, list)
-    return isinstance(value, Real) and not isinstance(value, bool) and \
-        math.isfinite(value) and value >= 0
-
-
-def save_checkpoint(path, arrays: Mapping[str, np.ndarray], meta: Mapping) -> None:
-    """Write arrays and JSON `meta` as an ``.npz`` checkpoint, atomically."""
-    data = dict(arrays)
-    data["meta"] = np.array(json.dumps(dict(meta, version=CHECKPOINT_VERSION),
-                                       default=jsonable))
-    atomic_write_bytes(path, lambda fh: np.savez(fh, **data))
-
-
-def _read_archive(path: str) -> dict:
-    if not zipfile.is_zipfile(path):
-        with open(path, "rb") as fh:
-            head = fh.read(6)
-        why = ("an empty file" if not head else
-               "a .npy array, not an .npz archive" if head == b"\x93NUMPY" else
-               "a truncated .npz archive: its zip directory is missing"
-               if head.startswith(b"PK\x03\x04") else "not an .npz archive")
-        raise CheckpointError(path, why)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: np.array(data[k]) for k in data.files}
-    except ValueError as e:
-        if "pickle" in str(e) or "Object arrays" in str(e):
-            raise CheckpointError(path, "it holds pickled Python objects, which a "
-                                  "checkpoint never does; not loaded") from None
-        raise CheckpointError(path, f"corrupt archive member: {type(e).__name__}") from None
-    except Exception as e:            # BadZipFile, EOFError, zlib.error, OSError
-        raise CheckpointError(path, f"corrupt or truncated archive: {type(e).__name__}: "
-                              f"{e}") from None
-
-
-def _check_meta(path: str, arrays: dict) -> dict:
-    if "meta" not in arrays:
-        raise CheckpointError(path, "an .npz archive without the 'meta' record; it holds "
-                              + (", ".join(sorted(arrays)) or "no arrays"))
-    meta = arrays["meta"]
-    if meta.ndim != 0 or meta.dtype.kind != "U":
-        raise CheckpointError(path, f"its 'meta' is a {meta.dtype} array of shape "
-                              f"{meta.shape}, not a JSON text")
-    try:
-        meta = json.loads(str(meta))
-    except json.JSONDecodeError as e:
-        raise CheckpointError(path, f"its 'meta' is not JSON: {e}") from None
-    if not isinstance(meta, dict):
-        raise CheckpointError(path, "its 'meta' is not a JSON object")
-    version = meta.get("version")
-    if version != CHECKPOINT_VERSION:
-        raise CheckpointError(path, f"format version {version!r}; this topopt reads "
-                              f"version {CHECKPOINT_VERSION}")
-    missing = [k for k in _META if k not in meta]
-    if missing:
-        raise CheckpointError(path, "missing fields: " + ", ".join(missing))
-    for k, kind in _META.items():
-        if not _is(meta[k], kind):
-            raise CheckpointError(path, f"field {k!r} = {meta[k]!r} is not "
-                                  f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}")
-    if len(meta["history"]) != meta["evaluations"] or \
-            not all(isinstance(h, dict) for h in meta["history"]):
-        raise CheckpointError(path, f"its history has {len(meta['history'])} records for "
-                              f"{meta['evaluations']} evaluations")
-    return meta
-
-
-def _check_arrays(path: str, arrays: dict, meta: dict) -> None:
-    n, k = meta["n"], meta["n_constraints"]
-    shapes = {"x": (n,), "x_last": (n,)}
-    if k is not None:
-        shapes.update(seed_values=(k + 1,), seed_grads=(k + 1, n))
-    if "x" not in arrays:
-        raise CheckpointError(path, "no design 'x'")
-    if ("seed_values" in arrays) != ("seed_grads" in arrays) or \
-            (k is None and "seed_values" in arrays):
-        raise CheckpointError(path, "an incomplete seed (values and gradients)")
-    for name, shape in shapes.items():
-        if name not in arrays:
-            continue
-        a = arrays[name]
-        if a.dtype.kind != "f" or a.shape != shape or not np.all(np.isfinite(a)):
-            raise CheckpointError(path, f"'{name}' is a {a.dtype} array of shape {a.shape}; "
-                                  f"expected finite floats of shape {shape}")
-    unknown = set(arrays) - set(shapes) - {"meta"}
-    if unknown:
-        raise CheckpointError(path, "unknown arrays: " + ", ".join(sorted(unknown)))
-
-
-def load_checkpoint(path: str | os.PathLike) -> dict:
-    """Read a checkpoint written by `minimize`, after checking that it is one.
-
-    Returns a dict with ``x`` (the restart design), ``x_last`` (the last
-    design evaluated), ``seed`` (``(values, gradients)`` at ``x`` or None),
-    ``history``, ``stage``, ``stage_evaluations``, ``stage_done``,
-    ``stage_status``, ``evaluations``, ``stages``, ``seconds``, ``status``,
-    ``n`` and ``n_constraints``.
-
-    Raises
-    ------
-    FileNotFoundError
-        No file at `path`.
-    CheckpointError
-        (a `ValueError`) ``not a topopt checkpoint: PATH (why)``: not an
-        ``.npz`` archive, a truncated or corrupt one, one without our fields
-        or with fields of the wrong type or shape, another format version.
-        Pickled objects are never loaded.
-
-    Examples
-    --------
-    >>> import os, tempfile, numpy as np
-    >>> from topopt.optimize import minimize
-    >>> path = os.path.join(tempfile.mkdtemp(), "run.npz")
-    >>> r = minimize(lambda x: np.sum((x - 0.3) ** 2), np.full(2, 0.5), maxeval=3,
-    ...              checkpoint=path, verbose=False)
-    >>> ck = load_checkpoint(path)
-    >>> len(ck["history"]), ck["stage_status"]
-    (3, 'maxeval_reached')
-    >>> np.savez(path, x=np.zeros(2))
-    >>> load_checkpoint(path)
-    Traceback (most recent call last):
-    ...
-    topopt.runio.CheckpointError: not a topopt checkpoint: ... (an .npz archive without ...)
-    """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"the checkpoint path must be a str or os.PathLike, got "
-                        f"{type(path).__name__}")
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no checkpoint at {path!r}")
-    if os.path.isdir(path):
-        raise CheckpointError(path, "a folder")
-    arrays = _read_archive(path)
-    meta = _check_meta(path, arrays)
-    _check_arrays(path, arrays, meta)
-    out = dict(meta)
-    out["x"] = arrays["x"]
-    out["x_last"] = arrays.get("x_last")
-    out["seed"] = ((arrays["seed_values"], arrays["seed_grads"])
-                   if "seed_values" in arrays else None)
-    return out
 
 
 # --------------------------------------------------------------------------
