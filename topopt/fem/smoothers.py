@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sps
-import scipy.sparse.linalg as spla
 
-from .solvers import SingularSystemError
+from .direct import factorize_spd
+from .errors import SingularSystemError
 
 __all__ = ["scaled_lmax_bound", "element_lmax_bound"]
 
@@ -120,39 +120,15 @@ class _Chebyshev:
 
 
 class _CoarseSolver:
-    """Direct solve of the coarsest level: CHOLMOD (cvxopt) or SuperLU."""
+    """Direct solve of the coarsest level, by the direct backends' code (`factorize_spd`)."""
 
     def __init__(self, A: sps.csr_matrix):
         self.n = A.shape[0]
         try:
-            from cvxopt import cholmod, matrix, spmatrix
-        except ImportError:
-            cholmod = None
-        if cholmod is not None:
-            L = sps.tril(A, format="coo")
-            self._matrix = matrix
-            M = spmatrix(matrix(L.data.astype(float)), matrix(L.row.astype(np.int64)),
-                         matrix(L.col.astype(np.int64)), (self.n, self.n))
-            self._cholmod = cholmod
-            try:
-                self.F = cholmod.symbolic(M, uplo="L")
-                cholmod.numeric(M, self.F)
-            except ArithmeticError as err:
-                raise SingularSystemError("the coarsest multigrid level is not positive "
-                                          "definite: is every part of the domain supported?"
-                                          ) from err
-            self.lu = None
-        else:
-            try:
-                self.lu = spla.splu(A.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                    options=dict(SymmetricMode=True))
-            except RuntimeError as err:
-                raise SingularSystemError(f"the coarsest multigrid level is singular ({err})"
-                                          ) from err
+            self.F = factorize_spd(A)
+        except SingularSystemError as err:
+            raise SingularSystemError(f"the coarsest multigrid level is singular ({err})"
+                                      ) from err
 
     def __call__(self, b: np.ndarray) -> np.ndarray:
-        if self.lu is not None:
-            return self.lu.solve(b)
-        x = self._matrix(np.asarray(b, dtype=float).copy())
-        self._cholmod.solve(self.F, x)
-        return np.array(x).ravel()
+        return self.F.solve(b)

@@ -1,4 +1,4 @@
-"""Sparse direct solver backends behind one small interface.
+"""The solver backends behind one small interface, in one table (`BACKENDS`).
 
 A backend factorizes the free-dof matrix once per design; the forward solve
 and the adjoint solve (``K^H x = b``) both use that factorization.
@@ -23,186 +23,116 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass
+from typing import Callable
+
 import scipy.sparse as sps
-import scipy.sparse.linalg as spla
 
-__all__ = ["SingularSystemError", "available_solvers", "pick_solver", "factorize"]
+from .amg import SmoothedAggregation
+from .direct import (FAST_EXTRA, CholmodContext, CholmodFactor, SuperLUFactor, UmfpackFactor,
+                     has_module)
+from .errors import ConvergenceError, SingularSystemError
+from .multigrid import GeometricMultigrid
+
+__all__ = ["SingularSystemError", "ConvergenceError", "Backend", "BACKENDS", "ITERATIVE",
+           "available_solvers", "pick_solver", "factorize", "SuperLUFactor", "CholmodContext",
+           "CholmodFactor", "UmfpackFactor"]
 
 
-class SingularSystemError(np.linalg.LinAlgError):
-    """The system matrix is singular (e.g. a part of the domain has no support).
+@dataclass(frozen=True)
+class Backend:
+    """One solver backend: how it factorizes, what it needs, which matrices it takes.
 
-    Raised the same way by every backend: before the factorization when the
-    supports leave a rigid-body motion free (`topopt.fem.supports`, a proof
-    that does not depend on rounding), by the factorization or CG when they
-    break down, and after a solve whose Rayleigh quotient shows a matrix
-    singular to working precision (`topopt.fem.system.RAYLEIGH_TOL`).
+    Attributes
+    ----------
+    name : str
+    factorize : callable
+        ``(K, symmetric, lower, context, a, options) -> factor`` with
+        ``solve`` and ``solve_adjoint`` (see `factorize`).
+    module : str or None
+        Optional module it imports (None: always installed).
+    iterative : bool
+        CG with a multigrid preconditioner (never picked by ``"auto"``).
+    spd_only : bool
+        Only real symmetric positive definite matrices (else also complex and
+        non-symmetric ones).
+    hierarchy : callable or None
+        ``(system, geometry, options) -> context``, built once per system
+        (the multigrid hierarchy of an iterative backend).
     """
 
+    name: str
+    factorize: Callable
+    module: str | None = None
+    iterative: bool = False
+    spd_only: bool = False
+    hierarchy: Callable | None = None
 
-def _has_pyamg() -> bool:
-    try:
-        import pyamg  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    def available(self) -> bool:
+        """Whether its optional module is installed."""
+        return self.module is None or has_module(self.module)
 
-
-def _has_cholmod() -> bool:
-    try:
-        import cvxopt.cholmod  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def available_solvers(iterative: bool = False) -> list[str]:
-    """Solver backends installed here, fastest first (direct ones unless `iterative`)."""
-    direct = (["cholmod", "umfpack"] if _has_cholmod() else []) + ["superlu"]
-    if not iterative:
-        return direct
-    return direct + [s for s in ITERATIVE if s != "amg-cg" or _has_pyamg()]
+    def check_available(self) -> None:
+        """Raise ImportError naming the extra to install when it is not."""
+        if not self.available():
+            raise ImportError(f"solver={self.name!r} needs {self.module.split('.')[0]}: "
+                              f"{FAST_EXTRA}")
 
 
-ITERATIVE: list[str] = ["mg-cg", "amg-cg"]
+def _iterative_factor(K, symmetric, lower, context, a, options):
+    return context.factor(K, a, options or {})
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in [
+    Backend("cholmod", lambda K, symmetric, lower, context, a, options:
+            CholmodFactor(lower, context), module="cvxopt.cholmod", spd_only=True),
+    Backend("umfpack", lambda K, symmetric, lower, context, a, options:
+            UmfpackFactor(lower, context), module="cvxopt.umfpack"),
+    Backend("superlu", lambda K, symmetric, lower, context, a, options:
+            SuperLUFactor(K, symmetric)),
+    Backend("mg-cg", _iterative_factor, iterative=True, spd_only=True,
+            hierarchy=GeometricMultigrid),
+    Backend("amg-cg", _iterative_factor, module="pyamg", iterative=True, spd_only=True,
+            hierarchy=SmoothedAggregation),
+]}
+"""Every backend, fastest first; ``"auto"`` takes the first available direct one that fits."""
+
+ITERATIVE: list[str] = [name for name, b in BACKENDS.items() if b.iterative]
 """Iterative backends (conjugate gradients with a multigrid preconditioner)."""
 
 
-def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
-    """Resolve ``"auto"`` and check that `solver` can factorize such a matrix."""
-    if solver == "auto":
-        if not _has_cholmod():
-            return "superlu"
-        return "cholmod" if (real and hermitian) else "umfpack"
-    if solver == "umfpack":
-        if not _has_cholmod():
-            raise ValueError("solver='umfpack' needs cvxopt: pip install 'topopt[fast]'")
-        return solver
-    if solver == "cholmod":
-        if not _has_cholmod():
-            raise ValueError("solver='cholmod' needs cvxopt: pip install 'topopt[fast]'")
-        if not (real and hermitian):
-            raise ValueError("solver='cholmod' needs a real symmetric positive definite "
-                             "matrix; use solver='superlu'")
-        return solver
-    if solver == "superlu":
-        return solver
-    if solver in ITERATIVE:
-        if solver == "amg-cg" and not _has_pyamg():
-            raise ValueError("solver='amg-cg' needs pyamg: pip install 'topopt[fast]'")
-        if not (real and hermitian):
-            raise ValueError(f"solver={solver!r} needs a real symmetric positive definite "
-                             "matrix; use a direct solver")
-        return solver
-    raise ValueError(f"unknown solver {solver!r}; expected one of 'auto', 'cholmod', "
-                     f"'umfpack', 'superlu', 'mg-cg', 'amg-cg'")
+def available_solvers(iterative: bool = False) -> list[str]:
+    """Solver backends installed here, fastest first (direct ones unless `iterative`).
 
-
-class SuperLUFactor:
-    """``K = LU`` by SuperLU; `symmetric` means ``K^T = K`` (real or complex)."""
-
-    def __init__(self, K: sps.spmatrix, symmetric: bool):
-        self.real = not np.iscomplexobj(K.data)
-        self.symmetric = symmetric
-        options = dict(SymmetricMode=True) if symmetric else {}
-        try:
-            self.lu = spla.splu(K.tocsc(), permc_spec="MMD_AT_PLUS_A" if symmetric else "COLAMD",
-                                diag_pivot_thresh=0.0 if symmetric else 1.0, options=options)
-        except RuntimeError as err:
-            raise SingularSystemError(f"the system matrix is singular ({err}): is every "
-                                      "part of the domain supported?") from err
-
-    def _solve(self, b, trans="N"):
-        if self.real and np.iscomplexobj(b):
-            return self.lu.solve(np.ascontiguousarray(b.real), trans) + \
-                1j * self.lu.solve(np.ascontiguousarray(b.imag), trans)
-        return self.lu.solve(np.asarray(b, dtype=np.result_type(b, self.lu.U.dtype)), trans)
-
-    def solve(self, b: np.ndarray) -> np.ndarray:
-        return self._solve(b)
-
-    def solve_adjoint(self, b: np.ndarray) -> np.ndarray:
-        """Solve ``K^H x = b``."""
-        if self.symmetric:
-            return self._solve(b) if self.real else np.conj(self._solve(np.conj(b)))
-        return self._solve(b, "H")
-
-
-class CholmodContext:
-    """One CHOLMOD factor object per sparsity pattern, refactorized per design.
-
-    cvxopt's ``numeric`` overwrites its factor in place, so each
-    `CholmodFactor` remembers the generation it was computed in and
-    refactorizes its own matrix if a later design took the factor over.
+    Examples
+    --------
+    >>> "superlu" in available_solvers(), "mg-cg" in available_solvers(iterative=True)
+    (True, True)
     """
-
-    def __init__(self):
-        from cvxopt import cholmod
-        self.cholmod = cholmod
-        self.F = None
-        self.generation = 0
-
-    def numeric(self, lower) -> int:
-        if self.F is None:
-            self.F = self.cholmod.symbolic(lower, uplo="L")
-        try:
-            self.cholmod.numeric(lower, self.F)
-        except ArithmeticError as err:
-            raise SingularSystemError(
-                "the system matrix is not positive definite (singular): is every part "
-                "of the domain supported?") from err
-        self.generation += 1
-        return self.generation
+    return [name for name, b in BACKENDS.items()
+            if b.available() and (iterative or not b.iterative)]
 
 
-class CholmodFactor:
-    """``K = L L^T`` by CHOLMOD; only the numeric factorization is per design."""
+def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
+    """Resolve ``"auto"`` and check that `solver` is installed and can factorize such a matrix.
 
-    def __init__(self, lower, context: CholmodContext):
-        self.lower, self.context = lower, context
-        self.generation = context.numeric(lower)
-
-    def solve(self, b: np.ndarray) -> np.ndarray:
-        from cvxopt import matrix
-        if np.iscomplexobj(b):
-            return self.solve(b.real) + 1j * self.solve(b.imag)
-        if self.context.generation != self.generation:
-            self.generation = self.context.numeric(self.lower)
-        x = matrix(np.asfortranarray(b, dtype=float))
-        self.context.cholmod.solve(self.context.F, x)
-        return np.array(x).reshape(np.shape(b))
-
-    solve_adjoint = solve
-
-
-class UmfpackFactor:
-    """``K = LU`` by UMFPACK (cvxopt), real or complex; `symbolic` reused per pattern."""
-
-    def __init__(self, A, symbolic):
-        from cvxopt import umfpack
-        self.A, self._umfpack = A, umfpack
-        try:
-            self.F = umfpack.numeric(A, symbolic)
-        except ArithmeticError as err:
-            raise SingularSystemError(f"the system matrix is singular ({err}): is every "
-                                      "part of the domain supported?") from err
-
-    def _solve(self, b, trans):
-        from cvxopt import matrix
-        complex_ = self.A.typecode == "z"
-        if not complex_ and np.iscomplexobj(b):
-            return self._solve(b.real, trans) + 1j * self._solve(b.imag, trans)
-        x = matrix(np.asfortranarray(b, dtype=complex if complex_ else float))
-        self._umfpack.solve(self.A, self.F, x, trans=trans)
-        return np.array(x).reshape(np.shape(b))
-
-    def solve(self, b: np.ndarray) -> np.ndarray:
-        return self._solve(b, "N")
-
-    def solve_adjoint(self, b: np.ndarray) -> np.ndarray:
-        """Solve ``K^H x = b``."""
-        return self._solve(b, "C")
+    Raises ValueError for an unknown name or a matrix the backend does not
+    take, ImportError naming the extra to install for a missing module.
+    """
+    spd = real and hermitian
+    if solver == "auto":
+        return next(name for name, b in BACKENDS.items() if not b.iterative
+                    and b.available() and (spd or not b.spd_only))
+    backend = BACKENDS.get(solver) if isinstance(solver, str) else None
+    if backend is None:
+        raise ValueError(f"unknown solver {solver!r}; expected one of "
+                         f"{', '.join(map(repr, ['auto', *BACKENDS]))}")
+    backend.check_available()
+    if backend.spd_only and not spd:
+        alternative = "solver='superlu'" if solver == "cholmod" else "a direct solver"
+        raise ValueError(f"solver={solver!r} needs a real symmetric positive definite "
+                         f"matrix; use {alternative}")
+    return solver
 
 
 def factorize(K: sps.spmatrix, solver: str, symmetric: bool, lower=None, context=None,
@@ -210,16 +140,11 @@ def factorize(K: sps.spmatrix, solver: str, symmetric: bool, lower=None, context
     """Factorize `K` with a backend named by `pick_solver`.
 
     For ``"cholmod"`` pass `lower`, the cvxopt lower triangle of `K`, and the
-    pattern's `CholmodContext`. For the iterative backends pass the mesh's
-    hierarchy (`topopt.fem.multigrid.GeometricMultigrid` or
-    `SmoothedAggregation`) as `context`, the element coefficients `a` and the
-    solver `options`; the result has ``solve``, ``solve_adjoint`` and
-    ``matrix``.
+    pattern's `CholmodContext`; for ``"umfpack"`` the cvxopt matrix and its
+    symbolic analysis. For the iterative backends pass the system's
+    hierarchy (`Backend.hierarchy`: `topopt.fem.multigrid.GeometricMultigrid`
+    or `topopt.fem.amg.SmoothedAggregation`) as `context`, the element
+    coefficients `a` and the solver `options`; the result has ``solve``,
+    ``solve_adjoint`` and ``matrix``.
     """
-    if solver in ITERATIVE:
-        return context.factor(K, a, options or {})
-    if solver == "cholmod":
-        return CholmodFactor(lower, context)
-    if solver == "umfpack":
-        return UmfpackFactor(lower, context)
-    return SuperLUFactor(K, symmetric)
+    return BACKENDS[solver].factorize(K, symmetric, lower, context, a, options)

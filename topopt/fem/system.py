@@ -29,10 +29,11 @@ import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
 from .. import ad
-from .solvers import ITERATIVE, CholmodContext, SingularSystemError, factorize, pick_solver
+from .csr import csr_structure
+from .solvers import BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize, pick_solver
 from .supports import unrestrained_modes
 
-__all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL"]
+__all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
 
 RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve with a positive definite ``K``.
@@ -50,22 +51,6 @@ working precision.
 
 def _conj(z):
     return np.conj(z) if np.iscomplexobj(ad.value(z)) else z
-
-
-def csr_structure(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows, columns and CSR row pointer of sorted unique keys ``row * n + col``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rows, cols, indptr = csr_structure(np.array([0, 1, 3]), 2)
-    >>> rows.tolist(), cols.tolist(), indptr.tolist()
-    ([0, 0, 1], [0, 1, 1], [0, 2, 3])
-    """
-    rows, cols = keys // n, keys % n
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-    return rows, cols, indptr
 
 
 class LinearSystem:
@@ -162,10 +147,9 @@ class LinearSystem:
         self._umf_symbolic = None
         self.solver_options = dict(solver_options or {})
         self._iterative = None
-        if self.solver in ITERATIVE:
-            from .multigrid import GeometricMultigrid, SmoothedAggregation
-            backend = GeometricMultigrid if self.solver == "mg-cg" else SmoothedAggregation
-            self._iterative = backend(self, geometry, self.solver_options)
+        hierarchy = BACKENDS[self.solver].hierarchy
+        if hierarchy is not None:
+            self._iterative = hierarchy(self, geometry, self.solver_options)
 
     def __repr__(self):
         return (f"LinearSystem({self.n_el} elements, {self.free.size} free dofs, "
