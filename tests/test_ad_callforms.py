@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from oracles import draws
 from topopt import ad
 from topopt.ad import core
+from topopt.ad.registry import REGISTRY, function_name
 from topopt.ad.products import eigh
 
 _n, _c = draws(20261201)           # real and complex draws of one fixed stream
@@ -313,29 +314,29 @@ ROWS += [
 
 
 def _id(r):
-    return f"{core._name(r[0]) if r[0] is not None else 'absent'}[{r[1]}]"
+    return f"{function_name(r[0]) if r[0] is not None else 'absent'}[{r[1]}]"
 
 
 @pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[_id(r) for r in ROWS])
 def test_call_form_in_every_mode(fun, label, call, inputs):
-    if fun is None or fun not in core._rrules:
-        pytest.skip(f"{core._name(fun)} has no rule registered (yet)")
+    if fun is None or not REGISTRY.entries("rrule", fun):
+        pytest.skip(f"{function_name(fun)} has no rule registered (yet)")
     args = [X[name] for name in inputs]
     report = ad.check_modes(call, *args, seed=3, rtol=1e-6)
-    differentiable = sum(1 for a in args if ad.api._differentiable(a))
+    differentiable = sum(1 for a in args if ad.api.differentiable(a))
     assert len(report) == 4 * differentiable
 
 
 def _registered():
     """numpy/scipy functions and topopt.ad primitives with a reverse rule of topopt.ad."""
-    return {f for f in core._rrules
+    return {f for f in REGISTRY.functions("rrule")
             if (getattr(f, "__module__", None) or "numpy").split(".")[0] in ("numpy", "scipy")
             or f.__module__.startswith("topopt.ad")}
 
 
 def test_every_registered_rule_has_call_form_rows():
     covered = {r[0] for r in ROWS if r[0] is not None}
-    missing = {core._name(f) for f in _registered() - covered}
+    missing = {function_name(f) for f in _registered() - covered}
     assert not missing, f"rules without call-form rows in ROWS: {sorted(missing)}"
     assert len(covered & _registered()) >= 60
 
@@ -398,14 +399,13 @@ def test_no_rule_swallows_keywords_unchecked():
     # options in reliability's own tests)
     import inspect
 
-    from topopt.ad.registry import _forms
     library = set(_library_primitives())
-    loose = [f"{core._name(fun)}: {rule.__name__}"
-             for table in (core._rrules, core._frules) for fun, entries in table.items()
-             for _, rule in entries
+    loose = [f"{function_name(fun)}: {rule.__name__}"
+             for kind in ("rrule", "frule") for fun in REGISTRY.functions(kind)
+             for _, rule in REGISTRY.entries(kind, fun)
              if any(p.kind is inspect.Parameter.VAR_KEYWORD
                     for p in inspect.signature(rule).parameters.values())
-             and fun not in _forms and fun not in CHECKS_KEYWORDS_ITSELF
+             and REGISTRY.form(fun) is None and fun not in CHECKS_KEYWORDS_ITSELF
              and fun not in library]
     assert not loose, f"rules that would swallow unknown keywords: {loose}"
 
@@ -484,7 +484,7 @@ UNSUPPORTED = [
 @pytest.mark.parametrize("call, exc, words", UNSUPPORTED,
                          ids=[", ".join(u[2]) for u in UNSUPPORTED])
 def test_unsupported_call_form_raises_naming_function_and_argument(call, exc, words, mode):
-    if "numpy.einsum" in words and np.einsum not in core._rrules:
+    if "numpy.einsum" in words and not REGISTRY.entries("rrule", np.einsum):
         pytest.skip("numpy.einsum has no rule registered (yet)")
     x = X["m34"]
     with pytest.raises(exc) as info:

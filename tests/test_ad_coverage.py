@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from oracles import draws
 from topopt import ad
-from topopt.ad import core
+from topopt.ad.registry import function_name
 
 _n, _c = draws(20261202)           # real and complex draws of one fixed stream
 
@@ -236,7 +236,7 @@ ROWS = [
 
 
 def _id(r):
-    fun = r[0] if isinstance(r[0], str) else core._name(r[0])
+    fun = r[0] if isinstance(r[0], str) else function_name(r[0])
     return f"{fun}[{r[1]}]"
 
 

@@ -6,6 +6,7 @@ import scipy.special as sp
 
 from topopt import ad
 from topopt.ad import core, elementwise
+from topopt.ad.registry import REGISTRY, function_name
 from topopt.ad.numpy_rules import scatter_add
 from topopt.ad.products import eigh
 
@@ -117,7 +118,7 @@ CASES = {
 }
 
 PARAMS = [
-    pytest.param(fun, make, cplx, seed, id=f"{core._name(fun)}-{label}-{'c' if cplx else 'r'}-{seed}")
+    pytest.param(fun, make, cplx, seed, id=f"{function_name(fun)}-{label}-{'c' if cplx else 'r'}-{seed}")
     for fun, cases in CASES.items()
     for label, make, complex_ok in cases
     for cplx in ([False, True] if complex_ok else [False])
@@ -140,9 +141,9 @@ CORE_RULE_MODULES = ("topopt.ad.elementwise", "topopt.ad.products", "topopt.ad.r
 def test_every_registered_rule_is_checked():
     # rules of the core rule modules (the other rule modules test their own rules,
     # and tests/test_ad_callforms.py checks every registered rule in every mode)
-    registered = {f for f, entries in core._rrules.items()
+    registered = {f for f in REGISTRY.functions("rrule")
                   if any(rule.__module__ in CORE_RULE_MODULES and rule.__name__ != "unary_rrule"
-                         for _, rule in entries)} | set(elementwise.UNARY)
+                         for _, rule in REGISTRY.entries("rrule", f))} | set(elementwise.UNARY)
     assert len(registered) >= 50
     assert registered <= set(CASES), f"rules without a check: {registered - set(CASES)}"
 

@@ -8,6 +8,11 @@ the tape, each with its rule.
 
 Design
 ------
+* **Layers.** `tree` (nested containers) and `registry` (the rule
+  tables) at the bottom; `extend`, the extension API (`primitive`,
+  `rrule`, `frule`, `opt_out`, `Thunk`...); `core`, the internals (`Box`,
+  `apply`, the backward walk); the rule modules; `api` (`pullback`,
+  `gradient`, `jvp`, `hvp`); `testing`. No module imports one above it.
 * **Rules.** A reverse rule is ``rule(*args) -> (y, pullback)``: residuals
   live in the closure, ``pullback(ybar)`` returns one cotangent per argument
   and ``None`` is the one zero sentinel (`thunk` defers an expensive
@@ -55,11 +60,15 @@ from . import linalg_rules as _linalg_rules  # noqa: F401
 from . import reduce_rules as _reduce_rules  # noqa: F401
 from .scipy_rules import logsumexp, spsolve
 from .api import gradient, hvp, jvp, pullback, value_and_gradient
-from .core import (Box, NoRuleError, NotDifferentiable, Thunk, apply, check_tangents, frule,
-                   is_traced, not_differentiable, opt_out, primitive, remove_rule, rrule,
-                   thunk, value)
+from .core import Box, NoRuleError, apply, is_traced, value
+from .extend import (NotDifferentiable, Thunk, check_tangents, frule, not_differentiable, opt_out,
+                     primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add
 from .testing import RuleCheckError, check_modes, check_rule, taylor_test
+from .tree import flatten as tree_flatten
+from .tree import leaves as tree_leaves
+from .tree import map as tree_map
+from .tree import unflatten as tree_unflatten
 
 __all__ = [
     "pullback", "gradient", "value_and_gradient", "jvp", "hvp",
@@ -68,4 +77,5 @@ __all__ = [
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "scatter_add", "apply", "Box",
     "logsumexp", "spsolve",
+    "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
 ]

@@ -6,12 +6,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import tree
 from .core import Box, Node, Trace, _dtype, _shape, backward, value
 
 __all__ = ["pullback", "gradient", "value_and_gradient", "jvp", "hvp"]
 
 
-def _differentiable(x) -> bool:
+def differentiable(x) -> bool:
+    """True if `x` is a float or complex scalar or array, or a traced value."""
     if isinstance(x, Box):
         return True
     if isinstance(x, (bool, int, np.integer, np.bool_)):
@@ -21,43 +23,16 @@ def _differentiable(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
+_differentiable = differentiable
+
+
 def _zeros_like(x):
     return np.zeros(_shape(x), _dtype(x))
 
 
-def _rebuild(y, items: list):
-    """`items` in a sequence of `y`'s type (a named tuple keeps its fields)."""
-    if hasattr(y, "_fields"):
-        return type(y)(*items)
-    return type(y)(items) if type(y) in (tuple, list) else tuple(items)
-
-
-def _strip(y, trace):
-    """Remove `trace`'s boxes from an output structure (tuples, lists, dicts)."""
-    if isinstance(y, Box):
-        return y.value if y.trace is trace else y
-    if isinstance(y, (tuple, list)):
-        return _rebuild(y, [_strip(v, trace) for v in y])
-    if type(y) is dict:
-        return {k: _strip(v, trace) for k, v in y.items()}
-    return y
-
-
-def _outputs(y, trace):
-    """The boxes of `trace` in an output structure, in a fixed order."""
-    if isinstance(y, Box):
-        return [y] if y.trace is trace else [None]
-    if isinstance(y, (tuple, list)):
-        return [b for v in y for b in _outputs(v, trace)]
-    return [None]
-
-
-def _flatten(ybar, y):
-    if isinstance(y, (tuple, list)):
-        if not isinstance(ybar, (tuple, list)) or len(ybar) != len(y):
-            raise ValueError("the cotangent must have the structure of the output")
-        return [c for cb, v in zip(ybar, y) for c in _flatten(cb, v)]
-    return [ybar]
+def _own(trace):
+    """``v -> v.value`` for the boxes of `trace`, other values unchanged."""
+    return lambda v: v.value if isinstance(v, Box) and v.trace is trace else v
 
 
 def pullback(f: Callable, *args) -> tuple[Any, Callable]:
@@ -84,10 +59,12 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
     leaves = [Node(None, (), None, None) if _differentiable(a) else None for a in args]
     boxed = [Box(a, trace, n) if n is not None else a for a, n in zip(args, leaves)]
     y = f(*boxed)
-    outs = _outputs(y, trace)
+    ys, ydef = tree.flatten(y)
+    outs = [v if isinstance(v, Box) and v.trace is trace else None for v in ys]
 
     def back(ybar):
-        pairs = [(o, c) for o, c in zip(outs, _flatten(ybar, y)) if o is not None]
+        ybars = tree.flatten_as(ydef, ybar, "the cotangent of the output")
+        pairs = [(o, c) for o, c in zip(outs, ybars) if o is not None]
         found = backward([o for o, _ in pairs], [c for _, c in pairs])
         cts = []
         for a, n in zip(args, leaves):
@@ -98,7 +75,7 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
                 cts.append(_zeros_like(a) if ct is None else _cast(ct, a))
         return tuple(cts)
 
-    return _strip(y, trace), back
+    return tree.map(_own(trace), y), back
 
 
 def _cast(ct, a):
@@ -160,14 +137,8 @@ def value_and_gradient(f: Callable, *args, argnums: int | Sequence[int] = 0,
             f"gradient needs a real scalar output, got shape {_shape(val)} and "
             f"dtype {_dtype(val)}; use ad.pullback for other outputs and "
             "np.real(...) for a complex one")
-    grads = back((1.0, _none_like(out[1])) if has_aux else 1.0)
+    grads = back((1.0, None) if has_aux else 1.0)     # None: no cotangent for aux
     return out, grads[0] if isinstance(argnums, int) else grads
-
-
-def _none_like(y):
-    if isinstance(y, (tuple, list)):
-        return _rebuild(y, [_none_like(v) for v in y])
-    return None
 
 
 def gradient(f: Callable, *args, argnums: int | Sequence[int] = 0, has_aux: bool = False):
@@ -212,17 +183,15 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
             raise TypeError(f"tangent {i} is complex but primal {i} is real")
         boxed.append(Box(p, trace, tangent=t))
     y = f(*boxed)
-    return _strip(y, trace), _tangent_of(y, trace)
+    own = _own(trace)
+    return tree.map(own, y), tree.map(lambda v: _tangent_of(v, trace), y)
 
 
-def _tangent_of(y, trace):
-    if isinstance(y, Box) and y.trace is trace:
-        return y.tangent
-    if isinstance(y, (tuple, list)):
-        return _rebuild(y, [_tangent_of(v, trace) for v in y])
-    if type(y) is dict:
-        return {k: _tangent_of(v, trace) for k, v in y.items()}
-    return _zeros_like(y) if _differentiable(y) else None
+def _tangent_of(v, trace):
+    """The tangent of one output leaf: its own, zeros for a constant, None for the rest."""
+    if isinstance(v, Box) and v.trace is trace:
+        return v.tangent
+    return _zeros_like(v) if _differentiable(v) else None
 
 
 def hvp(f: Callable, x, v, *args):

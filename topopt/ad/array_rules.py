@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, _shape, frule, getitem, rrule, value
+from .core import _dtype, _shape, getitem, value
+from .extend import frule, rrule
 from .reduce_rules import _cast
 from .rulekit import _axes, _filled, _named
 from .shapes import scatter_add

@@ -22,7 +22,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .core import Box, NoRuleError, _dtype, apply, astype
-from .registry import _forms, _name
+from . import tree
+from .registry import REGISTRY
+from .registry import function_name as _name
 
 __all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
 
@@ -32,13 +34,7 @@ _UNKNOWN = object()
 
 
 def _traced(v) -> bool:
-    if isinstance(v, Box):
-        return True
-    if type(v) in (list, tuple):
-        for x in v:
-            if isinstance(x, Box):
-                return True
-    return False
+    return any(isinstance(x, Box) for x in tree.leaves(v))
 
 
 class CallForm:
@@ -166,13 +162,13 @@ def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
              params: Sequence[str] | None = None) -> CallForm:
     """Register the `CallForm` of `fun` (see there); returns it."""
     form = CallForm(fun, data, accepts, aliases, rewrite, params)
-    _forms[fun] = form
+    REGISTRY.register_form(fun, form)
     return form
 
 
 def canonical(fun: Callable, args: tuple, kwargs: dict | None):
     """The canonical ``(args, kwargs)`` of a call of `fun` (unchanged without a form)."""
-    form = _forms.get(fun)
+    form = REGISTRY.form(fun)
     if form is None:
         return tuple(args), dict(kwargs or {})
     return form.bind(tuple(args), kwargs)
@@ -211,3 +207,6 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
         inputs = tuple(astype(a, dt) if isinstance(a, Box) else np.asarray(a).astype(dt)
                        for a in inputs)
     return apply(ufunc, inputs)
+
+
+REGISTRY.ufunc_keywords = ufunc_call

@@ -18,76 +18,32 @@ pullback included, is recorded by the outer trace (autograd's design).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import sys
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from .registry import (_flat, _forms, _frules, _lookup, _name, _opt_outs,  # noqa: F401
-                       _Registration, _register, _rrules, frule, opt_out, remove_rule, rrule)
+from . import tree
+from .extend import Thunk, primitive
+from .registry import REGISTRY, _match
+from .registry import function_name as _name
 
-__all__ = [
-    "Box", "NoRuleError", "Thunk", "thunk", "NotDifferentiable", "not_differentiable",
-    "check_tangents", "primitive", "rrule", "frule",
-    "opt_out", "remove_rule", "value", "is_traced", "apply",
-]
+__all__ = ["Box", "NoRuleError", "value", "is_traced", "apply", "backward", "getitem", "astype"]
+
+# the registry's tables, read directly on the hot path of `apply`
+_rrules = REGISTRY.rrules
+_frules = REGISTRY.frules
+_opt_outs = REGISTRY.opt_outs
+_forms = REGISTRY.forms
+_nondiff = REGISTRY.nondiff
 
 
 class NoRuleError(NotImplementedError):
     """An operation on a traced value has no differentiation rule."""
 
 
-class Thunk:
-    """A cotangent computed only if the walk needs it (ChainRules' ``@thunk``).
 
-    Return ``thunk(lambda: expensive)`` from a pullback for an argument that
-    may be a constant: the backward walk calls it only for traced arguments.
-    """
-
-    __slots__ = ("fun",)
-
-    def __init__(self, fun: Callable[[], Any]):
-        self.fun = fun
-
-    def __call__(self):
-        return self.fun()
-
-
-thunk = Thunk
-
-
-class NotDifferentiable(Thunk):
-    """The cotangent of an argument that has no derivative (a parameter).
-
-    Return ``ad.not_differentiable("beta of project")`` from a pullback: if
-    that argument is traced the walk raises instead of returning a silent
-    zero. `check_rule` skips such arguments.
-    """
-
-    __slots__ = ("what",)
-
-    def __init__(self, what: str):
-        self.what = what
-        super().__init__(self._fail)
-
-    def _fail(self):
-        raise TypeError(f"{self.what} is not differentiable; pass a plain number "
-                        "(ad.value(...)) for it")
-
-
-not_differentiable = NotDifferentiable
-
-
-def check_tangents(tangents, names: dict) -> None:
-    """Raise if a forward rule receives a tangent for a non-differentiable argument.
-
-    `names` maps argument positions to descriptions, e.g. ``{1: "beta of project"}``.
-    """
-    for pos, what in names.items():
-        if pos < len(tangents) and tangents[pos] is not None:
-            NotDifferentiable(what)()
 
 _trace_ids = itertools.count(1)
 
@@ -107,7 +63,7 @@ class Node:
 
     def __init__(self, pullback, parents, name, nout):
         self.pullback = pullback
-        # (argpos, subpos, parent node, parent output index, shape, is_real)
+        # (argpos, key path below it, parent node, parent output index, shape, is_real)
         self.parents = parents
         self.name = name
         self.nout = nout
@@ -182,9 +138,8 @@ class Box:
                 f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
                 f"use np.sum/np.cumsum-style functions, or register a rule for a "
                 f"primitive with @ad.primitive and @ad.rrule")
-        if kwargs:
-            from .callforms import ufunc_call
-            return ufunc_call(ufunc, inputs, kwargs)
+        if kwargs:     # callforms.ufunc_call, registered when the rules are imported
+            return REGISTRY.ufunc_keywords(ufunc, inputs, kwargs)
         return apply(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -396,43 +351,21 @@ def is_traced(x) -> bool:
 
 # ----------------------------------------------------------------- dispatch
 
-def primitive(fun: Callable) -> Callable:
-    """Mark `fun` as a primitive: traced calls use its registered rules.
-
-    Calls without traced arguments run `fun` directly. Use it for functions
-    the tape cannot see into (scipy, C code) and for functions with a cheaper
-    hand-derived pullback than tracing would give.
-    """
-    @functools.wraps(fun)
-    def wrapper(*args, **kwargs):
-        for a in _flat(args):
-            if isinstance(a, Box):
-                return apply(wrapper, args, kwargs)
-        return fun(*args, **kwargs)
-
-    wrapper._impl = fun
-    return wrapper
+def _arg_leaves(args):
+    """The leaves of the arguments and their `tree.TreeDef` (None: `args` is flat)."""
+    for a in args:
+        t = type(a)
+        if t is tuple or t is list or t is dict or isinstance(a, tuple):
+            return tree.flatten(tuple(args))
+    return args, None
 
 
-def _top_trace(args):
+def _top_trace(leaves):
     top = None
-    for a in _flat(args):
+    for a in leaves:
         if isinstance(a, Box) and (top is None or a.trace.id > top.id):
             top = a.trace
     return top
-
-
-def _unbox(args, trace):
-    out = []
-    for a in args:
-        if type(a) in (list, tuple):
-            out.append(type(a)(x.value if isinstance(x, Box) and x.trace is trace else x
-                               for x in a))
-        elif isinstance(a, Box) and a.trace is trace:
-            out.append(a.value)
-        else:
-            out.append(a)
-    return out
 
 
 def _implementation(fun, args, kwargs, types):
@@ -440,7 +373,7 @@ def _implementation(fun, args, kwargs, types):
     impl = getattr(fun, "_impl", None)
     if impl is not None:
         return impl(*args, **kwargs)
-    owner = next(a for a in _flat(args) if isinstance(value(a), types))
+    owner = next(a for a in tree.leaves(args) if isinstance(value(a), types))
     owner = value(owner)
     if isinstance(fun, np.ufunc) and hasattr(owner, "__array_ufunc__"):
         result = owner.__array_ufunc__(fun, "__call__", *args, **kwargs)
@@ -458,13 +391,15 @@ def _implementation(fun, args, kwargs, types):
 def apply(fun: Callable, args, kwargs=None):
     """Run `fun(*args, **kwargs)` on the innermost trace among `args`.
 
-    A call of a function with a `callforms.CallForm` that is not canonical
-    already (keywords, or options by position) is bound to its signature
-    first, so the rule sees data positionally and options by name.
+    Traced values may sit anywhere in the argument trees (`tree`). A call of
+    a function with a `callforms.CallForm` that is not canonical already
+    (keywords, or options by position) is bound to its signature first, so
+    the rule sees data positionally and options by name.
     """
     kwargs = kwargs or {}
-    trace = _top_trace(args)
-    if trace is None and not (kwargs and _top_trace(kwargs.values())):
+    leaves, treedef = _arg_leaves(args)
+    trace = _top_trace(leaves)
+    if trace is None and not (kwargs and _top_trace(tree.leaves(kwargs))):
         return fun(*args, **kwargs)
     form = _forms.get(fun)
     if form is not None and (kwargs or len(args) != form.ndata):
@@ -473,38 +408,52 @@ def apply(fun: Callable, args, kwargs=None):
             result = form.rewrite(*args, **kwargs)
             if result is not NotImplemented:
                 return result
-        trace = _top_trace(args)
+        leaves, treedef = _arg_leaves(args)
+        trace = _top_trace(leaves)
     if fun in _nondiff:
-        return fun(*[_strip(a) for a in args], **{k: _strip(v) for k, v in kwargs.items()})
+        return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
     if trace is None:
         raise NoRuleError(
             f"{_name(fun)} got a traced value as a keyword argument; pass it by position "
             "(or register a call form for it)")
-    unboxed = _unbox(args, trace)
-    table = _rrules if trace.reverse else _frules
-    rule, types = _lookup(table, fun, unboxed)
-    if types is None and fun in _opt_outs:
-        optout, opt_types = _lookup(_opt_outs, fun, unboxed)
-        if optout and opt_types is not None:
-            return _implementation(fun, args, kwargs, opt_types)
     try:
-        if trace.reverse:
-            if rule is None:
-                _raise_no_rule(fun, "reverse")
-            return _record(trace, fun, args, unboxed, *rule(*unboxed, **kwargs))
-        if rule is None:
-            rrule_ = _lookup(_rrules, fun, unboxed)[0]
-            if rrule_ is None:
-                _raise_no_rule(fun, "forward")
-            return _forward_by_transpose(trace, fun, args, unboxed, rrule_, kwargs)
-        tangents = _tangents(args, trace)
-        y, ydot = rule(tuple(unboxed), tangents, **kwargs)
-        return _wrap_forward(trace, y, ydot)
+        return _dispatch(trace, fun, args, kwargs, leaves, treedef)
     except NoRuleError:
         raise
     except Exception as err:
         _annotate(err, fun)
         raise
+
+
+def _dispatch(trace, fun, args, kwargs, leaves, treedef):
+    """Call the rule of `fun` for `trace` (or its opt-out implementation).
+
+    `leaves` and `treedef` are the flattened `args` (`treedef` None when no
+    argument is a container); the rule sees `trace`'s boxes unwrapped.
+    """
+    unboxed = [x.value if isinstance(x, Box) and x.trace is trace else x for x in leaves]
+    if treedef is not None:
+        unboxed = tree.unflatten(treedef, unboxed)
+    rule, types = _match((_rrules if trace.reverse else _frules).get(fun), unboxed)
+    if types is None and fun in _opt_outs:
+        optout, opt_types = _match(_opt_outs.get(fun), unboxed)
+        if optout and opt_types is not None:
+            return _implementation(fun, args, kwargs, opt_types)
+    if trace.reverse:
+        if rule is None:
+            _raise_no_rule(fun, "reverse")
+        return _record(trace, fun, _traced_leaves(leaves, treedef, trace),
+                       *rule(*unboxed, **kwargs))
+    tangents = [x.tangent if isinstance(x, Box) and x.trace is trace else None for x in leaves]
+    tangents = tuple(tangents) if treedef is None else tree.unflatten_sparse(treedef, tangents)
+    if rule is None:
+        rrule_ = _match(_rrules.get(fun), unboxed)[0]
+        if rrule_ is None:
+            _raise_no_rule(fun, "forward")
+        paths = _traced_leaves(leaves, treedef, trace)
+        return _forward_by_transpose(trace, fun, unboxed, paths, rrule_, kwargs)
+    y, ydot = rule(tuple(unboxed), tangents, **kwargs)
+    return _wrap_forward(trace, y, ydot)
 
 
 def _raise_no_rule(fun, mode):
@@ -528,50 +477,35 @@ def _annotate(err: Exception, fun) -> None:
         err.__notes__ = notes + [note]
 
 
-def _strip(a):
-    if type(a) in (list, tuple):
-        return type(a)(value(x) for x in a)
-    return value(a)
-
-
 def _is_numeric(y) -> bool:
     return isinstance(y, (np.ndarray, np.generic, float, complex, int, Box))
 
 
-def _same_tuple(y: tuple, items: list) -> tuple:
-    """`items` as a tuple of `y`'s type (a named tuple such as slogdet's keeps its fields)."""
-    return type(y)(*items) if hasattr(y, "_fields") else tuple(items)
+def _traced_leaves(leaves, treedef, trace) -> list:
+    """``(pos, sub, box)`` of `trace`'s boxes among the argument leaves.
+
+    The box is ``args[pos][sub[0]][sub[1]]...`` (`sub` is ``()`` for an
+    argument that is a box itself).
+    """
+    if treedef is None:
+        return [(k, (), x) for k, x in enumerate(leaves)
+                if isinstance(x, Box) and x.trace is trace]
+    paths = treedef.paths()
+    return [(paths[k][0], paths[k][1:], x) for k, x in enumerate(leaves)
+            if isinstance(x, Box) and x.trace is trace]
 
 
-def _record(trace, fun, args, unboxed, y, pullback):
+def _record(trace, fun, traced, y, pullback):
+    """The output boxes of a reverse-mode call and its `Node` on the tape."""
     parents = []
-    for pos, a in enumerate(args):
-        if type(a) in (list, tuple):
-            for sub, x in enumerate(a):
-                if isinstance(x, Box) and x.trace is trace:
-                    parents.append((pos, sub, x.node, x.idx, x.shape,
-                                    not np.iscomplexobj(value(x))))
-        elif isinstance(a, Box) and a.trace is trace:
-            parents.append((pos, None, a.node, a.idx, _shape(unboxed[pos]),
-                            not np.iscomplexobj(value(a))))
+    for pos, sub, x in traced:
+        v = x.value
+        parents.append((pos, sub, x.node, x.idx, _shape(v), not np.iscomplexobj(value(v))))
     if isinstance(y, tuple):
         node = Node(pullback, parents, fun, len(y))
-        return _same_tuple(y, [Box(yi, trace, node, i) if _is_numeric(yi) else yi
-                               for i, yi in enumerate(y)])
+        return tree.rebuild(y, [Box(yi, trace, node, i) if _is_numeric(yi) else yi
+                                for i, yi in enumerate(y)])
     return Box(y, trace, Node(pullback, parents, fun, None))
-
-
-def _tangents(args, trace):
-    out = []
-    for a in args:
-        if type(a) in (list, tuple):
-            out.append(type(a)(x.tangent if isinstance(x, Box) and x.trace is trace else None
-                               for x in a))
-        elif isinstance(a, Box) and a.trace is trace:
-            out.append(a.tangent)
-        else:
-            out.append(None)
-    return tuple(out)
 
 
 def _forward_box(y, trace, ydot):
@@ -585,36 +519,42 @@ def _forward_box(y, trace, ydot):
 def _wrap_forward(trace, y, ydot):
     if isinstance(y, tuple):
         ydot = ydot if ydot is not None else (None,) * len(y)
-        return _same_tuple(y, [_forward_box(yi, trace, ti) for yi, ti in zip(y, ydot)])
+        return tree.rebuild(y, [_forward_box(yi, trace, ti) for yi, ti in zip(y, ydot)])
     return _forward_box(y, trace, ydot)
 
 
-def _forward_by_transpose(trace, fun, args, unboxed, rule, kwargs):
+def _forward_by_transpose(trace, fun, unboxed, traced, rule, kwargs):
     """Tangent of a primitive with only a reverse rule: ``ydot = J xdot``.
 
     With ``back(u) = J^H u``, ``J xdot`` is the gradient in `u` of
     ``Re <back(u), xdot>``; this needs a pullback written with traced ops.
     """
-    from .api import gradient
-
     y, back = rule(*unboxed, **kwargs)
-    tangents = _tangents(args, trace)
-
-    def linear(u):
-        cts = back(u)
-        total = 0.0
-        for ct, t in zip(_flat(cts), _flat(tangents)):
-            if isinstance(ct, Thunk):
-                ct = ct()
-            if ct is not None and t is not None:
-                total = total + np.sum(np.real(np.conj(ct) * t))
-        return total
-
     if isinstance(y, tuple):
         raise NoRuleError(f"{_name(fun)} has several outputs and no forward rule; "
                           "register @ad.frule for it")
-    ydot = gradient(linear, np.zeros(_shape(y), _dtype(y)))
-    return _wrap_forward(trace, y, ydot)
+
+    def linear(u):
+        cts, forced, total = back(u), {}, 0.0
+        for pos, sub, x in traced:
+            ct = _cotangent_at(cts, pos, sub, forced, fun)
+            if ct is not None and x.tangent is not None:
+                total = total + np.sum(np.real(np.conj(ct) * x.tangent))
+        return total
+
+    return _wrap_forward(trace, y, _gradient_at_zero(linear, y))
+
+
+def _gradient_at_zero(linear, like):
+    """The gradient of the real ``linear(u)`` at ``u = 0`` shaped like `like` (one walk)."""
+    zeros = np.zeros(_shape(like), _dtype(like))
+    leaf = Node(None, (), None, None)
+    trace = Trace(reverse=True)
+    out = linear(Box(zeros, trace, leaf))
+    if not (isinstance(out, Box) and out.trace is trace):
+        return zeros
+    ct = backward([out], [1.0]).get(leaf)
+    return zeros if ct is None else ct
 
 
 # ------------------------------------------------------------ backward walk
@@ -643,6 +583,31 @@ def _accumulate(cts, node, idx, ct):
         slots[idx] = ct if slots[idx] is None else slots[idx] + ct
 
 
+def _cotangent_at(arg_cts, pos, sub, forced, fun):
+    """The cotangent ``arg_cts[pos][sub[0]]...`` of one traced argument leaf.
+
+    A `Thunk` met on the way is called once per node (cached in `forced`
+    under its key path); ``None`` anywhere is a zero cotangent.
+    """
+    if pos >= len(arg_cts):
+        raise ValueError(f"the pullback of {_name(fun)} returned {len(arg_cts)} "
+                         f"cotangents but argument {pos} is traced")
+    c = arg_cts[pos]
+    if isinstance(c, Thunk):
+        c = forced[pos] = forced[pos] if pos in forced else c()
+    return _descend(c, (pos,), sub, forced) if sub else c
+
+
+def _descend(c, path, sub, forced):
+    for key in sub:
+        if c is None:
+            return None
+        c, path = c[key], path + (key,)
+        if isinstance(c, Thunk):
+            c = forced[path] = forced[path] if path in forced else c()
+    return c
+
+
 def backward(outputs, cotangents) -> dict:
     """Propagate `cotangents` from the boxes `outputs` to every leaf node.
 
@@ -667,17 +632,13 @@ def backward(outputs, cotangents) -> dict:
         arg_cts = node.pullback(ct)
         forced = {}
         for pos, sub, parent, idx, shape, real in node.parents:
-            if pos >= len(arg_cts):
-                raise ValueError(
-                    f"the pullback of {_name(node.name)} returned {len(arg_cts)} "
-                    f"cotangents but argument {pos} is traced")
+            if pos >= len(arg_cts):      # _cotangent_at, its common case inlined
+                _cotangent_at(arg_cts, pos, sub, forced, node.name)
             c = arg_cts[pos]
             if isinstance(c, Thunk):
                 c = forced[pos] = forced[pos] if pos in forced else c()
-            if sub is not None and c is not None:
-                c = c[sub]
-                if isinstance(c, Thunk):
-                    c = c()
+            if sub:
+                c = _descend(c, (pos,), sub, forced)
             if c is None:
                 continue
             if real and np.iscomplexobj(value(c)):
@@ -685,7 +646,7 @@ def backward(outputs, cotangents) -> dict:
             if _shape(c) != shape:
                 raise ValueError(
                     f"the pullback of {_name(node.name)} returned a cotangent of "
-                    f"shape {_shape(c)} for argument {pos} of shape {shape}")
+                    f"shape {_shape(c)} for argument {pos}{list(sub) if sub else ''} of shape {shape}")
             _accumulate(cts, parent, idx, c)
     return leaves
 
@@ -704,4 +665,4 @@ def astype(x, dtype):
     return np.asarray(x).astype(dtype)
 
 
-_nondiff = set()
+Box._ad_apply = staticmethod(apply)     # the dispatch of `extend.primitive` for traced values

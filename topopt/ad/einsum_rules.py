@@ -21,7 +21,8 @@ import string
 import numpy as np
 
 from .callforms import callform
-from .core import Box, NoRuleError, _shape, frule, rrule
+from .core import Box, NoRuleError, _shape
+from .extend import frule, rrule
 from .rulekit import _add, _conj
 
 __all__: list = []

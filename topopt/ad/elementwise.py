@@ -13,7 +13,8 @@ import numpy as np
 import scipy.special as sp
 
 from .callforms import callform
-from .core import _shape, frule, rrule, thunk, value
+from .core import _shape, value
+from .extend import frule, rrule, thunk
 from .rulekit import _add, _conj, _named, _safe, _scaled, _unbroadcast
 
 # ------------------------------------------------ elementwise, one argument

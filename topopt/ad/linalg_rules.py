@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, frule, is_traced, rrule, value
+from .core import _dtype, is_traced, value
+from .extend import frule, rrule
 from .rulekit import _add, _conj
 
 __all__: list = []

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import elementwise, products, reductions, shapes  # noqa: F401  (register the rules)
-from .core import _nondiff
 from .elementwise import _log0, _power_da  # noqa: F401  (helpers kept importable here)
 from .reductions import _norm_traced, _two_norm  # noqa: F401
+from .registry import REGISTRY
 from .rulekit import (_add, _axes, _conj, _expand, _filled, _is_unit,  # noqa: F401
                       _kept_shape, _mT, _named, _safe, _scaled, _unbroadcast)
 from .shapes import _basic, scatter_add  # noqa: F401
@@ -30,7 +30,7 @@ __all__ = ["scatter_add"]
 
 # ------------------------------------------------------ not differentiable
 
-_nondiff.update({
+REGISTRY.mark_nondifferentiable({
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.isfinite, np.isnan, np.isinf, np.signbit, np.sign, np.floor, np.ceil,

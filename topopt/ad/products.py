@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import NoRuleError, _shape, frule, primitive, rrule, thunk, value
+from .core import NoRuleError, _shape, value
+from .extend import frule, primitive, rrule, thunk
 from .rulekit import _add, _conj, _mT, _unbroadcast
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, _shape, astype, frule, getitem, is_traced, rrule, value
+from .core import _dtype, _shape, astype, getitem, is_traced, value
+from .extend import frule, rrule
 from .rulekit import _axes, _conj, _expand, _safe, _unbroadcast
 
 _NOVALUE = np._NoValue

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .api import jvp, pullback
 from .callforms import callform
-from .core import NoRuleError, _shape, astype, frule, rrule, value
+from .core import NoRuleError, _shape, astype, value
+from .extend import frule, rrule
 from .products import eigh
 from .rulekit import _axes, _expand, _kept_shape, _mT, _named, _safe
 
@@ -218,11 +220,9 @@ def norm_rrule(x, ord=None, axis=None, keepdims=False):
             ys = np.reshape(y, kept)
             return (np.reshape(np.real(ybar), kept) * x / _safe(ys),)
         return y, norm_pullback
-    from .api import pullback
     return pullback(lambda x: _norm_traced(x, ord, axis, keepdims), x)
 
 
 @frule(np.linalg.norm)
 def norm_frule(primals, tangents, ord=None, axis=None, keepdims=False):
-    from .api import jvp
     return jvp(lambda x: _norm_traced(x, ord, axis, keepdims), primals[:1], tangents[:1])

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import (NoRuleError, _dtype, _shape, astype, frule, getitem, primitive, rrule,
-                   thunk, value)
+from .core import NoRuleError, _dtype, _shape, astype, getitem, value
+from .extend import frule, primitive, rrule, thunk
 from .rulekit import _axes, _filled, _named, _unbroadcast
 
 

@@ -6,9 +6,14 @@ from typing import Callable
 
 import numpy as np
 
-from .api import _differentiable as _perturbable
+from . import tree
+from .api import differentiable as _perturbable
+from .api import gradient, hvp, jvp, pullback, value_and_gradient
 from .callforms import canonical
-from .core import NoRuleError, NotDifferentiable, Thunk, _frules, _lookup, _name, _rrules, value
+from .core import NoRuleError, value
+from .extend import NotDifferentiable, Thunk
+from .registry import REGISTRY
+from .registry import function_name as _name
 
 __all__ = ["check_rule", "check_modes", "taylor_test", "RuleCheckError"]
 
@@ -19,32 +24,22 @@ class RuleCheckError(AssertionError):
     """A rule disagrees with central finite differences."""
 
 
-def _slots(args):
-    """(position, index in a sequence argument or None) of each perturbable input."""
-    out = []
-    for pos, a in enumerate(args):
-        if type(a) in (list, tuple):
-            out += [(pos, sub) for sub, x in enumerate(a) if _perturbable(x)]
-        elif _perturbable(a):
-            out.append((pos, None))
-    return out
+def _where(path) -> str:
+    """``arg 0`` or ``arg 1[2]``: the argument leaf at a `tree` key path."""
+    return f"arg {path[0]}" + "".join(f"[{k!r}]" for k in path[1:])
 
 
-def _get(args, slot):
-    pos, sub = slot
-    return args[pos] if sub is None else args[pos][sub]
-
-
-def _replace(args, slot, new):
-    args = list(args)
-    pos, sub = slot
-    if sub is None:
-        args[pos] = new
-    else:
-        seq = list(args[pos])
-        seq[sub] = new
-        args[pos] = type(args[pos])(seq)
-    return args
+def _cotangent_of(cts, path):
+    """``cts[p0][p1]...`` with thunks forced; a `NotDifferentiable` is returned as is."""
+    ct = cts[path[0]]
+    for key in path[1:] + (None,):
+        if isinstance(ct, NotDifferentiable):
+            return ct
+        if isinstance(ct, Thunk):
+            ct = ct()
+        if key is None or ct is None:
+            return ct
+        ct = ct[key]
 
 
 def _random_like(rng, x):
@@ -68,12 +63,13 @@ def check_rule(fun: Callable, *args, seed: int = 0, rtol: float = 1e-6,
                h: float | None = None, **kwargs) -> dict:
     """Check the rules of `fun` at `args` against central finite differences.
 
-    For each perturbable argument ``x_i`` and a random direction ``d`` and
-    cotangent ``ybar`` (complex where the value is), the reverse rule must
-    satisfy the dot-product identity ``Re<ybar, J d> = Re<back(ybar)_i, d>``
-    and the forward rule, if any, ``ydot = J d``; ``J d`` is a Richardson-
-    extrapolated central difference of `fun` itself. Keyword arguments are
-    passed to `fun`.
+    For each perturbable argument ``x_i`` (a float or complex leaf of the
+    argument trees, e.g. an array in the list of `np.concatenate`) and a
+    random direction ``d`` and cotangent ``ybar`` (complex where the value
+    is), the reverse rule must satisfy the dot-product identity ``Re<ybar, J
+    d> = Re<back(ybar)_i, d>`` and the forward rule, if any, ``ydot = J d``;
+    ``J d`` is a Richardson-extrapolated central difference of `fun` itself.
+    Keyword arguments are passed to `fun`.
 
     Returns a report ``{argument: relative error}``; raises `RuleCheckError`
     with the report when an error exceeds `rtol`.
@@ -87,81 +83,89 @@ def check_rule(fun: Callable, *args, seed: int = 0, rtol: float = 1e-6,
     True
     """
     args, kwargs = canonical(fun, args, kwargs)
-    rule, _ = _lookup(_rrules, fun, args)
+    rule, _ = REGISTRY.lookup("rrule", fun, args)
     if rule is None:
         raise NoRuleError(f"no reverse rule registered for {_name(fun)}")
-    forward, _ = _lookup(_frules, fun, args)
+    forward, _ = REGISTRY.lookup("frule", fun, args)
     rng = np.random.default_rng(seed)
     y0 = fun(*args, **kwargs)
     y, back = rule(*args, **kwargs)
-    report, failures = {}, []
-    for yi, y0i in zip(_as_tuple(y), _as_tuple(y0)):
-        err = np.max(np.abs(np.asarray(value(yi)) - y0i), initial=0.0)
-        if not err <= rtol * max(1.0, np.max(np.abs(y0i), initial=0.0)):
-            failures.append(f"  value: rule returns a different y (max diff {err:.3e})")
+    failures = _rule_value_errors(y, y0, rtol)
     ybar = tuple(_random_like(rng, yi) for yi in _as_tuple(y0))
     cts = back(ybar if isinstance(y0, tuple) else ybar[0])
-    missing = [pos for pos, _ in _slots(args) if pos >= len(cts)]
+    leaves, treedef = tree.flatten(tuple(args))
+    paths = treedef.paths()
+    slots = [k for k, x in enumerate(leaves) if _perturbable(x)]
     if any(not (c is None or isinstance(c, NotDifferentiable)) for c in cts[len(args):]) \
-            or missing:
+            or any(paths[k][0] >= len(cts) for k in slots):
         raise RuleCheckError(f"the pullback of {_name(fun)} returned {len(cts)} "
                              f"cotangents for {len(args)} arguments")
+    report = {}
+    for k in slots:
+        def call(xk, k=k):
+            new = tree.unflatten(treedef, leaves[:k] + [xk] + leaves[k + 1:])
+            return fun(*new, **kwargs)
 
-    def directional(slot, d, step):
-        x = _get(args, slot)
-        plus = _as_tuple(fun(*_replace(args, slot, x + step * d), **kwargs))
-        minus = _as_tuple(fun(*_replace(args, slot, x - step * d), **kwargs))
-        return [(np.asarray(p) - np.asarray(m)) / (2 * step) for p, m in zip(plus, minus)]
-
-    for slot in _slots(args):
-        pos, sub = slot
-        label = f"arg {pos}" if sub is None else f"arg {pos}[{sub}]"
-        x = _get(args, slot)
+        x, label = leaves[k], _where(paths[k])
         d = _random_like(rng, x)
         step = h if h is not None else 1e-4 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
-        d1, d2 = directional(slot, d, step), directional(slot, d, step / 2)
-        jd = [(4 * b - a) / 3 for a, b in zip(d1, d2)]
-        scale = np.sqrt(sum(_inner(b, b) for b in ybar) * sum(_inner(j, j) for j in jd))
-        ct = cts[pos] if sub is None or cts[pos] is None else cts[pos][sub]
+        jd = _central(call, x, d, step)
+        ct = _cotangent_of(cts, paths[k])
         if isinstance(ct, NotDifferentiable):
             continue
-        if isinstance(ct, Thunk):
-            ct = ct()
-        if sub is not None and isinstance(ct, Thunk):
-            ct = ct()
-        lhs = sum(_inner(b, j) for b, j in zip(ybar, jd))
-        rhs = 0.0 if ct is None else _inner(ct, d)
-        if ct is not None and not np.iscomplexobj(x):
-            rhs = _inner(np.real(ct), d)
-        if ct is not None and np.shape(ct) != np.shape(x):
-            failures.append(f"  {label}: cotangent shape {np.shape(ct)} != argument "
-                            f"shape {np.shape(x)}")
-        rel = abs(lhs - rhs) / max(scale, 1e-300)
-        report[f"{label} reverse"] = float(rel)
-        if not rel <= rtol:
-            failures.append(f"  {label}: <ybar, J d> = {lhs:.10g} by finite differences, "
-                            f"<back(ybar), d> = {rhs:.10g} (relative error {rel:.2e})")
+        failures += _reverse_check(report, label, x, d, ct, ybar, jd, rtol)
         if forward is not None:
-            tangents = [None] * len(args)
-            if sub is None:
-                tangents[pos] = d
-            else:
-                tangents[pos] = [None] * len(args[pos])
-                tangents[pos][sub] = d
-            _, ydot = forward(tuple(args), tuple(tangents), **kwargs)
+            tangents = tree.unflatten_sparse(treedef, [d if j == k else None
+                                                for j in range(len(leaves))])
+            ydot = forward(tuple(args), tangents, **kwargs)[1]
             ydot = _as_tuple(ydot) if isinstance(y0, tuple) else (ydot,)
-            num = sum(_inner(np.asarray(t) - j, np.asarray(t) - j) if t is not None
-                      else _inner(j, j) for t, j in zip(ydot, jd))
-            den = sum(_inner(j, j) for j in jd)
-            frel = np.sqrt(num) / max(np.sqrt(den), 1e-300) if den > 0 else np.sqrt(num)
-            report[f"{label} forward"] = float(frel)
-            if not frel <= rtol:
-                failures.append(f"  {label}: forward rule tangent differs from finite "
-                                f"differences (relative error {frel:.2e})")
+            failures += _forward_check(report, label, ydot, jd, rtol)
     if failures:
         raise RuleCheckError(f"rule check of {_name(fun)} failed (seed={seed}):\n"
                              + "\n".join(failures))
     return report
+
+
+def _rule_value_errors(y, y0, rtol) -> list:
+    """A failure line for each output of the rule that differs from `fun`'s."""
+    failures = []
+    for yi, y0i in zip(_as_tuple(y), _as_tuple(y0)):
+        err = np.max(np.abs(np.asarray(value(yi)) - y0i), initial=0.0)
+        if not err <= rtol * max(1.0, np.max(np.abs(y0i), initial=0.0)):
+            failures.append(f"  value: rule returns a different y (max diff {err:.3e})")
+    return failures
+
+
+def _reverse_check(report, label, x, d, ct, ybar, jd, rtol) -> list:
+    """Dot-product test ``Re<ybar, J d> = Re<ct, d>`` of one argument (report filled)."""
+    failures = []
+    scale = np.sqrt(sum(_inner(b, b) for b in ybar) * sum(_inner(j, j) for j in jd))
+    lhs = sum(_inner(b, j) for b, j in zip(ybar, jd))
+    rhs = 0.0
+    if ct is not None:
+        rhs = _inner(ct, d) if np.iscomplexobj(x) else _inner(np.real(ct), d)
+        if np.shape(ct) != np.shape(x):
+            failures.append(f"  {label}: cotangent shape {np.shape(ct)} != argument "
+                            f"shape {np.shape(x)}")
+    rel = abs(lhs - rhs) / max(scale, 1e-300)
+    report[f"{label} reverse"] = float(rel)
+    if not rel <= rtol:
+        failures.append(f"  {label}: <ybar, J d> = {lhs:.10g} by finite differences, "
+                        f"<back(ybar), d> = {rhs:.10g} (relative error {rel:.2e})")
+    return failures
+
+
+def _forward_check(report, label, ydot, jd, rtol) -> list:
+    """``ydot = J d`` for the forward rule's tangents of one argument (report filled)."""
+    num = sum(_inner(np.asarray(t) - j, np.asarray(t) - j) if t is not None
+              else _inner(j, j) for t, j in zip(ydot, jd))
+    den = sum(_inner(j, j) for j in jd)
+    frel = np.sqrt(num) / max(np.sqrt(den), 1e-300) if den > 0 else np.sqrt(num)
+    report[f"{label} forward"] = float(frel)
+    if not frel <= rtol:
+        return [f"  {label}: forward rule tangent differs from finite "
+                f"differences (relative error {frel:.2e})"]
+    return []
 
 
 def _fun_name(fun) -> str:
@@ -318,8 +322,6 @@ def check_modes(fun: Callable, *args, modes=MODES, seed: int = 0, rtol: float = 
 
 
 def _check_reverse(fun, args, i, at, y0, draws, step, rtol):
-    from .api import pullback
-
     y, back = pullback(fun, *args)
     problem = _value_error(y, y0, rtol)
     if problem:
@@ -338,8 +340,6 @@ def _check_reverse(fun, args, i, at, y0, draws, step, rtol):
 
 
 def _check_forward(fun, args, i, at, y0, draws, step, rtol):
-    from .api import jvp
-
     d = draws["d"]
     tangents = [None] * len(args)
     tangents[i] = d
@@ -358,8 +358,6 @@ def _check_forward(fun, args, i, at, y0, draws, step, rtol):
 
 
 def _check_hvp(fun, args, i, at, y0, draws, step, rtol):
-    from .api import gradient, hvp
-
     s = _objective(fun, args, i, draws["w"])
     v = draws["v"]
     hv = hvp(s, args[i], v)
@@ -372,8 +370,6 @@ def _check_hvp(fun, args, i, at, y0, draws, step, rtol):
 
 
 def _check_nested(fun, args, i, at, y0, draws, step, rtol):
-    from .api import gradient
-
     s = _objective(fun, args, i, draws["w"])
     c = draws["c"]
 
@@ -413,8 +409,6 @@ def taylor_test(f: Callable, x, dx, h0: float | None = None, steps: int = 6,
     >>> rate > 1.9
     True
     """
-    from .api import value_and_gradient
-
     x = np.asarray(x)
     dx = np.asarray(dx)
     if dx.shape != x.shape:
