@@ -277,6 +277,24 @@ def check_modes(fun: Callable, *args, modes=MODES, seed: int = 0, rtol: float = 
     >>> max(report.values()) < 1e-8
     True
     """
+    modes = _check_options(modes, rtol, h)
+    slots = [i for i, a in enumerate(args) if _perturbable(a)]
+    if not slots:
+        raise ValueError("check_modes needs at least one float or complex argument")
+    rng = np.random.default_rng(seed)
+    y0 = fun(*args)
+    report, failures = {}, []
+    for i in slots:
+        failures += _check_argument(fun, args, i, modes, _draws(rng, args[i], y0), y0, h,
+                                    rtol, report)
+    if failures:
+        raise RuleCheckError(f"check_modes of {_fun_name(fun)} failed (seed={seed}):\n"
+                             + "\n".join(failures))
+    return report
+
+
+def _check_options(modes, rtol, h) -> tuple:
+    """`modes` as a tuple, after checking `modes`, `rtol` and `h` of `check_modes`."""
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
@@ -285,40 +303,46 @@ def check_modes(fun: Callable, *args, modes=MODES, seed: int = 0, rtol: float = 
         raise ValueError(f"rtol must be a positive number, got {rtol!r}")
     if h is not None and not (isinstance(h, (int, float)) and h > 0):
         raise ValueError(f"h must be a positive number or None, got {h!r}")
-    slots = [i for i, a in enumerate(args) if _perturbable(a)]
-    if not slots:
-        raise ValueError("check_modes needs at least one float or complex argument")
-    rng = np.random.default_rng(seed)
-    y0 = fun(*args)
-    report, failures = {}, []
-    for i in slots:
-        x = args[i]
-        step = h if h is not None else 1e-4 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+    return modes
 
-        def at(xi, i=i):
-            call = list(args)
-            call[i] = xi
-            return fun(*call)
 
-        draws = {name: _random_like(rng, x) for name in ("d", "v")}
-        draws["ybar"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
-        draws["w"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
-        draws["c"] = _random_like(rng, x)
-        for mode in modes:
-            label = f"{mode}/arg {i}"
-            try:
-                rel, problem = _CHECKS[mode](fun, args, i, at, y0, draws, step, rtol)
-            except Exception as err:  # noqa: BLE001 -- reported as a failure of this mode
-                rel, problem = np.inf, f"raised {type(err).__name__}: {err}"
-            report[label] = float(rel)
-            if problem is None and not rel <= rtol:
-                problem = f"relative error {rel:.2e} > rtol={rtol:g}"
-            if problem is not None:
-                failures.append(f"  {label}: {problem}")
-    if failures:
-        raise RuleCheckError(f"check_modes of {_fun_name(fun)} failed (seed={seed}):\n"
-                             + "\n".join(failures))
-    return report
+def _check_argument(fun, args, i, modes, draws, y0, h, rtol, report) -> list:
+    """Check argument `i` of `fun` in each of `modes`; fills `report`, returns failures."""
+    x = args[i]
+    step = h if h is not None else 1e-4 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+
+    def at(xi):
+        call = list(args)
+        call[i] = xi
+        return fun(*call)
+
+    failures = []
+    for mode in modes:
+        label = f"{mode}/arg {i}"
+        report[label], problem = _run_check(mode, fun, args, i, at, y0, draws, step, rtol)
+        if problem is not None:
+            failures.append(f"  {label}: {problem}")
+    return failures
+
+
+def _draws(rng, x, y0) -> dict:
+    """The seeded random directions ``d``, ``v``, ``c`` (like `x`), ``ybar``, ``w`` (like `y0`)."""
+    draws = {name: _random_like(rng, x) for name in ("d", "v")}
+    draws["ybar"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
+    draws["w"] = tuple(_random_like(rng, np.asarray(y)) for y in _as_tuple(y0))
+    draws["c"] = _random_like(rng, x)
+    return draws
+
+
+def _run_check(mode, fun, args, i, at, y0, draws, step, rtol) -> tuple:
+    """``(relative error, problem or None)`` of one mode; an exception is a problem."""
+    try:
+        rel, problem = _CHECKS[mode](fun, args, i, at, y0, draws, step, rtol)
+    except Exception as err:  # noqa: BLE001 -- reported as a failure of this mode
+        rel, problem = np.inf, f"raised {type(err).__name__}: {err}"
+    if problem is None and not rel <= rtol:
+        problem = f"relative error {rel:.2e} > rtol={rtol:g}"
+    return float(rel), problem
 
 
 def _check_reverse(fun, args, i, at, y0, draws, step, rtol):
