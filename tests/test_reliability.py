@@ -244,12 +244,43 @@ def test_failure_penalty_rules():
     assert ydot == pytest.approx(2 * 2.0 * 1.0 + 1.0)
 
 
-def test_logdet_rule_used_by_the_curvature_derivative():
-    rng = np.random.default_rng(0)
-    L = rng.standard_normal((4, 4))
-    M = L @ L.T + 4 * np.eye(4)
-    ad.check_rule(rel._logdet, M)
-    assert rel._logdet(M) == pytest.approx(np.linalg.slogdet(M)[1])
+def _cubic(theta, p):
+    """A limit state with a third derivative in theta and a design dependence."""
+    return p[0] * theta[0] + p[1] * theta[1] ** 2 + 0.1 * theta[0] * theta[1] * theta[2] \
+        + np.sin(p[2] * theta[2]) - 0.2 * theta[3] ** 2
+
+
+@pytest.mark.parametrize("modes", [("reverse",), ("forward",), ("hvp",), ("nested",)])
+def test_curvature_term_in_every_mode(modes):
+    """G = -1/2 ln det(I - lam P H P) (SORM's factor, differentiated through
+    np.linalg.slogdet) against central differences in theta, lam and the design."""
+    from topopt.reliability.asymptotic import _curvature_term
+    ls = rel.LimitState(_cubic, m=4)
+    theta, p = np.array([0.7, -0.4, 0.5, 0.3]), np.array([1.2, 0.3, 0.8])
+    report = ad.check_modes(lambda t, la, q: _curvature_term(ls, t, la, q),
+                            theta, 0.6, p, modes=modes)
+    assert report and max(report.values()) < 1e-6
+
+
+def test_curvature_term_is_breitungs_product():
+    """det(I - lam P H P) = prod_i (1 - lam mu_i), mu_i = eig(T^T H T) (module docstring)."""
+    from topopt.reliability.asymptotic import _curvature_term
+    ls = rel.LimitState(_cubic, m=4)
+    theta, p, lam = np.array([0.7, -0.4, 0.5, 0.3]), np.array([1.2, 0.3, 0.8]), 0.6
+    g = np.array([p[0] + 0.1 * theta[1] * theta[2], 2 * p[1] * theta[1] + 0.1 * theta[0]
+                  * theta[2], 0.1 * theta[0] * theta[1] + p[2] * np.cos(p[2] * theta[2]),
+                  -0.4 * theta[3]])
+    H = np.array([[0.0, 0.1 * theta[2], 0.1 * theta[1], 0.0],
+                  [0.1 * theta[2], 2 * p[1], 0.1 * theta[0], 0.0],
+                  [0.1 * theta[1], 0.1 * theta[0], -p[2] ** 2 * np.sin(p[2] * theta[2]), 0.0],
+                  [0.0, 0.0, 0.0, -0.4]])
+    n = g / np.linalg.norm(g)
+    T = np.linalg.svd(n[None, :])[2][1:].T            # orthonormal tangent basis
+    mu = np.linalg.eigvalsh(T.T @ H @ T)
+    assert _curvature_term(ls, theta, lam, p) == pytest.approx(
+        -0.5 * np.sum(np.log(1 - lam * mu)), rel=1e-12)
+    with pytest.raises(rel.ReliabilityError, match="det"):
+        _curvature_term(ls, theta, 50.0, p)          # 1 - lam mu_i < 0 for one i
 
 
 # --------------------------------------------------- gradients w.r.t. design
