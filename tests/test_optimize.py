@@ -13,6 +13,10 @@ import numpy as np
 import pytest
 import scipy.optimize
 
+from topopt import checkpoint as checkpoint_module
+from topopt import runio
+from topopt.checkpoint import CHECKPOINT_VERSION, Checkpoint
+from topopt.mma_options import Options
 from topopt.optimize import (MMA_PARAMS, CheckpointError, OutputPathError, Result, Stage,
                              load_checkpoint, minimize)
 
@@ -517,6 +521,15 @@ def _rewrite(path, **change):
     return target
 
 
+def _arrays(path, drop=(), **add):
+    """A copy of the checkpoint at `path` without the arrays `drop`, with `add`."""
+    with np.load(path) as data:
+        arrays = {k: np.array(data[k]) for k in data.files if k not in drop}
+    target = str(path) + ".arrays.npz"
+    np.savez(target, **arrays, **add)
+    return target
+
+
 def _flip_byte(path):
     raw = bytearray(open(path, "rb").read())
     offset = raw.rindex(b"\x93NUMPY")             # inside the data of 'meta' (~4 kB)
@@ -563,6 +576,12 @@ BAD_CHECKPOINTS = {
     "design of wrong size": (lambda ck: _rewrite(ck, x=np.zeros(5)),
                              r"'x' is a float64 array of shape \(5,\); expected"),
     "non-finite design": (lambda ck: _rewrite(ck, x=np.full(8, np.nan)), r"finite floats"),
+    "unknown array": (lambda ck: _arrays(ck, extra=np.zeros(2)), r"unknown arrays: extra"),
+    "seed without gradients": (lambda ck: _arrays(ck, drop=("seed_grads",)),
+                               r"an incomplete seed \(values and gradients\)"),
+    "no design": (lambda ck: _arrays(ck, drop=("x",)), r"no design 'x'"),
+    "seed of wrong shape": (lambda ck: _rewrite(ck, seed_grads=np.zeros((3, 8))),
+                            r"'seed_grads' is a float64 array of shape \(3, 8\); expected"),
 }
 
 
@@ -644,6 +663,44 @@ def test_path_check_creates_the_folder_and_leaves_no_file(tmp_path):
         maxeval=2, checkpoint=ck, checkpoint_every=100)
     assert seen[0] == []                  # the write test removed its file
     assert sorted(os.listdir(ck.parent)) == ["ck.npz"]
+
+
+def test_checkpoint_class_round_trip(valid_checkpoint, tmp_path):
+    """`Checkpoint.save` then `Checkpoint.load` gives back the arrays and the
+    record, with the format version; `load_checkpoint` is its dict view."""
+    ck = Checkpoint.load(valid_checkpoint)
+    assert ck.meta["version"] == Checkpoint.VERSION == CHECKPOINT_VERSION == 1
+    assert set(ck.arrays) == {"x", "x_last", "seed_values", "seed_grads"}
+    assert ck.meta["evaluations"] == 3 and ck.meta["n"] == C.size
+    copy = tmp_path / "copy.npz"
+    Checkpoint(ck.arrays, {k: v for k, v in ck.meta.items() if k != "version"}).save(copy)
+    again = Checkpoint.load(copy)
+    assert again.meta == ck.meta
+    for name, a in ck.arrays.items():
+        np.testing.assert_array_equal(again.arrays[name], a)
+    d = load_checkpoint(copy)
+    np.testing.assert_array_equal(d["x"], ck.arrays["x"])
+    np.testing.assert_array_equal(d["seed"][1], ck.arrays["seed_grads"])
+    assert {k: d[k] for k in ck.meta} == ck.meta
+
+
+def test_checkpoint_names_importable_from_before():
+    for name in ("load_checkpoint", "save_checkpoint", "CheckpointError", "CHECKPOINT_VERSION"):
+        assert getattr(runio, name) is getattr(checkpoint_module, name)
+    assert CheckpointError is checkpoint_module.CheckpointError
+
+
+def test_options_defaults_are_minimize_defaults():
+    """`minimize` passes every option to `Options.check`: the same names and
+    defaults (one place to change a default would be two otherwise)."""
+    import inspect
+
+    run_args = inspect.signature(minimize).parameters
+    check_args = inspect.signature(Options.check).parameters
+    shared = set(check_args) - {"cls", "x0"}
+    assert shared == set(run_args) - {"fun", "x0", "constraints", "n_constraints", "resume"}
+    for name in shared:
+        assert check_args[name].default == run_args[name].default, name
 
 
 def test_public_names():

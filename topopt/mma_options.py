@@ -86,13 +86,68 @@ class Stage:
 
 @dataclass(frozen=True, eq=False)
 class Options:
-    """The checked options of one `minimize` run (see `minimize` for each).
+    """The checked options of one `minimize` run, built by `check`.
 
-    Built by `check`, never by hand: ``lb``/``ub`` are arrays of shape
-    ``(n,)``, ``stages`` a tuple of `Stage` (one of ``maxeval`` evaluations
-    without continuation) and ``cap`` the total budget over the stages (None:
-    no cap), ``mma_params`` NLopt's parameters over `DEFAULT_MMA_PARAMS`,
-    ``initial_step`` None or an array of shape ``(n,)``; the paths are str.
+    `check` takes `minimize`'s keywords below; the fields are their checked
+    forms: ``lb``/``ub`` arrays of shape ``(n,)``, ``stages`` a tuple of
+    `Stage` (one of ``maxeval`` evaluations without continuation) and ``cap``
+    the total budget over the stages (None: no cap), ``mma_params`` NLopt's
+    parameters over `DEFAULT_MMA_PARAMS`, ``initial_step`` None or an array
+    of shape ``(n,)``, the paths str.
+
+    Parameters
+    ----------
+    x0 : array_like
+        Initial design, 1-D, finite, within `bounds`.
+    bounds : (lower, upper), optional
+        Scalars or arrays of shape ``(n,)``; None or an infinite entry for no
+        bound. Default ``(0, 1)``: densities.
+    maxeval : int, optional
+        Forward evaluations without `stages` (default 200); with `stages`, an
+        optional cap on the total.
+    ftol_rel : float
+        Stop when the relative objective change between MMA iterations is
+        below this (0 disables).
+    xtol_abs : float
+        Stop when the max design change ``max |x - x_prev|`` between MMA
+        iterations is below this (0 disables).
+    constraint_tol : float
+        NLopt's tolerance on each constraint.
+    stages : sequence of Stage, optional
+        Continuation: each stage restarts MMA from the previous stage's design
+        with its own budget and calls the responses with ``**stage.params``.
+    mma_params : dict, optional
+        NLopt ``LD_MMA`` parameters (names in `MMA_PARAMS`) over
+        `DEFAULT_MMA_PARAMS` (the SLSQP dual).
+    initial_step : float or array_like, optional
+        NLopt's initial step, which ``LD_MMA`` takes as its initial move
+        limits ``sigma`` (distance of the asymptotes) at the start of each
+        stage: a number > 0 or an array of shape ``(n,)``. Default (None):
+        NLopt's ``(upper - lower) / 2``.
+    history_path : path, optional
+        JSON file rewritten atomically after every evaluation.
+    checkpoint : path, optional
+        ``.npz`` file written atomically every `checkpoint_every` evaluations,
+        after each stage, on SIGINT/SIGTERM, on an exception (before it
+        propagates) and at the end. Its folder (and that of `history_path`)
+        is created and written to before the first evaluation.
+    checkpoint_every : int
+        Evaluations between checkpoints, >= 1.
+    verbose : bool
+        One progress line per evaluation on stderr: evaluation, stage,
+        objective, max constraint, max change, grey level, time.
+    callback : callable, optional
+        ``callback(record, x)`` after each evaluation; returning True stops
+        the run (``status="stopped"``).
+    count_solves : callable, optional
+
+    Raises
+    ------
+    TypeError, ValueError
+        From `check`, naming the argument and its accepted range.
+    OutputPathError
+        From `check`: `checkpoint` or `history_path` cannot be written (an
+        `OSError` and a `ValueError`).
 
     Examples
     --------
@@ -132,7 +187,10 @@ class Options:
               verbose: bool = True, callback: Callable | None = None,
               count_solves: Callable | None = None,
               handle_signals: bool = True) -> tuple[np.ndarray, Options]:
-        """The design `x0` as floats and the options, checked; paths written to last."""
+        """The design `x0` as floats and the options, checked (see `Options`).
+
+        The output paths are written to last, after every other check.
+        """
         x0 = _check_x0(x0)
         lb, ub = _check_bounds(bounds, x0.size)
         outside = (x0 < lb) | (x0 > ub)

@@ -83,8 +83,11 @@ class Result:
     Attributes
     ----------
     x : ndarray
-        Final design: NLopt's optimum of the last stage run; after an
-        interruption, the design MMA was iterating from (see `minimize`).
+        Final design: NLopt's optimum of the last stage run. After an
+        interruption or a callback stop, the design MMA was iterating from:
+        the first design of the stage, then each design with a lower
+        objective (while none feasible was accepted, also each with a
+        smaller violation), as in NLopt's mma.c.
     fun : float
         Objective at `x`.
     constraints : list of float
@@ -99,7 +102,12 @@ class Result:
         process; a script turns this into its exit status
         (`topopt.runio.finish`).
     history : list of dict
-        One record per forward evaluation (see `minimize`).
+        One record per forward evaluation: ``evaluation``, ``stage``,
+        ``stage_evaluation``, ``objective``, ``constraints``,
+        ``max_constraint``, ``change`` (max ``|x - x_prev|``, None at first),
+        ``grey`` (mean of ``4 t (1 - t)`` over ``t = (x - lower) / (upper -
+        lower)``, entries with finite bounds), ``time`` (s since start) and
+        ``fe_solves``.
     evaluations : int
         Forward evaluations, including those before a resume.
     stages : list of dict
@@ -189,10 +197,7 @@ def minimize(
       ``k`` is `n_constraints` or is read off the first evaluation;
     * separate functions: ``fun(x, **params)`` is the objective and each
       ``g(x, **params)`` in `constraints` one constraint; they are called
-      together, in one pullback, at each new design.
-
-    Gradients come from `topopt.ad`: one `ad.pullback` per design and one
-    ``back`` call per response.
+      together, in one pullback (`topopt.ad`), at each new design.
 
     Parameters
     ----------
@@ -204,90 +209,34 @@ def minimize(
         Constraint functions ``g(x) <= 0``; None for the shared form.
     n_constraints : int, optional
         Number of constraints ``k`` of the shared form (checked when given).
-    bounds : (lower, upper), optional
-        Scalars or arrays of shape ``(n,)``; None or an infinite entry for no
-        bound. Default ``(0, 1)``: densities.
-    maxeval : int, optional
-        Forward evaluations without `stages` (default 200); with `stages`, an
-        optional cap on the total.
-    ftol_rel : float
-        Stop when the relative objective change between MMA iterations is
-        below this (0 disables).
-    xtol_abs : float
-        Stop when the max design change ``max |x - x_prev|`` between MMA
-        iterations is below this (0 disables).
-    constraint_tol : float
-        NLopt's tolerance on each constraint.
-    stages : sequence of Stage, optional
-        Continuation: each stage restarts MMA from the previous stage's design
-        with its own budget and calls the responses with ``**stage.params``.
-    mma_params : dict, optional
-        NLopt ``LD_MMA`` parameters (names in `MMA_PARAMS`) over
-        `DEFAULT_MMA_PARAMS` (the SLSQP dual).
-    initial_step : float or array_like, optional
-        NLopt's initial step, which ``LD_MMA`` takes as its initial move
-        limits ``sigma`` (distance of the asymptotes) at the start of each
-        stage: a number > 0 or an array of shape ``(n,)``. Default (None):
-        NLopt's ``(upper - lower) / 2``.
-    history_path : path, optional
-        JSON file rewritten atomically after every evaluation.
-    checkpoint : path, optional
-        ``.npz`` file written atomically every `checkpoint_every` evaluations,
-        after each stage, on SIGINT/SIGTERM, on an exception (before it
-        propagates) and at the end. Its folder (and that of `history_path`)
-        is created and written to before the first evaluation.
-    checkpoint_every : int
-        Evaluations between checkpoints, >= 1.
     resume : path, optional
         Continue from this checkpoint: its design, stage, stage budget left,
         history and counters. `x0` must have the checkpoint's size; its values
         are not used. MMA restarts at the checkpoint's design with fresh
         move limits (see the module docstring).
-    verbose : bool
-        One progress line per evaluation on stderr: evaluation, stage,
-        objective, max constraint, max change, grey level, time.
-    callback : callable, optional
-        ``callback(record, x)`` after each evaluation; returning True stops
-        the run (``status="stopped"``).
-    count_solves : callable, optional
-        Returns a running count of FE solves (e.g. ``lambda: problem.solves``);
-        recorded per evaluation and in ``result.fe_solves``.
-    handle_signals : bool
-        Catch SIGINT/SIGTERM for a clean stop (main thread only; the previous
-        handlers are restored on return).
+    bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
+    initial_step, history_path, checkpoint, checkpoint_every, verbose, \
+    callback, count_solves, handle_signals
+        The run's options, documented and checked in `Options`.
 
     Returns
     -------
     Result
-        ``history`` has one dict per forward evaluation with ``evaluation``,
-        ``stage``, ``stage_evaluation``, ``objective``, ``constraints``,
-        ``max_constraint``, ``change`` (max ``|x - x_prev|``, None at first),
-        ``grey`` (mean of ``4 t (1 - t)`` over ``t = (x - lower) / (upper -
-        lower)``, entries with finite bounds), ``time`` (s since start) and
-        ``fe_solves``.
+        The design, its values, how the run ended, one history record per
+        forward evaluation.
 
     Raises
     ------
     TypeError, ValueError
         Invalid arguments, before any evaluation.
-    OutputPathError
-        `checkpoint` or `history_path` cannot be written (an `OSError` and a
-        `ValueError`), before any evaluation.
-    FileNotFoundError, CheckpointError
-        `resume` names no file, or a file that is not a checkpoint of this
-        problem (``not a topopt checkpoint: PATH (why)``), before any
+    OutputPathError, FileNotFoundError, CheckpointError
+        `checkpoint` or `history_path` cannot be written; `resume` names no
+        file, or one that is not a checkpoint of this problem; before any
         evaluation.
     Exception
-        Whatever `fun` raises, after the checkpoint (last good design and
-        history) is written; the exception then carries the checkpoint's
-        path as ``topopt_checkpoint`` and a note saying how to resume.
-
-    Notes
-    -----
-    After an interruption or a callback stop, ``result.x`` is the design MMA
-    was iterating from: the first design of the stage, then each design with
-    a lower objective (while none feasible was accepted, also each with a
-    smaller violation), as in NLopt's mma.c.
+        Whatever `fun` raises, after the checkpoint is written; the exception
+        then carries its path as ``topopt_checkpoint`` and a note saying how
+        to resume.
 
     Examples
     --------
