@@ -495,6 +495,15 @@ def test_wrong_number_of_responses():
                  verbose=False)
 
 
+@pytest.mark.parametrize("out", [
+    lambda x: {"f": np.sum(C / x), "g": np.sum(x) - V},
+    lambda x: (np.sum(C / x), {"g": np.sum(x) - V}),
+])
+def test_dict_responses_are_rejected(out):
+    with pytest.raises(TypeError, match="returned a dict; return a 1-D array"):
+        run(out, maxeval=3)
+
+
 def test_resume_of_a_missing_file(tmp_path):
     calls = []
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):

@@ -19,29 +19,34 @@ from . import ad
 from ._validate import check_callable, check_int
 
 
-def _leaves(y) -> list:
-    if type(y) in (tuple, list):
-        return [leaf for v in y for leaf in _leaves(v)]
-    if isinstance(y, dict):
+def _has_dict(treedef) -> bool:
+    return treedef.kind is dict or any(_has_dict(c) for c in treedef.children)
+
+
+def _leaves(y) -> tuple[list, object]:
+    """The responses' leaves (`ad.tree_flatten`) and their structure; no dicts."""
+    leaves, treedef = ad.tree_flatten(y)
+    if _has_dict(treedef):
         raise TypeError("the response function returned a dict; return a 1-D array "
                         "[f, g1, ..., gk] or a tuple (f, g1, ..., gk) / (f, [g1, ...])")
-    return [y]
+    return leaves, treedef
 
 
-def _unit(y, i: int, pos: list):
-    """Cotangent with the structure of `y`: 1 at flat index `i`, None elsewhere."""
-    if type(y) in (tuple, list):
-        return type(y)(_unit(v, i, pos) for v in y)
-    size = int(np.size(y))
-    start = pos[0]
-    pos[0] += size
-    if not start <= i < start + size:
-        return None
-    if np.ndim(y) == 0:
-        return 1.0
-    e = np.zeros(np.shape(y))
-    e.flat[i - start] = 1.0
-    return e
+def _unit(leaves: list, treedef, i: int):
+    """Cotangent with the structure of the responses: 1 at flat index `i`, None elsewhere."""
+    cotangents, start = [], 0
+    for leaf in leaves:
+        size = int(np.size(leaf))
+        if not start <= i < start + size:
+            cotangents.append(None)
+        elif np.ndim(leaf) == 0:
+            cotangents.append(1.0)
+        else:
+            e = np.zeros(np.shape(leaf))
+            e.flat[i - start] = 1.0
+            cotangents.append(e)
+        start += size
+    return ad.tree_unflatten(treedef, cotangents)
 
 
 class _Gradients:
@@ -104,12 +109,13 @@ class _Responses:
         params = self.params
         self.calls += 1
         y, back = ad.pullback(lambda z: self.fun(z, **params), x)
-        values = self._values(_leaves(y))
+        leaves, treedef = _leaves(y)
+        values = self._values(leaves)
 
         def reverse_pass() -> np.ndarray:
             grads = np.empty((values.size, x.size))
             for i in range(values.size):
-                grads[i] = np.real(back(_unit(y, i, [0]))[0])
+                grads[i] = np.real(back(_unit(leaves, treedef, i))[0])
             if not np.all(np.isfinite(grads)):
                 bad = [i for i in range(values.size) if not np.all(np.isfinite(grads[i]))]
                 raise FloatingPointError(f"non-finite gradient of response(s) {bad}")

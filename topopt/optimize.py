@@ -43,12 +43,27 @@ signal; a second signal raises ``KeyboardInterrupt``). `minimize` never
 exits the process: problem scripts turn an interrupted `Result` into exit
 status 130 or 143 (`topopt.runio.finish`).
 
-Resuming restarts MMA from the checkpoint design (NLopt keeps its
-asymptotes internal): the same optimum, not the same bits. The design,
+Resuming (``resume=PATH``) continues from the checkpoint's design, stage,
+stage budget left, history and counters; MMA restarts from the checkpoint
+design with fresh move limits (NLopt keeps its asymptotes internal): the
+same optimum, not the same bits. The design,
 values and gradients of the restart point are in the checkpoint, so the
 restart costs no extra forward pass (unless its gradients were never
 computed, with ``inner_gradients=0``). Checkpoint files are read and checked
 by `topopt.checkpoint.Checkpoint.load` (`load_checkpoint`).
+
+Examples
+--------
+One forward pass returning all responses, ``[sum(c / x), sum(x) - 1.2]``;
+the optimum is ``x ~ sqrt(c)``:
+
+>>> import numpy as np
+>>> c = np.array([1.0, 4.0])
+>>> res = minimize(lambda x: np.stack([np.sum(c / x), np.sum(x) - 1.2]),
+...                np.full(2, 0.5), bounds=(0.01, 1.0), maxeval=60,
+...                ftol_rel=1e-12, verbose=False)
+>>> np.round(res.x, 4), res.evaluations == len(res.history)
+(array([0.4, 0.8]), True)
 """
 
 from __future__ import annotations
@@ -164,40 +179,27 @@ class Result:
         return text
 
 
-def minimize(
-    fun: Callable,
-    x0,
-    constraints: Sequence[Callable] | None = None,
-    *,
-    n_constraints: int | None = None,
-    bounds: tuple | None = (0.0, 1.0),
-    maxeval: int | None = None,
-    ftol_rel: float = 1e-6,
-    xtol_abs: float = 0.0,
-    constraint_tol: float = 1e-8,
-    stages: Sequence[Stage] | None = None,
-    mma_params: Mapping[str, float] | None = None,
-    initial_step=None,
-    history_path: str | os.PathLike | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int = 10,
-    resume: str | os.PathLike | None = None,
-    verbose: bool = True,
-    callback: Callable[[dict, np.ndarray], bool | None] | None = None,
-    count_solves: Callable[[], int] | None = None,
-    handle_signals: bool = True,
-) -> Result:
+def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *,
+             n_constraints: int | None = None, bounds: tuple | None = (0.0, 1.0),
+             maxeval: int | None = None, ftol_rel: float = 1e-6, xtol_abs: float = 0.0,
+             constraint_tol: float = 1e-8, stages: Sequence[Stage] | None = None,
+             mma_params: Mapping[str, float] | None = None, initial_step=None,
+             history_path: str | os.PathLike | None = None,
+             checkpoint: str | os.PathLike | None = None, checkpoint_every: int = 10,
+             resume: str | os.PathLike | None = None, verbose: bool = True,
+             callback: Callable[[dict, np.ndarray], bool | None] | None = None,
+             count_solves: Callable[[], int] | None = None,
+             handle_signals: bool = True) -> Result:
     """Minimize ``f(x)`` subject to ``g_i(x) <= 0`` and bounds with NLopt's MMA.
 
-    Two forms, both evaluated once per design (see the module docstring):
+    Two forms, both evaluated once per design (one `ad.pullback`):
 
     * shared forward pass (``constraints=None``): ``fun(x, **params)`` returns
-      all responses at once, as a 1-D array ``[f, g_1, ..., g_k]`` or a
-      tuple ``(f, g_1, ..., g_k)`` / ``(f, [g_1, ...])`` / ``(f, g_array)``;
-      ``k`` is `n_constraints` or is read off the first evaluation;
+      all responses, a 1-D array ``[f, g_1, ..., g_k]`` or a tuple ``(f, g_1,
+      ..., g_k)`` / ``(f, [g_1, ...])``; ``k`` is `n_constraints` (checked)
+      or is read off the first evaluation;
     * separate functions: ``fun(x, **params)`` is the objective and each
-      ``g(x, **params)`` in `constraints` one constraint; they are called
-      together, in one pullback (`topopt.ad`), at each new design.
+      ``g(x, **params)`` in `constraints` one constraint.
 
     Parameters
     ----------
@@ -208,12 +210,9 @@ def minimize(
     constraints : sequence of callable, optional
         Constraint functions ``g(x) <= 0``; None for the shared form.
     n_constraints : int, optional
-        Number of constraints ``k`` of the shared form (checked when given).
+        Number of constraints ``k`` of the shared form.
     resume : path, optional
-        Continue from this checkpoint: its design, stage, stage budget left,
-        history and counters. `x0` must have the checkpoint's size; its values
-        are not used. MMA restarts at the checkpoint's design with fresh
-        move limits (see the module docstring).
+        Continue from this checkpoint; `x0` gives only the size.
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
     initial_step, history_path, checkpoint, checkpoint_every, verbose, \
     callback, count_solves, handle_signals
@@ -222,42 +221,23 @@ def minimize(
     Returns
     -------
     Result
-        The design, its values, how the run ended, one history record per
-        forward evaluation.
 
     Raises
     ------
-    TypeError, ValueError
-        Invalid arguments, before any evaluation.
-    OutputPathError, FileNotFoundError, CheckpointError
-        `checkpoint` or `history_path` cannot be written; `resume` names no
-        file, or one that is not a checkpoint of this problem; before any
-        evaluation.
-    Exception
-        Whatever `fun` raises, after the checkpoint is written; the exception
-        then carries its path as ``topopt_checkpoint`` and a note saying how
-        to resume.
+    TypeError, ValueError, OutputPathError, FileNotFoundError, CheckpointError
+        Bad arguments, unwritable paths, no checkpoint to resume: before any
+        evaluation. Whatever `fun` raises propagates after the checkpoint is
+        written, its path in the exception's ``topopt_checkpoint``.
 
     Examples
     --------
-    Minimize ``sum(c / x)`` subject to ``sum(x) <= 1.2``; the optimum is
-    ``x ~ sqrt(c)``:
+    ``sum(c / x)`` subject to ``sum(x) <= 1.2`` has its optimum at ``x ~ sqrt(c)``:
 
-    >>> import numpy as np
     >>> c = np.array([1.0, 4.0])
-    >>> res = minimize(lambda x: np.sum(c / x), np.full(2, 0.5),
-    ...                [lambda x: np.sum(x) - 1.2], bounds=(0.01, 1.0),
-    ...                maxeval=60, ftol_rel=1e-12, verbose=False)
+    >>> res = minimize(lambda x: np.sum(c / x), np.full(2, 0.5), [lambda x: np.sum(x) - 1.2],
+    ...                bounds=(0.01, 1.0), maxeval=60, ftol_rel=1e-12, verbose=False)
     >>> np.round(res.x, 4), round(res.fun, 4)
     (array([0.4, 0.8]), 7.5)
-
-    The same with one forward pass returning all responses:
-
-    >>> res = minimize(lambda x: np.stack([np.sum(c / x), np.sum(x) - 1.2]),
-    ...                np.full(2, 0.5), bounds=(0.01, 1.0), maxeval=60,
-    ...                ftol_rel=1e-12, verbose=False)
-    >>> np.round(res.x, 4), res.evaluations == len(res.history)
-    (array([0.4, 0.8]), True)
     """
     responses = _Responses.of(fun, constraints, n_constraints)
     x0, opts = Options.check(
