@@ -373,7 +373,7 @@ def _implementation(fun, args, kwargs, types):
     impl = getattr(fun, "_impl", None)
     if impl is not None:
         return impl(*args, **kwargs)
-    owner = next(a for a in tree.leaves(args) if isinstance(value(a), types))
+    owner = next(a for a in tree.walk(args) if isinstance(value(a), types))
     owner = value(owner)
     if isinstance(fun, np.ufunc) and hasattr(owner, "__array_ufunc__"):
         result = owner.__array_ufunc__(fun, "__call__", *args, **kwargs)

@@ -89,7 +89,7 @@ class Registry:
         return len(entries) != len(old)
 
     def lookup(self, kind: str, fun: Callable, args) -> tuple:
-        """``(rule, types)``: the type-specific entry matching a leaf of `args`, else
+        """``(rule, types)``: the type-specific entry matching a part of `args`, else
         ``(generic rule, None)``, else ``(None, None)``."""
         return _match(self._table(kind).get(fun), args)
 
@@ -122,7 +122,7 @@ def _match(entries, args) -> tuple:
     for types, rule in entries:
         if types is None:
             generic = rule
-        elif any(isinstance(a, types) for a in tree.leaves(args)):
+        elif any(isinstance(s, types) for a in args for s in tree.walk(a)):
             return rule, types
     return generic, None
 

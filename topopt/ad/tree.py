@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "map", "flatten_as", "is_container", "unflatten_sparse",
+__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "map", "flatten_as", "is_container", "unflatten_sparse", "walk",
            "rebuild"]
 
 
@@ -118,6 +118,22 @@ def leaves(tree) -> list:
     out: list = []
     _leaves_into(tree, out)
     return out
+
+
+def walk(tree):
+    """Every subtree of `tree` depth first, the root first: containers and leaves.
+
+    >>> list(walk((1, [2])))
+    [(1, [2]), 1, [2], 2]
+    """
+    yield tree
+    t = type(tree)
+    if t is tuple or t is list or (isinstance(tree, tuple) and hasattr(t, "_fields")):
+        for c in tree:
+            yield from walk(c)
+    elif t is dict:
+        for c in tree.values():
+            yield from walk(c)
 
 
 def rebuild(like: tuple, items) -> tuple:
