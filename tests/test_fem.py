@@ -1,12 +1,22 @@
 """FE layer: element matrices, analytic solutions, supports, solver backends."""
 
+import ast
+import importlib
+import pathlib
+import sys
+import types
+
 import numpy as np
 import pytest
 import scipy.sparse as sps
 import skfem
 
 from topopt import ad, fem
+from topopt.fem.direct import CholmodFactor, SuperLUFactor, factorize_spd, has_module
+from topopt.fem.solvers import BACKENDS, pick_solver
 from topopt.fem.supports import unrestrained_modes
+
+FEM_DIR = pathlib.Path(fem.__file__).parent
 
 
 def top88_KE(nu=0.3):
@@ -377,3 +387,135 @@ def test_bad_input():
         model.system("mumps")
     with pytest.raises(ValueError, match="2 component"):
         model.point_load((0, 0), 1.0)
+
+
+# ------------------------------------------------------------ package layout
+
+def _fem_imports(path: pathlib.Path) -> set:
+    """The `topopt.fem` modules that `path` imports (at module level or in a function)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            out.update([node.module.split(".")[0]] if node.module else
+                       [a.name for a in node.names])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("topopt.fem."):
+            out.add(node.module.split(".")[2])
+        elif isinstance(node, ast.Import):
+            out.update(a.name.split(".")[2] for a in node.names
+                       if a.name.startswith("topopt.fem."))
+    return out - {path.stem}
+
+
+def test_fem_modules_import_without_cycles():
+    graph = {p.stem: _fem_imports(p) for p in FEM_DIR.glob("*.py") if p.stem != "__init__"}
+    assert graph["system"] >= {"solvers"} and "system" in graph["models"]   # the walk sees imports
+    done: list = []
+    while len(done) < len(graph):          # peel off the modules whose imports are all done
+        ready = sorted(m for m, deps in graph.items() if m not in done and deps <= set(done))
+        assert ready, f"import cycle among {sorted(set(graph) - set(done))}"
+        done += ready
+
+
+@pytest.mark.parametrize("path", sorted(FEM_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_fem_modules_and_functions_are_short(path):
+    """The developer guide: modules under ~700 lines, functions of at most 80."""
+    source = path.read_text()
+    assert len(source.splitlines()) < 700
+    long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(ast.parse(source))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.end_lineno - n.lineno + 1 > 80}
+    assert not long
+
+
+def test_fem_all_is_the_public_namespace():
+    public = {name for name, value in vars(fem).items()
+              if not name.startswith("_") and not isinstance(value, types.ModuleType)}
+    assert public == set(fem.__all__)
+    assert {"ConvergenceError", "SingularSystemError", "LinearSystem"} <= public
+    for path in FEM_DIR.glob("*.py"):
+        module = importlib.import_module(f"topopt.fem.{path.stem}")
+        missing = [n for n in getattr(module, "__all__", []) if not hasattr(module, n)]
+        assert not missing, (path.name, missing)
+
+
+# ------------------------------------------------------------ backend table
+
+def _without(monkeypatch, *modules):
+    """Make `modules` fail to import (as when the optional extra is not installed)."""
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+# (solver, real, hermitian): the backend with cvxopt installed, and without it
+PICKS = [
+    ("auto", True, True, "cholmod", "superlu"),
+    ("auto", True, False, "umfpack", "superlu"),
+    ("auto", False, True, "umfpack", "superlu"),
+    ("auto", False, False, "umfpack", "superlu"),
+    ("superlu", False, False, "superlu", "superlu"),
+    ("cholmod", True, True, "cholmod", ImportError),
+    ("cholmod", False, True, ValueError, ImportError),
+    ("umfpack", False, False, "umfpack", ImportError),
+    ("mg-cg", True, True, "mg-cg", "mg-cg"),
+    ("mg-cg", True, False, ValueError, ValueError),
+    ("amg-cg", False, True, ValueError, ValueError),
+    ("lu", True, True, ValueError, ValueError),
+    (None, True, True, ValueError, ValueError),
+]
+
+
+@pytest.mark.parametrize("cvxopt", [True, False], ids=["with-cvxopt", "without-cvxopt"])
+@pytest.mark.parametrize("solver, real, hermitian, with_cvxopt, without_cvxopt", PICKS)
+def test_pick_solver_table(monkeypatch, cvxopt, solver, real, hermitian, with_cvxopt,
+                           without_cvxopt):
+    if cvxopt and not has_module("cvxopt.cholmod"):
+        pytest.skip("cvxopt is not installed")
+    if not cvxopt:
+        _without(monkeypatch, "cvxopt", "cvxopt.cholmod", "cvxopt.umfpack")
+    expected = with_cvxopt if cvxopt else without_cvxopt
+    if isinstance(expected, type):
+        with pytest.raises(expected, match="topopt\\[fast\\]|positive definite|unknown solver"):
+            pick_solver(solver, real, hermitian)
+    else:
+        assert pick_solver(solver, real, hermitian) == expected
+
+
+def test_backend_table_matches_available_solvers():
+    assert fem.available_solvers() == [n for n, b in BACKENDS.items()
+                                       if not b.iterative and b.available()]
+    assert fem.ITERATIVE == ["mg-cg", "amg-cg"]
+    assert all(BACKENDS[n].hierarchy is not None for n in fem.ITERATIVE)
+    assert [n for n, b in BACKENDS.items() if not b.spd_only] == ["umfpack", "superlu"]
+
+
+@pytest.mark.parametrize("solver, modules", [("cholmod", ["cvxopt", "cvxopt.cholmod"]),
+                                             ("umfpack", ["cvxopt", "cvxopt.umfpack"]),
+                                             ("amg-cg", ["pyamg"])])
+def test_missing_optional_dependency_names_the_extra(monkeypatch, solver, modules):
+    _without(monkeypatch, *modules)
+    model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    with pytest.raises(ImportError, match=f"solver='{solver}' needs "
+                       "(cvxopt|pyamg): pip install 'topopt\\[fast\\]'"):
+        model.system(solver)
+    assert solver not in fem.available_solvers(iterative=True)
+    if solver == "amg-cg":
+        from topopt.fem.amg import SmoothedAggregation
+        with pytest.raises(ImportError, match="topopt\\[fast\\]"):
+            SmoothedAggregation(model.system("superlu"))
+
+
+def test_spd_factor_is_cholmod_or_superlu(monkeypatch):
+    """The multigrid coarse solve's factor: the same classes as the direct backends."""
+    rng = np.random.default_rng(3)
+    G = rng.standard_normal((12, 12))
+    A = sps.csr_matrix(G @ G.T + 12 * np.eye(12))
+    b = rng.standard_normal(12)
+    expected = np.linalg.solve(A.toarray(), b)
+    if has_module("cvxopt.cholmod"):
+        F = factorize_spd(A)
+        assert isinstance(F, CholmodFactor)
+        np.testing.assert_allclose(F.solve(b), expected, rtol=1e-12)
+    _without(monkeypatch, "cvxopt", "cvxopt.cholmod")
+    F = factorize_spd(A)
+    assert isinstance(F, SuperLUFactor)
+    np.testing.assert_allclose(F.solve(b), expected, rtol=1e-12)

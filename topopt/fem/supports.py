@@ -40,6 +40,8 @@ element kernel larger than the rigid modes) are left to that check too.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
@@ -268,21 +270,8 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
     nodal_dofs = np.atleast_2d(nodal_dofs).astype(np.int64)
     if nodal_dofs.size != ndof or np.unique(nodal_dofs).size != ndof:
         return None                                    # not one dof per node and component
-    if active is not None and not np.all(active):
-        element_dofs = element_dofs[active]
-        if Ke.ndim == 3:
-            Ke = Ke[active]
-    node_of = np.empty(ndof, dtype=np.int64)
-    for c in range(nodal_dofs.shape[0]):
-        node_of[nodal_dofs[c]] = np.arange(nodal_dofs.shape[1])
-    is_fixed = np.zeros(ndof, dtype=bool)
-    is_fixed[np.asarray(fixed, dtype=np.int64)] = True
-
-    used = np.zeros(ndof, dtype=bool)
-    used[element_dofs.ravel()] = True
-    if K0 is not None:
-        K0 = sps.csr_matrix(K0)
-        used[np.diff(K0.indptr) > 0] = True
+    element_dofs, Ke = _active_elements(element_dofs, Ke, active)
+    node_of, is_fixed, used, K0 = _dof_layout(element_dofs, ndof, fixed, nodal_dofs, K0)
     unused = int(np.sum(~used & ~is_fixed))
     if element_dofs.shape[0] == 0:
         return Unrestrained(np.zeros((ndof, 0)), 0, 0, unused, "")
@@ -295,13 +284,64 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
     B = B[:, size > 0] / size[size > 0]                                 # O(1) columns
     if B.shape[1] == 0:
         return None
-    dim, ncomp = p.shape[0], nodal_dofs.shape[0]
-    rotations = ncomp == dim and B.shape[1] > dim
+    dim = p.shape[0]
+    rotations = nodal_dofs.shape[0] == dim and B.shape[1] > dim
     N = _element_nodes(element_dofs, node_of)
     label = _rigid_parts(N, p, min(dim, 3) if rotations else 1)
-    n_parts = int(label.max()) + 1
-    k = B.shape[1]
+    mesh = SimpleNamespace(p=p, nodal_dofs=nodal_dofs, node_of=node_of, is_fixed=is_fixed,
+                           used=used, element_dofs=element_dofs, label=label,
+                           n_parts=int(label.max()) + 1)
+    con = _constraints(N, mesh)
+    floating = _floating_blocks(con, mesh)
+    modes, where, extra = _block_modes(B, con, mesh)
+    W = _orthonormal_motions(modes, K0, is_fixed)
+    count = W.shape[1] + (extra if K0 is None else 0)   # K0 may hold the unexamined ones
+    return Unrestrained(W, floating if W.shape[1] else 0, mesh.n_parts, unused, where, count)
 
+
+def _active_elements(element_dofs, Ke, active):
+    """The element dofs and matrices of the `active` elements (all when None)."""
+    if active is None or np.all(active):
+        return element_dofs, Ke
+    return element_dofs[active], (Ke[active] if Ke.ndim == 3 else Ke)
+
+
+def _orthonormal_motions(modes: list, K0, is_fixed: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of the block motions (those `K0` annihilates too, if given)."""
+    W = np.concatenate(modes, axis=1) if modes else np.zeros((is_fixed.size, 0))
+    if W.shape[1] and K0 is not None:
+        W = _held_by(W, K0)
+    elif W.shape[1]:
+        W = np.linalg.qr(W)[0]
+    W[is_fixed] = 0.0                                   # exact zeros after the QR too
+    return W
+
+
+def _dof_layout(element_dofs, ndof: int, fixed, nodal_dofs, K0):
+    """Node of each dof, fixed dofs, dofs used by an element or ``K0`` (as CSR)."""
+    node_of = np.empty(ndof, dtype=np.int64)
+    for c in range(nodal_dofs.shape[0]):
+        node_of[nodal_dofs[c]] = np.arange(nodal_dofs.shape[1])
+    is_fixed = np.zeros(ndof, dtype=bool)
+    is_fixed[np.asarray(fixed, dtype=np.int64)] = True
+    used = np.zeros(ndof, dtype=bool)
+    used[element_dofs.ravel()] = True
+    if K0 is not None:
+        K0 = sps.csr_matrix(K0)
+        used[np.diff(K0.indptr) > 0] = True
+    return node_of, is_fixed, used, K0
+
+
+def _constraints(N: sps.csr_matrix, mesh) -> SimpleNamespace:
+    """Constraints on the parts' motion coefficients: zero at fixed dofs, equal at hinges.
+
+    Each constraint row is a sum of entries ``B[dof] c_part * sign``; returns
+    the arrays ``rows, parts, dofs, signs`` of those entries, the number of
+    rows, each node's first part ``node_first`` (-1: in no element) and the
+    fixed dofs in use, and the block (parts joined by hinges) of each part.
+    """
+    node_of, nodal_dofs, is_fixed = mesh.node_of, mesh.nodal_dofs, mesh.is_fixed
+    label, n_parts = mesh.label, mesh.n_parts
     # parts of each node: (node, part) pairs, unique
     NP = (N.T @ sps.csr_matrix((np.ones(label.size), (np.arange(label.size), label)),
                                shape=(label.size, n_parts))).tocsr()
@@ -310,9 +350,8 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
     counts = np.diff(NP.indptr)
     has = counts > 0
     node_first[has] = NP.indices[NP.indptr[:-1][has]]
-    # constraints as (row, part, dof, sign): B[dof] c_part * sign, summed per row
     rows, parts, dofs, signs = [], [], [], []
-    fixed_used = np.flatnonzero(is_fixed & used)
+    fixed_used = np.flatnonzero(is_fixed & mesh.used)
     fixed_used = fixed_used[node_first[node_of[fixed_used]] >= 0]
     n_rows = fixed_used.size
     rows.append(np.arange(n_rows))
@@ -323,7 +362,7 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
     later = np.arange(NP.nnz) != NP.indptr[:-1][entry_node]            # hinge: 2nd part on
     if np.any(later):
         nodes, other = entry_node[later], NP.indices[later]
-        for c in range(ncomp):
+        for c in range(nodal_dofs.shape[0]):
             d = nodal_dofs[c, nodes]
             keep = ~is_fixed[d]                     # a fixed dof already pins both sides
             m = int(keep.sum())
@@ -334,19 +373,29 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
             signs += [np.ones(m), -np.ones(m)]
             n_rows += m
     rows, parts = np.concatenate(rows), np.concatenate(parts)
-    dofs, signs = np.concatenate(dofs), np.concatenate(signs)
-
     # blocks: parts joined by hinge constraints
     P = sps.coo_matrix((np.ones(rows.size), (rows, parts)), shape=(n_rows, n_parts)).tocsc()
     block = connected_components((P.T @ P), directed=False)[1]
-    fixed_parts = np.zeros(n_parts, dtype=bool)
-    fixed_parts[node_first[node_of[fixed_used]]] = True
-    block_fixed = np.bincount(block, fixed_parts, minlength=block.max() + 1) > 0
-    floating = int(np.sum(~block_fixed))
+    return SimpleNamespace(rows=rows, parts=parts, dofs=np.concatenate(dofs),
+                           signs=np.concatenate(signs), n_rows=n_rows, node_first=node_first,
+                           fixed_used=fixed_used, block=block)
 
+
+def _floating_blocks(con, mesh) -> int:
+    """Blocks of parts with no fixed dof."""
+    fixed_parts = np.zeros(mesh.n_parts, dtype=bool)
+    fixed_parts[con.node_first[mesh.node_of[con.fixed_used]]] = True
+    block_fixed = np.bincount(con.block, fixed_parts, minlength=con.block.max() + 1) > 0
+    return int(np.sum(~block_fixed))
+
+
+def _block_modes(B: np.ndarray, con, mesh) -> tuple[list, str, int]:
+    """The free motions of each block: assembled (up to `_MAX_REPORTED`), where, and the rest."""
+    ndof, k = B.shape
+    block, parts, rows = con.block, con.parts, con.rows
     modes, where, extra = [], "", 0
     part_of_dof = np.full(ndof, -1, dtype=np.int64)
-    part_of_dof[used] = node_first[node_of[np.flatnonzero(used)]]
+    part_of_dof[mesh.used] = con.node_first[mesh.node_of[np.flatnonzero(mesh.used)]]
     row_block = block[parts]
     order = np.argsort(row_block, kind="stable")
     bounds = np.searchsorted(row_block[order], np.arange(block.max() + 2))
@@ -354,14 +403,14 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
         members = np.flatnonzero(block == b)
         if members.size * k > _MAX_BLOCK:
             continue                                    # too many coupled parts: no verdict
-        local = -np.ones(n_parts, dtype=np.int64)
+        local = -np.ones(mesh.n_parts, dtype=np.int64)
         local[members] = np.arange(members.size)
         sel = order[bounds[b]:bounds[b + 1]]
         r_ids, inv = np.unique(rows[sel], return_inverse=True)
         C = np.zeros((r_ids.size, members.size * k))
         cols = local[parts[sel]][:, None] * k + np.arange(k)
         np.add.at(C, (np.repeat(inv, k), cols.ravel()),
-                  (B[dofs[sel]] * signs[sel][:, None]).ravel())
+                  (B[con.dofs[sel]] * con.signs[sel][:, None]).ravel())
         V = _null_space(C)
         if V.shape[1] == 0:
             continue
@@ -373,21 +422,14 @@ def unrestrained_modes(element_dofs: np.ndarray, Ke: np.ndarray, ndof: int, fixe
         W = np.zeros((ndof, V.shape[1]))
         coef = V.reshape(members.size, k, -1)[local[part_of_dof[in_block]]]
         W[in_block] = np.einsum("dk,dkm->dm", B[in_block], coef)
-        W[is_fixed] = 0.0
+        W[mesh.is_fixed] = 0.0
         modes.append(W)
         if not where:
-            els = np.flatnonzero(np.isin(label, members))
-            centre = p[:, node_of[element_dofs[els].ravel()]].mean(axis=1)
+            els = np.flatnonzero(np.isin(mesh.label, members))
+            centre = mesh.p[:, mesh.node_of[mesh.element_dofs[els].ravel()]].mean(axis=1)
             where = (f"the part of {els.size} element(s) around "
                      f"({', '.join(f'{v:.3g}' for v in centre)})")
-    W = np.concatenate(modes, axis=1) if modes else np.zeros((ndof, 0))
-    if W.shape[1] and K0 is not None:
-        W = _held_by(W, K0)
-    elif W.shape[1]:
-        W = np.linalg.qr(W)[0]
-    W[is_fixed] = 0.0                                   # exact zeros after the QR too
-    count = W.shape[1] + (extra if K0 is None else 0)   # K0 may hold the unexamined ones
-    return Unrestrained(W, floating if W.shape[1] else 0, n_parts, unused, where, count)
+    return modes, where, extra
 
 
 def _held_by(W: np.ndarray, K0: sps.csr_matrix) -> np.ndarray:

@@ -30,7 +30,8 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import ad
 from .csr import csr_structure
-from .solvers import BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize, pick_solver
+from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
+                      pick_solver)
 from .supports import unrestrained_modes
 
 __all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
