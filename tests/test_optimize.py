@@ -713,6 +713,12 @@ def test_options_defaults_are_minimize_defaults():
 
 
 def test_public_names():
+    import topopt.optimize as optimize
+
+    for name in optimize.__all__:                  # the script helpers are looked up lazily
+        assert getattr(optimize, name) is not None, name
+    with pytest.raises(AttributeError, match="has no attribute 'add_run_argument'"):
+        optimize.add_run_argument
     assert set(MMA_PARAMS) >= {"inner_maxeval", "dual_ftol_rel", "rho_init", "verbosity",
                                "inner_gradients", "always_improve", "sigma_min"}
     assert Result.__dataclass_fields__.keys() >= {"x", "fun", "history", "status", "stages"}

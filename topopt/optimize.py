@@ -46,11 +46,11 @@ status 130 or 143 (`topopt.runio.finish`).
 Resuming (``resume=PATH``) continues from the checkpoint's design, stage,
 stage budget left, history and counters; MMA restarts from the checkpoint
 design with fresh move limits (NLopt keeps its asymptotes internal): the
-same optimum, not the same bits. The design,
-values and gradients of the restart point are in the checkpoint, so the
-restart costs no extra forward pass (unless its gradients were never
-computed, with ``inner_gradients=0``). Checkpoint files are read and checked
-by `topopt.checkpoint.Checkpoint.load` (`load_checkpoint`).
+same optimum, not the same bits. The design, values and gradients of the
+restart point are in the checkpoint, so the restart costs no extra forward
+pass (unless its gradients were never computed, with ``inner_gradients=0``).
+Checkpoint files are read and checked by `topopt.checkpoint.Checkpoint.load`
+(`load_checkpoint`).
 
 Examples
 --------
@@ -81,11 +81,22 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .mma_eval import _Responses
 from .mma_options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
 from .mma_run import _params_json, _Run, _Signals
-from .runio import OutputPathError, add_run_arguments, run_options
+from .runio import OutputPathError
 
 __all__ = ["minimize", "Stage", "Result", "Options", "load_checkpoint", "add_run_arguments",
            "run_options", "CheckpointError", "OutputPathError", "MMA_PARAMS",
            "DEFAULT_MMA_PARAMS"]
+
+# the problem scripts' helpers (topopt.cli), importable from here as before
+_SCRIPT_NAMES = ("add_run_arguments", "run_options")
+
+
+def __getattr__(name: str):
+    if name in _SCRIPT_NAMES:
+        from . import runio
+        return getattr(runio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # a run ends early after a stage that ended with one of these statuses
 _STOPPED = ("interrupted", "stopped", "forced_stop", "roundoff_limited")
