@@ -9,7 +9,7 @@ import numpy as np
 from . import tree
 from .core import Box, Node, Trace, _dtype, _shape, backward, value
 
-__all__ = ["pullback", "gradient", "value_and_gradient", "jvp", "hvp"]
+__all__ = ["pullback", "gradient", "value_and_gradient", "jvp", "hvp", "differentiable"]
 
 
 def differentiable(x) -> bool:
@@ -41,8 +41,10 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
     ``back(ybar)`` is the vector-Jacobian product: one cotangent per
     argument (zeros for a differentiable argument `y` does not depend on,
     ``None`` for a non-differentiable one such as an int or a mesh). `y` may
-    be an array or a tuple/list of arrays; `ybar` has the same structure.
-    Calling `back` again gives the same result.
+    be an array or a tree of them (tuples, lists, dicts, named tuples: see
+    `tree`); `ybar` has the same structure, a dict's keys in any order and
+    ``None`` for the zero cotangent of any subtree. Calling `back` again
+    gives the same result.
 
     Complex numbers follow Zygote's convention: for a real function ``L`` of
     ``z = x + iy``, the cotangent is ``dL/dx + i dL/dy``.

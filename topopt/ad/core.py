@@ -1,4 +1,4 @@
-"""Traced values, rule registry, dispatch and the backward walk.
+"""The tracing internals: traced values, dispatch and the backward walk.
 
 A *trace* is one differentiation in progress. Every call of `pullback` or
 `jvp` opens a new trace with a larger id; its inputs are wrapped in a `Box`
@@ -14,6 +14,13 @@ one level and asks the trace to process the call:
 Unwrapping one level only is what makes nesting work: the arguments a rule
 sees may still be boxes of an outer trace, so whatever the rule computes, its
 pullback included, is recorded by the outer trace (autograd's design).
+
+Traced values may sit anywhere in the argument trees (tuples, lists, dicts:
+`tree`); a parent on the tape is the argument position and the key path
+below it, and the walk reads the cotangent at that path from the pullback's
+result. The rules come from `registry.REGISTRY` (written by `extend`).
+`core` imports neither the transformations (`api`) nor the rule modules:
+the forward-by-transpose path runs its own one-leaf backward walk.
 """
 
 from __future__ import annotations

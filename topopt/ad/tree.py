@@ -82,6 +82,7 @@ LEAF = TreeDef(None, None, (), 1)
 
 def _flatten_into(x, out: list) -> TreeDef:
     t = type(x)
+    start = len(out)
     if t is tuple or t is list or (isinstance(x, tuple) and hasattr(t, "_fields")):
         children = tuple([_flatten_into(c, out) for c in x])
         keys = None
@@ -91,7 +92,7 @@ def _flatten_into(x, out: list) -> TreeDef:
     else:
         out.append(x)
         return LEAF
-    return TreeDef(t, keys, children, sum(c.num_leaves for c in children))
+    return TreeDef(t, keys, children, len(out) - start)
 
 
 def flatten(tree) -> tuple[list, TreeDef]:
@@ -244,6 +245,8 @@ def map(fun: Callable, tree, *rest):
 
     The trees in `rest` are read with `tree`'s structure (see `flatten_as`).
     """
+    if not rest and not is_container(tree):
+        return fun(tree)
     values, treedef = flatten(tree)
     others = [flatten_as(treedef, r, "each tree") for r in rest]
     return unflatten(treedef, [fun(*vs) for vs in zip(values, *others)])
