@@ -14,15 +14,17 @@ writes ``results/cantilever/{design.png, history.png, result.json}``.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
-from topopt import fem
-from topopt.problem import compliance_main, run_compliance
+from topopt import cli, fem
+from topopt.problem import (ComplianceProblem, compliance_options, compliance_summary,
+                            run_compliance)
+from topopt.result import RunResult
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "cantilever"))
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "cantilever")
+OPTIONS = compliance_options(dict(nelx=80, nely=40), volfrac=0.4, rmin=2.4)
 
 
 def setup(nelx: int, nely: int):
@@ -35,19 +37,22 @@ def setup(nelx: int, nely: int):
 
 
 def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
-        penal: float = 3.0, filter: str = "density", maxeval: int = 300, out: str | None = None,
-        solver: str = "auto", verbose: bool = False, **options) -> dict:
-    """Optimize the cantilever; returns the metrics of `ComplianceProblem.run`."""
+        penal: float = 3.0, filter: str = "density", maxeval: int = 300,
+        solver: str = "auto", out: str | None = None, verbose: bool = False,
+        **options) -> RunResult:
+    """Optimize the cantilever; `options` go to `ComplianceProblem.run`."""
     mesh, model, f = setup(nelx, nely)
-    return run_compliance("cantilever", f"Cantilever {nelx}x{nely}", mesh, model, f,
-                          volfrac, rmin, penal, filter, maxeval, out, solver, verbose,
-                          sizes=dict(nelx=nelx, nely=nely), **options)
+    problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
+                                solver=solver)
+    return run_compliance("cantilever", problem, title=f"Cantilever {nelx}x{nely}",
+                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                          verbose=verbose, **options)
 
 
-def main(argv=None) -> dict:
-    return compliance_main(argv, __doc__, run, sizes=dict(nelx=80, nely=40),
-                           defaults=dict(volfrac=0.4, rmin=2.4), out=DEFAULT_OUT)
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
+                    summary=compliance_summary)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -21,16 +21,18 @@ Large meshes want ``--solver mg-cg`` (multigrid-preconditioned CG);
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
-from topopt import fem
-from topopt.problem import ComplianceProblem, compliance_main, write_results
-from topopt.runio import check_writable_folder
+from topopt import cli, fem
+from topopt.problem import (ComplianceProblem, compliance_options, compliance_summary,
+                            run_compliance)
+from topopt.result import RunResult
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "cantilever3d"))
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "cantilever3d")
+OPTIONS = compliance_options(dict(nelx=60, nely=20, nelz=4), volfrac=0.3, rmin=1.5)
+LOAD = "total -1 (y) on the edge x=nelx, y=0, consistent nodal forces"
 
 
 def setup(nelx: int, nely: int, nelz: int):
@@ -42,6 +44,10 @@ def setup(nelx: int, nely: int, nelz: int):
     >>> model.fixed.size, float(f.sum())
     (27, -1.0)
     """
+    if min(nelx, nely, nelz) < 1 or not all(isinstance(n, (int, np.integer))
+                                            for n in (nelx, nely, nelz)):
+        raise ValueError(f"nelx, nely, nelz must be positive integers, got "
+                         f"{(nelx, nely, nelz)!r}")
     mesh = fem.box(nelx, nely, nelz)
     model = fem.elasticity(mesh, nu=0.3, E0=1.0)
     model.fix(nodes=lambda x: np.isclose(x[0], 0.0))                    # clamped face
@@ -56,47 +62,33 @@ def setup(nelx: int, nely: int, nelz: int):
 
 def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmin: float = 1.5,
         penal: float = 3.0, filter: str = "density", maxeval: int = 150,
-        out: str | None = None, solver: str = "auto", verbose: bool = False,
-        solver_options: dict | None = None, **options) -> dict:
-    """Optimize the 3-D cantilever; returns the metrics of `ComplianceProblem.run`.
+        solver: str = "auto", out: str | None = None, verbose: bool = False,
+        solver_options: dict | None = None, **options) -> RunResult:
+    """Optimize the 3-D cantilever; `options` go to `ComplianceProblem.run`.
 
     `solver_options` tune the iterative solvers (``{"rtol": 1e-8,
-    "coarse_size": 10000, ...}``, see `topopt.fem.multigrid`); `options` go to
-    `ComplianceProblem.run` (``checkpoint``, ``resume``, ``ftol_rel``, ...).
+    "coarse_size": 10000, ...}``, see `topopt.fem.multigrid`); they start
+    from the previous solution (``warm_start``: compliance stays
+    second-order accurate from a warm start, `topopt.fem.multigrid`).
     """
-    if min(nelx, nely, nelz) < 1 or not all(isinstance(n, (int, np.integer))
-                                            for n in (nelx, nely, nelz)):
-        raise ValueError(f"nelx, nely, nelz must be positive integers, got "
-                         f"{(nelx, nely, nelz)!r}")
-    if out is not None:
-        check_writable_folder(out, "out")                    # before any work
+    if solver in fem.solvers.ITERATIVE:
+        solver_options = {"warm_start": True, **(solver_options or {})}
+    elif solver_options:
+        raise ValueError(f"solver_options tune the iterative solvers {fem.solvers.ITERATIVE}; "
+                         f"solver={solver!r} takes none, got {solver_options!r}")
     mesh, model, f = setup(nelx, nely, nelz)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
-                                solver=solver)
-    S = problem.system
-    if S.solver in fem.solvers.ITERATIVE:
-        # compliance stays second-order accurate from a warm start (multigrid.py)
-        S.solver_options.setdefault("warm_start", True)
-        S.solver_options.update(solver_options or {})
-    result = problem.run(maxeval=maxeval, verbose=verbose, **options)
-    if S.counts.get("cg_solves"):
-        log = S._iterative.log
-        result["cg_iterations_per_solve"] = S.counts["cg_iterations"] / S.counts["cg_solves"]
-        result["cg_iterations_max"] = int(max(log))
-    if out is not None:
-        write_results(out, mesh, result,
-                      title=f"Cantilever 3D {nelx}x{nely}x{nelz}, {filter} filter",
-                      setup=dict(problem="cantilever3d", nelx=nelx, nely=nely, nelz=nelz,
-                                 volfrac=volfrac, rmin=rmin, penal=penal, filter=filter,
-                                 maxeval=maxeval, load="total -1 (y) on the edge x=nelx, "
-                                 "y=0, consistent nodal forces"))
-    return result
+                                solver=solver, solver_options=solver_options)
+    return run_compliance("cantilever3d", problem,
+                          title=f"Cantilever 3D {nelx}x{nely}x{nelz}", notes=dict(load=LOAD),
+                          sizes=dict(nelx=nelx, nely=nely, nelz=nelz), out=out,
+                          maxeval=maxeval, verbose=verbose, **options)
 
 
-def main(argv=None) -> dict:
-    return compliance_main(argv, __doc__, run, sizes=dict(nelx=60, nely=20, nelz=4),
-                           defaults=dict(volfrac=0.3, rmin=1.5, maxeval=150), out=DEFAULT_OUT)
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=150,
+                    summary=compliance_summary)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

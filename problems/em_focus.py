@@ -22,29 +22,28 @@ result.json}``. `result.json` has the enhancement of the optimized design
 (projected with ``beta = 32``) and of its blueprint, the binary design
 ``p_f >= eta`` that the projection tends to as ``beta -> inf``.
 
-    python problems/em_focus.py [--h 4] [--maxeval 100]
+    python problems/em_focus.py [--h 4] [--maxeval 100] [--subcell] [--isolated] [--verify]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 
 import nlopt
 import numpy as np
 
-from topopt import fem
+from topopt import cli, fem
+from topopt.cli import Option, at_least, run_record, signals_held
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project
 from topopt.optimize import Stage, minimize
-from topopt.problem import RUN_KEYS, write_json
-from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
-                          finish, run_options, run_record, script_errors, signals_held)
+from topopt.problem import write_json
+from topopt.result import RunResult, grey_level
+from topopt.runio import check_writable_file, check_writable_folder
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "em_focus"))
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "em_focus")
 
 WAVELENGTH = 532.0
 L, H1, H2, D_PML = 600.0, 600.0, 200.0, 300.0
@@ -52,6 +51,15 @@ N_METAL, N_AIR = 0.054 + 3.429j, 1.0
 X0, R_S, R_D = np.array([0.0, 300.0]), 10.0, 100.0
 R_FILTER = 10.0 / (2 * np.sqrt(3))
 ETA, BETAS, P_START = 0.5, (8.0, 16.0, 32.0), 0.4
+OPTIONS = (
+    Option("h", at_least(0.0, strict=True, high=10.0), 4.0,
+           "element size in the design region, nm (tutorial: 1)"),
+    Option("subcell", bool, False, "project the filtered field at quadrature points (eps "
+           "varies inside elements) instead of element averages"),
+    Option("isolated", bool, False, "PML at the left and right too (the tutorial's mesh): "
+           "one particle instead of a periodic row"),
+    Option("verify", bool, False, "also solve the binary blueprint on a mesh refined twice"),
+)
 
 
 def permittivity(p):
@@ -91,7 +99,8 @@ def cell(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, isolated: boo
     return mesh, np.flatnonzero((r >= R_S) & (r <= R_D)), np.flatnonzero(r < R_S)
 
 
-def wave_model(mesh, design, center, design_quadrature=None, isolated: bool = False):
+def wave_model(mesh, design, center, design_quadrature=None, isolated: bool = False,
+               solver: str = "auto"):
     """The wave model on `cell`'s mesh, the source line and the focus matrix.
 
     With `design_quadrature` (the filter basis' points), ``1/eps`` is set per
@@ -99,7 +108,7 @@ def wave_model(mesh, design, center, design_quadrature=None, isolated: bool = Fa
     """
     model = fem.WaveModel(mesh, 2 * np.pi / WAVELENGTH, pml=(0.0, H1 + H2, D_PML),
                           design=design, R=1e-10, design_quadrature=design_quadrature,
-                          pml_x=(-L / 2, L / 2) if isolated else None)
+                          pml_x=(-L / 2, L / 2) if isolated else None, solver=solver)
     return model, model.line_source(H1), model.focus_matrix(center, X0, width=1.0)
 
 
@@ -121,14 +130,15 @@ class EMFocus:
     second 22.9 (different local optima of a multimodal problem).
     """
 
-    def __init__(self, h: float = 4.0, subcell: bool = False, isolated: bool = False):
+    def __init__(self, h: float = 4.0, subcell: bool = False, isolated: bool = False,
+                 solver: str = "auto"):
         self.mesh, self.design, self.center = cell(h, isolated=isolated)
         flt = self.filter = HelmholtzFilter(self.mesh.restrict(self.design), R_FILTER)
         self.model, self.b, self.O = wave_model(
             self.mesh, self.design, self.center,
-            (flt.basis.X, flt.basis.W) if subcell else None, isolated)
+            (flt.basis.X, flt.basis.W) if subcell else None, isolated, solver)
         self.smooth = flt.at_quadrature if subcell else flt
-        self.h, self.subcell, self.isolated = h, subcell, isolated
+        self.h, self.subcell, self.isolated, self.solver = h, subcell, isolated, solver
         self.n = self.design.size
 
     def p_phys(self, p, beta):
@@ -179,7 +189,8 @@ class EMFocus:
         child = np.flatnonzero(owner >= 0)
         if child.size != div ** 2 * self.n:
             raise ValueError(f"the cell refined {div} times does not nest in this one")
-        model, b, O = wave_model(mesh, child, center, isolated=self.isolated)
+        model, b, O = wave_model(mesh, child, center, isolated=self.isolated,
+                                 solver=self.solver)
         return float(intensity(solve_design(model, b, density[owner[child]]), O))
 
     def responses(self, p, beta):
@@ -198,16 +209,19 @@ class EMFocus:
 
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None, subcell: bool = False,
-        isolated: bool = False, verify: bool = False) -> dict:
-    """Optimize with the tutorial's continuation; returns the metrics.
+        isolated: bool = False, verify: bool = False, solver: str = "auto") -> RunResult:
+    """Optimize with the tutorial's continuation (`maxeval` per stage); a `RunResult`.
 
-    `verify` also solves the blueprint on the cell refined twice
-    (`EMFocus.refined_g`): its enhancement at half the element size. An
-    interrupted run (``status="interrupted"``, see `topopt.runio.run_record`)
-    returns and writes the metrics of its last good design.
+    Its metrics: ``g`` and ``field_enhancement`` of the design projected
+    with ``beta = 32`` and of its blueprint, ``g`` per stage, ``grey_level``,
+    ``fe_solves``, ``seconds``; ``x`` is the design, ``x_phys`` the projected
+    density per design element. `verify` also solves the blueprint on the
+    cell refined twice (`EMFocus.refined_g`): its enhancement at half the
+    element size. An interrupted run (``status="interrupted"``) returns and
+    writes the metrics of its last good design.
     """
-    if maxeval < 1:
-        raise ValueError(f"maxeval must be >= 1, got {maxeval}")
+    if isinstance(maxeval, bool) or not isinstance(maxeval, (int, np.integer)) or maxeval < 1:
+        raise ValueError(f"maxeval must be an integer >= 1, got {maxeval!r}")
     if verify and subcell:
         raise ValueError("verify needs one density per element (not subcell)")
     if out is not None:
@@ -215,7 +229,7 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     if checkpoint is not None:
         check_writable_file(checkpoint, "checkpoint")
     t0 = time.perf_counter()
-    prob = EMFocus(h, subcell, isolated)
+    prob = EMFocus(h, subcell, isolated, solver)
     S = prob.model.system
     p0 = np.full(prob.n, P_START)
     g_initial = float(prob.g(p0, BETAS[0]))
@@ -232,7 +246,7 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     g = float(intensity(u, prob.O))
     x_bin = prob.blueprint(res.x)
     g_blueprint = float(intensity(solve_design(prob.model, prob.b, x_bin), prob.O))
-    result = {
+    metrics = {
         "resolution_nm": h,
         "subcell": subcell,
         "isolated": isolated,
@@ -244,75 +258,66 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
         "field_enhancement": prob.enhancement(g),
         "g_blueprint": g_blueprint,
         "field_enhancement_blueprint": prob.enhancement(g_blueprint),
-        "grey_level": float(np.mean(4 * (pt := np.asarray(prob.p_phys(res.x, BETAS[-1])))
-                                    * (1 - pt))),
+        "grey_level": grey_level(prob.p_phys(res.x, BETAS[-1])),
         "fe_solves": int(S.counts["factorizations"]),
         "seconds": time.perf_counter() - t0,
-        **run_record(res, checkpoint),      # status, signal, evaluations, checkpoint, resume
     }
     if verify:
         g_fine = prob.refined_g(x_bin, 2)
-        result["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
-                                       "field_enhancement": prob.enhancement(g_fine)}
+        metrics["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
+                                        "field_enhancement": prob.enhancement(g_fine)}
+    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
+                                   x_phys=p_phys, history=res.history)
     if out is not None:
         with signals_held():                     # a signal waits for complete files
-            write(out, prob, res, p_phys, u, result)
-    result["p"] = res.x
-    result["p_phys"] = p_phys
+            write(out, prob, result, u)
     return result
 
 
-def write(out: str, prob: EMFocus, res, p_phys, u, result: dict) -> None:
+def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
     """The design, its field `u` (|E|/|E_inc| map), the history and the metrics."""
     from topopt.plot import save_design, save_history
     os.makedirs(out, exist_ok=True)
     window = dict(xlim=(-R_D - 10, R_D + 10), ylim=(X0[1] - R_D - 10, X0[1] + R_D + 10))
     density = np.zeros(prob.mesh.t.shape[1])
-    density[prob.design] = p_phys
+    density[prob.design] = result.x_phys
     save_design(prob.mesh, density, os.path.join(out, "design.png"),
                 title=f"projected density, h = {result['resolution_nm']} nm", **window)
     eps = np.ones(prob.mesh.t.shape[1], dtype=complex)
-    eps[prob.design] = permittivity(p_phys)
+    eps[prob.design] = permittivity(result.x_phys)
     E = 2.0 * np.linalg.norm(np.abs(prob.model.element_gradients(u)), axis=1) / np.abs(eps)
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 colorbar=True, **window)
-    history = [dict(h, objective=-h["objective"]) for h in res.history]
+    history = [dict(h, objective=-h["objective"]) for h in result.history]
     save_history(history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label="g = |grad u(x0)|^2")
     setup = {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2, "d_pml": D_PML,
              "n_metal": [N_METAL.real, N_METAL.imag], "r_s": R_S, "r_d": R_D,
              "filter_r": R_FILTER, "eta": ETA, "betas": list(BETAS), "p_start": P_START}
     write_json(os.path.join(out, "result.json"),
-               {**{k: result[k] for k in RUN_KEYS}, "setup": setup, "result": result})
+               {**result.record(), "setup": setup, "result": result.metrics | result.record()})
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--h", type=float, default=4.0,
-                        help="element size in the design region, nm (tutorial: 1)")
-    parser.add_argument("--maxeval", type=int, default=100, help="MMA evaluations per stage")
-    parser.add_argument("--subcell", action="store_true",
-                        help="project the filtered field at quadrature points (eps varies "
-                             "inside elements) instead of element averages")
-    parser.add_argument("--isolated", action="store_true",
-                        help="PML at the left and right too (the tutorial's mesh): one "
-                             "particle instead of a periodic row")
-    parser.add_argument("--verify", action="store_true",
-                        help="also solve the binary blueprint on a mesh refined twice")
-    add_run_arguments(parser, DEFAULT_OUT)
-    args = parser.parse_args(argv)
-    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    with script_errors(args.out):
-        result = run(args.h, args.maxeval, args.out, subcell=args.subcell,
-                     isolated=args.isolated, verify=args.verify, **options)
-    finish(result)                               # interrupted: message, exit 130 / 143
-    print(f"h = {args.h} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
-          f"{result['field_enhancement']:.2f} (blueprint "
-          f"{result['field_enhancement_blueprint']:.2f}), grey level {result['grey_level']:.3f}, "
-          f"{result['evaluations']} evaluations, {result['seconds']:.0f} s -> {args.out}")
-    return result
+def summary(result: RunResult) -> str:
+    """The line the script prints after its run."""
+    return (f"h = {result['resolution_nm']} nm: g = {result['g']:.4g}, |E(x0)|/|E_inc| = "
+            f"{result['field_enhancement']:.2f} (blueprint "
+            f"{result['field_enhancement_blueprint']:.2f}), grey level "
+            f"{result['grey_level']:.3f}, {result.evaluations} evaluations, "
+            f"{result['seconds']:.0f} s")
+
+
+def _check(kwargs: dict) -> None:
+    if kwargs["verify"] and kwargs["subcell"]:
+        raise ValueError("--verify needs one density per element (not --subcell)")
+
+
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100,
+                    maxeval_help="MMA evaluations per stage", solvers=cli.DIRECT_SOLVERS,
+                    summary=summary, check=_check)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

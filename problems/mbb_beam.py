@@ -14,15 +14,17 @@ writes ``results/mbb_beam/{design.png, history.png, result.json}``.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
-from topopt import fem
-from topopt.problem import compliance_main, run_compliance
+from topopt import cli, fem
+from topopt.problem import (ComplianceProblem, compliance_options, compliance_summary,
+                            run_compliance)
+from topopt.result import RunResult
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "mbb_beam"))
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "mbb_beam")
+OPTIONS = compliance_options(dict(nelx=60, nely=20), volfrac=0.5, rmin=2.4)
 
 
 def setup(nelx: int, nely: int):
@@ -36,19 +38,22 @@ def setup(nelx: int, nely: int):
 
 
 def run(nelx: int = 60, nely: int = 20, volfrac: float = 0.5, rmin: float = 2.4,
-        penal: float = 3.0, filter: str = "density", maxeval: int = 300, out: str | None = None,
-        solver: str = "auto", verbose: bool = False, **options) -> dict:
-    """Optimize the half MBB beam; returns the metrics of `ComplianceProblem.run`."""
+        penal: float = 3.0, filter: str = "density", maxeval: int = 300,
+        solver: str = "auto", out: str | None = None, verbose: bool = False,
+        **options) -> RunResult:
+    """Optimize the half MBB beam; `options` go to `ComplianceProblem.run`."""
     mesh, model, f = setup(nelx, nely)
-    return run_compliance("mbb_beam", f"MBB {nelx}x{nely}", mesh, model, f, volfrac, rmin,
-                          penal, filter, maxeval, out, solver, verbose, mirror=True,
-                          sizes=dict(nelx=nelx, nely=nely), **options)
+    problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
+                                solver=solver)
+    return run_compliance("mbb_beam", problem, title=f"MBB {nelx}x{nely}", mirror=True,
+                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                          verbose=verbose, **options)
 
 
-def main(argv=None) -> dict:
-    return compliance_main(argv, __doc__, run, sizes=dict(nelx=60, nely=20),
-                           defaults=dict(volfrac=0.5, rmin=2.4), out=DEFAULT_OUT)
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
+                    summary=compliance_summary)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

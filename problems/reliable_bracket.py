@@ -28,29 +28,36 @@ one continues that phase, then runs the reliability-based one; the other
 takes the (finished) deterministic design from its sibling and continues
 the reliability-based phase. Resume with the options of the interrupted run.
 
-    python problems/reliable_bracket.py [--n 40] [--method sorm] [--maxeval 200]
+    python problems/reliable_bracket.py [--n 40] [--method sorm] [--maxeval 200] [--seed 0]
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-from topopt import fem, reliability as rel
+from topopt import cli, fem, reliability as rel
+from topopt.cli import Option, at_least, open_unit, run_record, signals_held
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
 from topopt.problem import ComplianceProblem, write_json
-from topopt.runio import (add_run_arguments, check_writable_file, check_writable_folder,
-                          finish, run_options, run_record, script_errors, signals_held)
+from topopt.result import RunResult
+from topopt.runio import check_writable_file, check_writable_folder
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_OUT = os.path.normpath(os.path.join(HERE, "..", "results", "reliable_bracket"))
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "reliable_bracket")
 SIGMA_V, SIGMA_H, PA, K_PENALTY = 0.1, 0.1, 1e-3, 100.0
 DETERMINISTIC = ".deterministic"       # the deterministic phase's checkpoint: PATH's sibling
+OPTIONS = (
+    Option("n", at_least(4, int, even=True), 40, "elements per side"),
+    Option("volfrac", open_unit, 0.3, "volume fraction, in (0, 1)"),
+    Option("allow", at_least(1.0, strict=True), 3.0,
+           "c_allow / nominal compliance of the deterministic design"),
+    Option("method", str, "sorm", "asymptotic pf of the penalty", choices=rel.ASYMPTOTIC),
+    Option("samples", at_least(1000, int), 10**6, "Monte Carlo draws"),
+)
 
 
 def setup(n: int = 40):
@@ -72,11 +79,12 @@ class ReliableBracket:
     """Volume + failure penalty, and the tools to evaluate a design's pf."""
 
     def __init__(self, n: int = 40, rmin: float = 1.5, penal: float = 3.0,
-                 method: str = "sorm"):
+                 method: str = "sorm", solver: str = "auto"):
         if method not in rel.ASYMPTOTIC:
             raise ValueError(f"method must be one of {rel.ASYMPTOTIC}, got {method!r}")
         self.mesh, self.model, self.f0, self.G = setup(n)
-        self.compliance = ComplianceProblem(self.model, self.f0, 0.5, rmin, penal=penal)
+        self.compliance = ComplianceProblem(self.model, self.f0, 0.5, rmin, penal=penal,
+                                            solver=solver)
         self.system = self.compliance.system
         self.method = method
         self.limit_state = rel.QuadraticLimitState(self.coefficients)
@@ -145,13 +153,15 @@ def phase_checkpoints(checkpoint: str | None, resume: str | None):
 def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "sorm",
         maxeval: int = 200, samples: int = 10**6, seed: int = 0, out: str | None = None,
         verbose: bool = False, checkpoint: str | None = None,
-        resume: str | None = None) -> dict:
+        resume: str | None = None, solver: str = "auto") -> RunResult:
     """Deterministic and reliability-based designs at one volume; pf of both by MC.
 
-    `checkpoint` and `resume` as in the module docstring. The result says
-    how the run ended (`topopt.runio.run_record`) and in which ``phase``; a
-    run interrupted in the deterministic phase returns (and writes) only
-    that phase's record.
+    `checkpoint` and `resume` as in the module docstring. The `RunResult`
+    says how the run ended and in which ``phase``; its metrics hold the pf
+    summaries ``reliability_based`` and ``deterministic``; ``x`` is the
+    reliability-based design, ``result["x_deterministic"]`` the other. A run
+    interrupted in the deterministic phase returns (and writes) only that
+    phase's record.
     """
     if not 0 < volfrac < 1:
         raise ValueError(f"volfrac must lie in (0, 1), got {volfrac!r}")
@@ -166,13 +176,13 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
         if path is not None:
             check_writable_file(path, "checkpoint")
     t0 = time.perf_counter()
-    prob = ReliableBracket(n, method=method)
-    det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5)
+    prob = ReliableBracket(n, method=method, solver=solver)
+    det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5, solver=solver)
     det_result = det.run(maxeval=maxeval, verbose=verbose, checkpoint=det_ck,
                          resume=det_resume)
-    if det_result["status"] == "interrupted":
+    if det_result.status == "interrupted":
         return _interrupted_deterministic(out, prob, det_result)
-    x_det, c_det = det_result["x"], det_result["compliance"]
+    x_det, c_det = det_result.x, det_result["compliance"]
     prob.c_allow = allow * c_det
     res = minimize(lambda x: prob.responses(x, c_det, volfrac), x_det, bounds=(0.0, 1.0),
                    maxeval=maxeval, ftol_rel=1e-8, verbose=verbose, checkpoint=rel_ck,
@@ -182,85 +192,76 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
     deterministic = _pf_summary(prob, x_det, samples, seed + 1)
     for summary in (reliable, deterministic):
         summary["meets_pa"] = bool(summary["pf_mc"] - 3 * summary["pf_mc_std"] <= PA)
-    result = {
+    metrics = {
         "c_allow": prob.c_allow, "pa": PA, "ln_pa": float(np.log(PA)), "K": K_PENALTY,
         "method": method, "sigma_v": SIGMA_V, "sigma_h": SIGMA_H, "samples": samples,
         "volfrac": volfrac, "allow": allow, "n": n,
         "reliability_based": reliable, "deterministic": deterministic,
         "seconds": time.perf_counter() - t0, "phase": "reliability",
-        "deterministic_evaluations": det_result["evaluations"],
-        **run_record(res, rel_ck),       # status, signal, evaluations, checkpoint, resume
+        "deterministic_evaluations": det_result.evaluations,
     }
+    result = RunResult.from_record(
+        run_record(res, rel_ck), metrics, x=x_rel, history=res.history,
+        x_phys=np.asarray(prob.compliance.x_phys(x_rel)),
+        arrays={"x_reliable": x_rel, "x_deterministic": x_det,
+                "x_phys_deterministic": det_result.x_phys})
     if out is not None:
         with signals_held():                     # a signal waits for complete files
-            write(out, prob, x_rel, x_det, res, result)
-    result["x_reliable"], result["x_deterministic"] = x_rel, x_det
+            write(out, prob, result)
     return result
 
 
-def _interrupted_deterministic(out: str | None, prob: ReliableBracket, det_result) -> dict:
+def _interrupted_deterministic(out: str | None, prob: ReliableBracket,
+                               det_result: RunResult) -> RunResult:
     """The record of a run interrupted in its deterministic phase (and its picture)."""
-    keys = ("status", "signal", "evaluations", "checkpoint", "resume")
-    result = {k: det_result[k] for k in keys} | {
-        "phase": "deterministic",
-        "deterministic": {"nominal_compliance": det_result["compliance"],
-                          "volume": det_result["volume"]}}
+    result = RunResult.from_record(
+        det_result.record(),
+        {"phase": "deterministic",
+         "deterministic": {"nominal_compliance": det_result["compliance"],
+                           "volume": det_result["volume"]}},
+        x=det_result.x, x_phys=det_result.x_phys, history=det_result.history,
+        arrays={"x_deterministic": det_result.x})
     if out is not None:
         from topopt.plot import save_design
         with signals_held():                     # a signal waits for complete files
-            save_design(prob.mesh, det_result["x_phys"], os.path.join(out, "deterministic.png"),
-                        title=f"deterministic, interrupted after {det_result['evaluations']} "
+            save_design(prob.mesh, det_result.x_phys, os.path.join(out, "deterministic.png"),
+                        title=f"deterministic, interrupted after {det_result.evaluations} "
                               "evaluations")
-            write_json(os.path.join(out, "result.json"), result)
-    result["x_deterministic"] = det_result["x"]
+            write_json(os.path.join(out, "result.json"), result.summary())
     return result
 
 
-def write(out: str, prob: ReliableBracket, x_rel, x_det, res, result: dict) -> None:
+def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
+    """Both designs, the history and the metrics (``result.json``, flat)."""
     from topopt.plot import save_design, save_history
     os.makedirs(out, exist_ok=True)
     r, d = result["reliability_based"], result["deterministic"]
-    save_design(prob.mesh, np.asarray(prob.compliance.x_phys(x_rel)),
-                os.path.join(out, "design.png"),
+    save_design(prob.mesh, result.x_phys, os.path.join(out, "design.png"),
                 title=f"reliability-based: V = {r['volume']:.3f}, pf(MC) = {r['pf_mc']:.1e}")
-    save_design(prob.mesh, np.asarray(prob.compliance.x_phys(x_det)),
+    save_design(prob.mesh, result["x_phys_deterministic"],
                 os.path.join(out, "deterministic.png"),
                 title=f"deterministic: V = {d['volume']:.3f}, pf(MC) = {d['pf_mc']:.1e}")
-    save_history(res.history, os.path.join(out, "history.png"),
+    save_history(result.history, os.path.join(out, "history.png"),
                  title="c / c_det + K [(ln pf - ln pa)^+]^2", objective_label="objective")
-    write_json(os.path.join(out, "result.json"), result)
+    write_json(os.path.join(out, "result.json"), result.metrics | result.record())
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=40, help="elements per side")
-    parser.add_argument("--volfrac", type=float, default=0.3, help="volume fraction")
-    parser.add_argument("--allow", type=float, default=3.0,
-                        help="c_allow / nominal compliance of the reference design")
-    parser.add_argument("--method", choices=rel.ASYMPTOTIC, default="sorm")
-    parser.add_argument("--maxeval", type=int, default=200)
-    parser.add_argument("--samples", type=int, default=10**6, help="Monte Carlo draws")
-    parser.add_argument("--seed", type=int, default=0)
-    add_run_arguments(parser, DEFAULT_OUT)
-    args = parser.parse_args(argv)
-    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    try:
-        phase_checkpoints(options["checkpoint"], options["resume"])
-    except FileNotFoundError as e:
-        parser.error(str(e))
-    with script_errors(args.out):
-        result = run(args.n, args.volfrac, args.allow, args.method, args.maxeval,
-                     args.samples, args.seed, args.out, **options)
-    finish(result)                               # interrupted: message, exit 130 / 143
+def summary(result: RunResult) -> str:
+    """The lines the script prints after its run."""
     r, d = result["reliability_based"], result["deterministic"]
-    print(f"reliability-based: V = {r['volume']:.4f}, pf(MC) = {r['pf_mc']:.2e} "
-          f"+- {r['pf_mc_std']:.1e} (pa = {PA:.0e}), ln pf SORM {r['ln_pf_sorm']:.3f} "
-          f"vs MC {r['ln_pf_mc']:.3f}")
-    print(f"deterministic:     V = {d['volume']:.4f}, pf(MC) = {d['pf_mc']:.2e} "
-          f"+- {d['pf_mc_std']:.1e}; nominal compliance {d['nominal_compliance']:.3f} vs "
-          f"{r['nominal_compliance']:.3f}")
-    return result
+    return (f"reliability-based: V = {r['volume']:.4f}, pf(MC) = {r['pf_mc']:.2e} "
+            f"+- {r['pf_mc_std']:.1e} (pa = {PA:.0e}), ln pf SORM {r['ln_pf_sorm']:.3f} "
+            f"vs MC {r['ln_pf_mc']:.3f}\n"
+            f"deterministic:     V = {d['volume']:.4f}, pf(MC) = {d['pf_mc']:.2e} "
+            f"+- {d['pf_mc_std']:.1e}; nominal compliance {d['nominal_compliance']:.3f} vs "
+            f"{r['nominal_compliance']:.3f}")
+
+
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=200, seed=0,
+                    solvers=cli.DIRECT_SOLVERS, summary=summary,
+                    check=lambda kw: phase_checkpoints(kw["checkpoint"], kw["resume"]))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -33,20 +33,19 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "problems"))
+import topopt
+from problems import cantilever3d, mbb_beam
+from topopt import fem
+from topopt.problem import ComplianceProblem
 
-from topopt import fem  # noqa: E402
-from topopt.problem import ComplianceProblem  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_problem(args, solver):
     if args.problem == "mbb":
-        import mbb_beam
         mesh, model, f = mbb_beam.setup(args.nelx, args.nely)
         volfrac, rmin = 0.5, args.rmin if args.rmin else 2.4
     else:
-        import cantilever3d
         mesh, model, f = cantilever3d.setup(args.nelx, args.nely, args.nelz)
         volfrac, rmin = 0.3, args.rmin if args.rmin else 1.5
     problem = ComplianceProblem(model, f, volfrac, rmin, solver=solver)
@@ -165,6 +164,7 @@ def main(argv=None) -> list[dict]:
     args = parser.parse_args(argv)
     if min(args.nelx, args.nely, args.nelz, args.iters, args.repeat) < 1:
         parser.error("sizes, --iters and --repeat must be positive")
+    topopt.tune_malloc()                 # as the problem scripts (topopt.cli)
     solvers = fem.available_solvers() if args.solver == "all" else [args.solver]
     if args.problem == "cantilever3d" and args.solver == "all":
         solvers = fem.available_solvers(iterative=True)

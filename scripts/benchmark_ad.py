@@ -3,9 +3,11 @@
 For ``f(x) = sum(exp(x) * x)`` the tape records three operations whatever the
 size of ``x``; its cost must stay a small multiple of the numpy evaluation
 (issue 2, requirement 7: ratio <= 4 at 10^6 entries). Prints medians of
-`--repeat` timings.
+`--repeat` timings. The allocator is tuned first (`topopt.tune_malloc`)
+unless ``--no-tune-malloc``: the ratio with and without it is that call's
+effect.
 
-    python scripts/benchmark_ad.py [--n 1000000] [--repeat 15] [--json]
+    python scripts/benchmark_ad.py [--n 1000000] [--repeat 15] [--json] [--no-tune-malloc]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 
 import numpy as np
 
+import topopt
 from topopt import ad
 
 
@@ -38,16 +41,20 @@ def main(argv=None) -> dict:
     parser.add_argument("--n", type=int, default=10**6, help="entries of x")
     parser.add_argument("--repeat", type=int, default=15, help="timings per median")
     parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--no-tune-malloc", dest="tune_malloc", action="store_false",
+                        help="keep glibc's allocator policy (no topopt.tune_malloc())")
     args = parser.parse_args(argv)
     if args.n < 1 or args.repeat < 1:
         parser.error("--n and --repeat must be positive")
+    tuned = topopt.tune_malloc() if args.tune_malloc else False
     x = np.random.default_rng(0).standard_normal(args.n)
     plain = median_seconds(lambda: f(x), args.repeat)
     taped = median_seconds(lambda: ad.value_and_gradient(f, x), args.repeat)
     small = np.ones(10)
     per_op = median_seconds(lambda: ad.value_and_gradient(f, small), args.repeat) / 3
     result = {"n": args.n, "plain_s": plain, "value_and_gradient_s": taped,
-              "ratio": taped / plain, "overhead_per_op_s": per_op, "target_ratio": 4.0}
+              "ratio": taped / plain, "overhead_per_op_s": per_op, "target_ratio": 4.0,
+              "malloc_tuned": tuned}
     if args.json:
         print(json.dumps(result))
     else:
@@ -55,6 +62,7 @@ def main(argv=None) -> dict:
         print(f"  plain numpy evaluation   {plain * 1e3:8.3f} ms")
         print(f"  value_and_gradient       {taped * 1e3:8.3f} ms")
         print(f"  ratio                    {taped / plain:8.2f}   (target <= 4)")
+        print(f"  malloc tuned             {tuned!s:>8}")
         print(f"  tape overhead per op     {per_op * 1e6:8.1f} us (x with 10 entries)")
     return result
 

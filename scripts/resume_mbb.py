@@ -16,7 +16,6 @@ Fig. 4).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import signal
@@ -25,22 +24,15 @@ import tempfile
 
 import numpy as np
 
+import topopt
+from problems.mbb_beam import setup as mbb_setup
 from topopt.problem import ComplianceProblem
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOP88 = 233.71                       # Andreassen et al. 2011, Fig. 4 (density filter)
 
 
-def _mbb_setup(nelx: int, nely: int):
-    path = os.path.join(ROOT, "problems", "mbb_beam.py")
-    spec = importlib.util.spec_from_file_location("mbb_beam", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.setup(nelx, nely)
-
-
 def _problem(nelx: int, nely: int, interrupt_at: int | None = None) -> ComplianceProblem:
-    mesh, model, f = _mbb_setup(nelx, nely)
+    mesh, model, f = mbb_setup(nelx, nely)
     problem = ComplianceProblem(model, f, volfrac=0.5, rmin=2.4)
     if interrupt_at is not None:
         responses, calls = problem.responses, [0]
@@ -76,16 +68,16 @@ def compare(nelx: int, nely: int, n: int, folder: str) -> dict:
     ck = os.path.join(folder, f"mbb_{n}.npz")
     first = _problem(nelx, nely, interrupt_at=n // 2).run(maxeval=n, verbose=False,
                                                           checkpoint=ck)
-    if first["status"] != "interrupted" or first["evaluations"] != n // 2:
-        raise RuntimeError(f"the interruption did not land at {n // 2}: {first['status']}, "
-                           f"{first['evaluations']} evaluations")
+    if first.status != "interrupted" or first.evaluations != n // 2:
+        raise RuntimeError(f"the interruption did not land at {n // 2}: {first.status}, "
+                           f"{first.evaluations} evaluations")
     resumed_problem = _problem(nelx, nely)
     resumed = resumed_problem.run(maxeval=n, verbose=False, checkpoint=ck, resume=ck)
     out = {"n": n, "interrupted_at": n // 2}
     for name, res, prob in (("straight", straight, straight_problem),
                             ("resumed", resumed, resumed_problem)):
-        c = [h["objective"] * prob.c0 for h in res["history"]]
-        out[name] = {"compliance": res["compliance"], "evaluations": res["evaluations"],
+        c = [h["objective"] * prob.c0 for h in res.history]
+        out[name] = {"compliance": res["compliance"], "evaluations": res.evaluations,
                      "last_evaluated": c[-1], "to_0.5%": evaluations_to(c, TOP88)}
     out["relative_difference"] = abs(out["resumed"]["compliance"] /
                                      out["straight"]["compliance"] - 1)
@@ -100,6 +92,7 @@ def main(argv=None) -> list:
                         help="evaluations N of each comparison")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
+    topopt.tune_malloc()                 # as the problem scripts (topopt.cli)
     with tempfile.TemporaryDirectory() as folder:
         rows = [compare(args.nelx, args.nely, n, folder) for n in args.n]
     if args.json:

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
+from problems import cantilever3d
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "problems"))
-import cantilever3d  # noqa: E402
 
 SIZE = dict(nelx=24, nely=8, nelz=2)
 

@@ -1,6 +1,5 @@
 """Issue 5: complex Helmholtz with PML, complex adjoint, the EM focusing chain."""
 
-import importlib.util
 import json
 import os
 
@@ -12,11 +11,7 @@ from topopt.optimize import load_checkpoint
 
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-spec = importlib.util.spec_from_file_location("em_focus", os.path.join(ROOT, "problems",
-                                                                       "em_focus.py"))
-em_focus = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(em_focus)
+from problems import em_focus
 
 
 @pytest.fixture(scope="module")

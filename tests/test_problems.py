@@ -5,6 +5,8 @@ import json
 import os
 import re
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,22 +16,14 @@ from topopt.filters import HelmholtzFilter
 from topopt.interpolation import project, simp
 from topopt.optimize import load_checkpoint
 from topopt.problem import ComplianceProblem
+from topopt.result import RunResult
 
+from problems import cantilever, cantilever3d, em_focus, mbb_beam, reliable_bracket
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_problem(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "problems",
-                                                                     f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mbb_beam = load_problem("mbb_beam")
-cantilever = load_problem("cantilever")
+PROBLEMS = {m.__name__.split(".")[-1]: m
+            for m in (mbb_beam, cantilever, cantilever3d, em_focus, reliable_bracket)}
 
 
 @pytest.mark.parametrize("filter, published, tol", [
@@ -38,6 +32,7 @@ cantilever = load_problem("cantilever")
 ])
 def test_mbb_reproduces_top88(filter, published, tol):
     result = mbb_beam.run(60, 20, volfrac=0.5, rmin=2.4, filter=filter, maxeval=120)
+    assert isinstance(result, RunResult)
     assert result["compliance"] == pytest.approx(published, rel=tol)
     assert result["volume"] == pytest.approx(0.5, abs=1e-3)
     assert result["fe_solves_per_iteration"] <= 1.1
@@ -235,7 +230,7 @@ SCRIPTS = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
 ])
 def test_every_script_checks_its_paths_before_any_work(tmp_path, monkeypatch, capsys, name,
                                                        option, make, message):
-    module = load_problem(name)
+    module = PROBLEMS[name]
     runs = []
     monkeypatch.setattr(module, "run", lambda *a, **k: runs.append(1))
     argv = ["--out", str(tmp_path / "out")] if option != "--out" else []
@@ -281,7 +276,7 @@ def test_every_run_checks_out_and_checkpoint_before_any_evaluation(tmp_path, mon
     paths = dict(out=str(tmp_path / "out"), checkpoint=str(blocked / "ck.npz")) \
         if checkpoint else dict(out=str(blocked))
     with pytest.raises(OSError, match="cannot write"):
-        load_problem(name).run(**kwargs, maxeval=2, **paths)
+        PROBLEMS[name].run(**kwargs, maxeval=2, **paths)
     assert passes == [] and solves == []
 
 

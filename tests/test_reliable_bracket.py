@@ -1,9 +1,7 @@
 """Issue 6 on the FE model: pf estimates against importance sampling, penalty Taylor
 tests, and the reliability-based design against the deterministic one."""
 
-import importlib.util
 import json
-import os
 
 import numpy as np
 import pytest
@@ -15,17 +13,13 @@ from topopt.problem import ComplianceProblem
 
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-spec = importlib.util.spec_from_file_location(
-    "reliable_bracket", os.path.join(ROOT, "problems", "reliable_bracket.py"))
-rb = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rb)
+from problems import reliable_bracket as rb
 
 
 @pytest.fixture(scope="module")
 def bracket():
     prob = rb.ReliableBracket(16)
-    x = ComplianceProblem(prob.model, prob.f0, 0.3, 1.5).run(maxeval=60, verbose=False)["x"]
+    x = ComplianceProblem(prob.model, prob.f0, 0.3, 1.5).run(maxeval=60, verbose=False).x
     return prob, x
 
 

@@ -3,7 +3,9 @@
 ``x -> x_tilde = F x`` (density or Helmholtz filter) ``-> x_phys`` (optionally
 the tanh projection) ``-> E = simp(x_phys)`` ``-> u = K(E)^{-1} f`` ``-> c =
 f^T u``, minimised by MMA subject to ``v(x_phys) <= volfrac`` (top88 eq. (1)).
-Problem scripts set up the mesh, supports and loads and call `run`.
+A problem script sets up the mesh, supports and loads, builds the problem and
+calls `run_compliance`; its command line is `compliance_options` in
+`topopt.cli.main`.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
 from .objectives import compliance, volume
 from .optimize import Result, Stage, minimize
-from .runio import (add_run_arguments, atomic_write_text, check_writable_file,
-                    check_writable_folder, finish, run_options, run_record, script_errors,
-                    signals_held)
+from .cli import (Option, at_least, open_unit, positive_float, positive_int, run_record,
+                  signals_held)
+from .result import RUN_KEYS, RunResult, grey_level
+from .runio import atomic_write_text, check_writable_file, check_writable_folder
 
-__all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json"]
+__all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json", "run_compliance",
+           "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -33,12 +37,6 @@ def _check_open_unit(name: str, value) -> float:
     if not isinstance(value, (int, float, np.floating)) or not 0 < value < 1:
         raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
     return float(value)
-
-
-def grey_level(x_phys) -> float:
-    """Sigmund's measure of non-discreteness ``mean(4 x (1 - x))``: 0 for 0/1 designs."""
-    x = np.asarray(x_phys)
-    return float(np.mean(4 * x * (1 - x)))
 
 
 class ComplianceProblem:
@@ -154,11 +152,15 @@ class ComplianceProblem:
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
             checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None) -> dict:
-        """Optimize from `x0` (uniform `volfrac` by default); returns metrics and the design.
+            mma_params: dict | None = None) -> RunResult:
+        """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
 
-        The metrics include how the run ended (`topopt.runio.run_record`:
-        ``status``, ``signal``, ``evaluations``, ``checkpoint``, ``resume``);
+        It says how the run ended (`topopt.cli.run_record`: ``status``,
+        ``signal``, ``evaluations``, ``checkpoint``, ``resume``) and holds the
+        metrics ``compliance``, ``volume``, ``grey_level``, ``fe_solves``,
+        ``fe_solves_per_iteration``, ``seconds``, ``solver``, ``filter`` (and
+        with an iterative solver ``cg_iterations_per_solve``,
+        ``cg_iterations_max``), the design ``x``, ``x_phys`` and the history;
         an interrupted run (``status="interrupted"``) returns the last good
         design.
 
@@ -187,26 +189,29 @@ class ComplianceProblem:
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
         fe_solves = self.system.counts["factorizations"] - solves0     # c0's solve included
-        return run_record(res, checkpoint) | {
+        metrics = {
             "compliance": float(self.compliance(res.x, beta)),
             "volume": float(volume(x_phys, self.weights)),
             "grey_level": grey_level(x_phys),
-            "evaluations": res.evaluations,
             "fe_solves": fe_solves,
             "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
             "seconds": seconds,
             "solver": self.system.solver,
             "filter": self.filter_name,
-            "x": res.x,
-            "x_phys": x_phys,
-            "history": res.history,
-        }
+        } | self.cg_metrics()
+        return RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
+                                     x_phys=x_phys, history=res.history)
+
+    def cg_metrics(self) -> dict:
+        """CG iterations per solve and the most in one solve (iterative solvers only)."""
+        counts = self.system.counts
+        if not counts.get("cg_solves"):
+            return {}
+        return {"cg_iterations_per_solve": counts["cg_iterations"] / counts["cg_solves"],
+                "cg_iterations_max": int(max(self.system._iterative.log))}
 
 
-RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume")
-
-
-def write_results(out: str, mesh, result: dict, setup: dict, title: str,
+def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
                   mirror: bool = False) -> dict:
     """Write ``design.png``, ``history.png`` and ``result.json`` (no arrays) to `out`.
 
@@ -214,7 +219,7 @@ def write_results(out: str, mesh, result: dict, setup: dict, title: str,
     ``"status": "interrupted"``, the signal, the evaluations, the checkpoint
     and the option that resumes it); the pictures and metrics are those of
     the last good design. A SIGINT/SIGTERM while they are written takes
-    effect once they are complete (`topopt.runio.signals_held`).
+    effect once they are complete (`topopt.cli.signals_held`).
     """
     with signals_held():
         return _write_results(out, mesh, result, setup, title, mirror)
@@ -224,19 +229,18 @@ def _write_results(out, mesh, result, setup, title, mirror):
     from .plot import save_design, save_design_3d, save_history
 
     os.makedirs(out, exist_ok=True)
-    metrics = {k: v for k, v in result.items() if k not in ("x", "x_phys", "history")}
-    if result.get("status") == "interrupted":
-        title = f"{title} (interrupted after {result['evaluations']} evaluations)"
+    if result.status == "interrupted":
+        title = f"{title} (interrupted after {result.evaluations} evaluations)"
+    label = f"{title}: c = {result['compliance']:.2f}"
     if mesh.p.shape[0] == 2:
-        save_design(mesh, result["x_phys"], os.path.join(out, "design.png"),
-                    title=f"{title}: c = {result['compliance']:.2f}", mirror=mirror)
+        save_design(mesh, result.x_phys, os.path.join(out, "design.png"), title=label,
+                    mirror=mirror)
     else:
-        save_design_3d(mesh, result["x_phys"], os.path.join(out, "design.png"),
-                       title=f"{title}: c = {result['compliance']:.2f}")
-    save_history(result["history"], os.path.join(out, "history.png"), title=title,
+        save_design_3d(mesh, result.x_phys, os.path.join(out, "design.png"), title=label)
+    save_history(result.history, os.path.join(out, "history.png"), title=title,
                  objective_label="c / c0")
-    payload = {**{k: result.get(k) for k in RUN_KEYS}, "setup": setup, "result": metrics,
-               "objective_history": [h["objective"] for h in result["history"]]}
+    payload = {**result.record(), "setup": setup, "result": result.summary(),
+               "objective_history": [h["objective"] for h in result.history]}
     write_json(os.path.join(out, "result.json"), payload)
     return payload
 
@@ -256,56 +260,59 @@ def write_json(path: str, payload: dict) -> None:
     atomic_write_text(path, json.dumps(payload, indent=2, default=float))
 
 
-def run_compliance(name: str, title: str, mesh, model, f, volfrac: float, rmin: float,
-                   penal: float = 3.0, filter: str = "density", maxeval: int = 300,
-                   out: str | None = None, solver: str = "auto", verbose: bool = False,
-                   mirror: bool = False, sizes: dict | None = None, **options) -> dict:
-    """Optimize a compliance problem set up by a problem script; write results to `out`.
+def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: dict,
+                   out: str | None = None, maxeval: int = 300, verbose: bool = False,
+                   mirror: bool = False, notes: dict | None = None, **options) -> RunResult:
+    """Optimize a compliance problem of a problem script; write its results to `out`.
 
-    `out` is created and write-tested before any work.
+    Parameters
+    ----------
+    name : str
+        The problem's name in ``result.json`` (``"mbb_beam"``).
+    problem : ComplianceProblem
+    title : str
+        Title of the pictures (the filter is appended).
+    sizes : dict
+        The mesh counts (``{"nelx": 60, "nely": 20}``), recorded in ``setup``.
+    out : str, optional
+        Results folder; created and write-tested before the first solve.
+    maxeval, verbose, options
+        Passed to `ComplianceProblem.run` (``checkpoint``, ``resume``, ...).
+    mirror : bool
+        Draw the design mirrored about its left edge (a half-symmetric model).
+    notes : dict, optional
+        More ``setup`` entries (how the load is applied, ...).
     """
     if out is not None:
         check_writable_folder(out, "out")
-    problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
-                                solver=solver)
     result = problem.run(maxeval=maxeval, verbose=verbose, **options)
     if out is not None:
-        write_results(out, mesh, result, title=f"{title}, {filter} filter", mirror=mirror,
-                      setup=dict(problem=name, **(sizes or {}), volfrac=volfrac, rmin=rmin,
-                                 penal=penal, filter=filter, maxeval=maxeval))
+        setup = dict(problem=name, **sizes, volfrac=problem.volfrac, rmin=problem.rmin,
+                     penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
+                     **(notes or {}))
+        write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
+                      title=f"{title}, {problem.filter_name} filter")
     return result
 
 
-def compliance_main(argv, doc: str, run, sizes: dict, defaults: dict, out: str) -> dict:
-    """Command line of a compliance problem script: ``--help`` lists the options.
+def compliance_options(sizes: dict, volfrac: float, rmin: float) -> tuple[Option, ...]:
+    """The command-line parameters of a compliance problem: mesh counts, volfrac, rmin, ...
 
-    `sizes` are the mesh counts (``{"nelx": 60, ...}``) passed positionally to
-    `run`; `defaults` holds ``volfrac``, ``rmin`` and ``maxeval``. The output
-    folder and checkpoint are checked before any work; an interrupted run
-    exits with 130 (SIGINT) or 143 (SIGTERM) after writing its results, a
-    failed one leaves ``result.json`` with ``"status": "error"``
-    (`topopt.runio`).
+    Examples
+    --------
+    >>> [o.name for o in compliance_options({"nelx": 60, "nely": 20}, 0.5, 2.4)]
+    ['nelx', 'nely', 'volfrac', 'rmin', 'penal', 'filter']
     """
-    import argparse
+    return (*(Option(k, positive_int, v, f"elements along {k[-1]}") for k, v in sizes.items()),
+            Option("volfrac", open_unit, volfrac, "volume fraction, in (0, 1)"),
+            Option("rmin", positive_float, rmin, "filter radius (element widths)"),
+            Option("penal", at_least(1.0), 3.0, "SIMP exponent, >= 1"),
+            Option("filter", str, "density", "density or Helmholtz (PDE) filter",
+                   choices=FILTERS))
 
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    for key, value in sizes.items():
-        parser.add_argument(f"--{key}", type=int, default=value)
-    parser.add_argument("--volfrac", type=float, default=defaults["volfrac"])
-    parser.add_argument("--rmin", type=float, default=defaults["rmin"])
-    parser.add_argument("--penal", type=float, default=3.0)
-    parser.add_argument("--filter", choices=FILTERS, default="density")
-    parser.add_argument("--maxeval", type=int, default=defaults.get("maxeval", 300))
-    parser.add_argument("--solver", default="auto")
-    add_run_arguments(parser, out)
-    args = parser.parse_args(argv)
-    options = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    with script_errors(args.out):
-        result = run(*(getattr(args, k) for k in sizes), volfrac=args.volfrac,
-                     rmin=args.rmin, penal=args.penal, filter=args.filter,
-                     maxeval=args.maxeval, out=args.out, solver=args.solver, **options)
-    finish(result)                               # interrupted: message, exit 130 / 143
-    print(f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
-          f"evaluations {result['evaluations']}  FE solves/iteration "
-          f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s  -> {args.out}")
-    return result
+
+def compliance_summary(result: RunResult) -> str:
+    """The line a compliance problem script prints after its run."""
+    return (f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
+            f"evaluations {result.evaluations}  FE solves/iteration "
+            f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s")

@@ -1,0 +1,6 @@
+"""The problem scripts as a package: ``problems.mbb_beam``, ``problems.em_focus``, ...
+
+Each module builds its model (``setup``), optimizes it (``run``, returning a
+`topopt.result.RunResult`) and has the command line of `topopt.cli`
+(``python problems/<name>.py --help``).
+"""

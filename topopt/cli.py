@@ -1,0 +1,439 @@
+"""The command line of every problem script: one set of options, one way to end.
+
+A problem script declares its own parameters as `Option` rows and calls
+`main`::
+
+    OPTIONS = (Option("nelx", positive_int, 60, "elements along x"), ...)
+
+    def main(argv=None):
+        return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
+                        summary=summary)
+
+Every script then takes the shared options (`add_run_arguments`): ``--out``,
+``--maxeval``, ``--solver``, ``--checkpoint``, ``--resume``, ``--quiet``,
+and ``--seed`` where the problem draws random numbers. ``--help`` shows each
+default. A bad value ends the script with argparse's one-line ``error:``
+message and exit status 2 before any work (the converters below check the
+range; `run_options` writes to ``--out`` and the checkpoint's folder and reads
+the ``--resume`` file). `main` tunes the allocator (`topopt.tune_malloc`),
+runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
+under `script_errors` and ends as the run ended (`finish`: an interrupted
+run exits with 130 or 143).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from ._memory import tune_malloc
+from .runio import atomic_write_text, check_writable_file, check_writable_folder, \
+    load_checkpoint
+
+__all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
+           "run_record", "exit_status", "finish", "script_errors", "signals_held",
+           "positive_int", "positive_float", "open_unit", "at_least", "SOLVERS",
+           "DIRECT_SOLVERS"]
+
+#: The linear-solver backends a script may name (`topopt.fem.solvers`).
+DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
+SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg")
+
+
+# --------------------------------------------------------------------------
+# value converters: argparse turns their ArgumentTypeError into a usage error
+
+
+def _number(text: str, kind: type):
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1.
+
+    Examples
+    --------
+    >>> positive_int("60")
+    60
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an integer >= 1, got 0
+    """
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (a seed)."""
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _number(text, float)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
+    return value
+
+
+def open_unit(text: str) -> float:
+    """A number in the open interval (0, 1) (a volume fraction).
+
+    Examples
+    --------
+    >>> open_unit("0.5")
+    0.5
+    >>> open_unit("1.2")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must lie in the open interval (0, 1), got 1.2
+    """
+    value = _number(text, float)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {value!r}")
+    return value
+
+
+def at_least(low: float, kind: type = float, strict: bool = False,
+             high: float | None = None, even: bool = False) -> Callable[[str], Any]:
+    """A converter for numbers ``>= low`` (``> low`` if `strict`), ``<= high``, even.
+
+    Examples
+    --------
+    >>> at_least(1.0)("3")
+    3.0
+    >>> at_least(4, int, even=True)("5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be an even integer >= 4, got 5
+    """
+    noun = ("an even integer" if even else "an integer") if kind is int else "a number"
+    limits = f"{'>' if strict else '>='} {low:g}" + ("" if high is None else f" and <= {high:g}")
+
+    def convert(text: str):
+        value = _number(text, kind)
+        if (value <= low if strict else value < low) or (high is not None and value > high) \
+                or (even and value % 2):
+            raise argparse.ArgumentTypeError(f"must be {noun} {limits}, got {value!r}")
+        return value
+
+    convert.__name__ = f"{noun} {limits}"
+    return convert
+
+
+# --------------------------------------------------------------------------
+# the parser
+
+
+@dataclass(frozen=True)
+class Option:
+    """One problem parameter on the command line: ``--name`` -> ``run(name=...)``.
+
+    `type` converts and checks the text (`positive_int`, `open_unit`, ...;
+    ``bool`` makes a flag); `choices` restricts it.
+    """
+
+    name: str
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+    choices: Sequence | None = None
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        if self.type is bool:
+            parser.add_argument(f"--{self.name}", action="store_true", help=self.help)
+            return
+        parser.add_argument(f"--{self.name}", type=self.type, default=self.default,
+                            choices=self.choices, help=f"{self.help} (default: %(default)s)")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | None = None,
+                      solvers: Sequence[str] | None = None, seed: int | None = None,
+                      maxeval_help: str = "MMA evaluations") -> None:
+    """The shared options: ``--out``, ``--maxeval``, ``--solver``, ``--checkpoint``,
+    ``--resume``, ``--quiet``, and ``--seed`` when `seed` is given.
+
+    ``--maxeval`` when `maxeval` is given, ``--solver`` when `solvers` is.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, "results/demo", maxeval=300, solvers=SOLVERS, seed=0)
+    >>> args = parser.parse_args(["--quiet"])
+    >>> args.out, args.maxeval, args.solver, args.seed, args.checkpoint, args.quiet
+    ('results/demo', 300, 'auto', 0, None, True)
+    >>> parser.parse_args(["--resume", "ck.npz"]).resume      # checked by run_options
+    'ck.npz'
+    """
+    parser.add_argument("--out", default=out,
+                        help="results folder, created and write-tested before the run "
+                             "(default: %(default)s)")
+    if maxeval is not None:
+        parser.add_argument("--maxeval", type=positive_int, default=maxeval,
+                            help=f"{maxeval_help} (default: %(default)s)")
+    if solvers is not None:
+        parser.add_argument("--solver", choices=tuple(solvers), default="auto",
+                            help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
+                                 "cvxopt, else SuperLU (default: %(default)s)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file (default: OUT/checkpoint.npz)")
+    parser.add_argument("--resume", default=None,
+                        help="resume from this checkpoint; give the options of the "
+                             "interrupted run (default: start afresh)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line per evaluation")
+    if seed is not None:
+        parser.add_argument("--seed", type=non_negative_int, default=seed,
+                            help="seed of the random draws (default: %(default)s)")
+
+
+def build_parser(doc: str, options: Sequence[Option], out: str, maxeval: int | None = None,
+                 solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
+                 maxeval_help: str = "MMA evaluations") -> argparse.ArgumentParser:
+    """The parser of a problem script: its `options`, then the shared ones."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for option in options:
+        option.add_to(parser)
+    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help)
+    return parser
+
+
+def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
+         summary: Callable[[Any], str], maxeval: int | None = None,
+         solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
+         maxeval_help: str = "MMA evaluations", check: Callable | None = None):
+    """Parse `argv`, run the problem, write its results, end as the run ended.
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments (None: ``sys.argv[1:]``).
+    doc : str
+        The script's docstring; its first paragraph is the description.
+    run : callable
+        ``run(**problem_options, [maxeval=, solver=, seed=,] out=, verbose=,
+        checkpoint=, resume=)`` returning a `topopt.result.RunResult`.
+    options : sequence of Option
+        The problem's own parameters.
+    out : str
+        The default results folder.
+    summary : callable
+        ``summary(result) -> str``: the line printed after a run.
+    maxeval, solvers, seed
+        Defaults of the shared ``--maxeval``, ``--solver`` choices, ``--seed``
+        (None: the script has no such option).
+    check : callable, optional
+        ``check(kwargs)`` raising ValueError/OSError for a combination of
+        values that the converters cannot see; a usage error like theirs.
+
+    Returns
+    -------
+    RunResult
+    """
+    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help)
+    args = parser.parse_args(argv)
+    paths = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    kwargs = {o.name: getattr(args, o.name) for o in options}
+    for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
+        if present is not None:
+            kwargs[shared] = getattr(args, shared)
+    if solvers is not None and args.solver != "auto":
+        from .fem import available_solvers
+        if args.solver not in available_solvers(iterative=True):
+            parser.error(f"argument --solver: {args.solver!r} is not installed here; "
+                         f"installed: {', '.join(available_solvers(iterative=True))}")
+    if check is not None:
+        try:
+            check(dict(kwargs, **paths))
+        except (OSError, ValueError) as e:
+            parser.error(str(e))
+    tune_malloc()
+    with script_errors(args.out):
+        result = run(**kwargs, out=args.out, **paths)
+    finish(result)                             # interrupted: message, exit 130 / 143
+    print(f"{summary(result)} -> {args.out}")
+    return result
+
+
+# --------------------------------------------------------------------------
+# checking the paths, ending the script
+
+
+def run_options(args: argparse.Namespace,
+                parser: argparse.ArgumentParser | None = None) -> dict:
+    """Check the `add_run_arguments` options; ``verbose``, ``checkpoint``, ``resume``.
+
+    Before any work: ``--out`` is created and written to, the checkpoint's
+    folder too (`check_writable_folder`, `check_writable_file`), and the
+    ``--resume`` file is read (`load_checkpoint`). A failure raises
+    (`OutputPathError`, `CheckpointError`, `FileNotFoundError`), or with
+    `parser` ends the script with ``parser.error`` (usage, exit status 2).
+
+    Examples
+    --------
+    >>> import argparse, os, tempfile
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, os.path.join(tempfile.mkdtemp(), "out"))
+    >>> opts = run_options(parser.parse_args([]))
+    >>> opts["verbose"], os.path.basename(opts["checkpoint"]), opts["resume"]
+    (True, 'checkpoint.npz', None)
+    """
+    checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
+    try:
+        check_writable_folder(args.out, "--out")
+        check_writable_file(checkpoint, "--checkpoint")
+        if args.resume is not None:
+            load_checkpoint(args.resume)
+    except (OSError, ValueError) as e:
+        if parser is None:
+            raise
+        parser.error(str(e))
+    return {"verbose": not args.quiet, "checkpoint": checkpoint, "resume": args.resume}
+
+
+def run_record(res, checkpoint: str | None) -> dict:
+    """How a run ended, for ``result.json``: status, signal, evaluations, checkpoint.
+
+    `res` is a `topopt.optimize.Result`. ``resume`` is the command-line
+    option that continues the run (None when it converged or no checkpoint
+    was written).
+    """
+    resumable = checkpoint is not None and res.status not in (
+        "success", "stopval_reached", "ftol_reached", "xtol_reached")
+    return {"status": res.status, "signal": res.signal, "evaluations": res.evaluations,
+            "checkpoint": checkpoint,
+            "resume": f"--resume {checkpoint}" if resumable else None}
+
+
+def exit_status(signal_name: str) -> int:
+    """``128 + signum``: what a shell reports for a process ended by the signal.
+
+    Examples
+    --------
+    >>> exit_status("SIGINT"), exit_status("SIGTERM")
+    (130, 143)
+    """
+    return 128 + int(signal.Signals[signal_name])
+
+
+def finish(record: Mapping) -> None:
+    """End a problem script as its run ended (`run_record`'s fields).
+
+    An interrupted run prints ``interrupted after N evaluations; resume with
+    --resume PATH`` on stderr and exits with `exit_status` (130 for SIGINT,
+    143 for SIGTERM); any other returns.
+    """
+    if record.get("status") != "interrupted":
+        return
+    n = record["evaluations"]
+    where = (f"resume with --resume {record['checkpoint']}" if record.get("checkpoint")
+             else "no checkpoint was written")
+    print(f"interrupted after {n} evaluations; {where}", file=sys.stderr, flush=True)
+    sys.exit(exit_status(record.get("signal") or "SIGINT"))
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Finish the block (writing results) before a SIGINT/SIGTERM takes effect.
+
+    A signal that arrives in the block is recorded, and raised again once the
+    previous handlers are back: a Ctrl-C while the pictures and
+    ``result.json`` of an interrupted run are written stops the script after
+    they are complete. Outside the main thread it does nothing.
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> seen = []
+    >>> previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
+    >>> with signals_held():
+    ...     os.kill(os.getpid(), signal.SIGTERM)
+    ...     seen.append("block done")
+    >>> seen
+    ['block done', 'handled']
+    >>> _ = signal.signal(signal.SIGTERM, previous)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
+@contextlib.contextmanager
+def script_errors(out: str | None):
+    """End a problem script whose run raised, keeping what it did.
+
+    When `minimize` wrote its checkpoint on the way out (the exception
+    carries ``topopt_checkpoint``), ``OUT/result.json`` records the run from
+    it (evaluations, objective history, checkpoint, the option that resumes
+    it) and a line on stderr says where the last good design is:
+
+    * an error: ``"status": "error"`` with the message; the exception
+      propagates;
+    * a second SIGINT/SIGTERM (`minimize` raises ``KeyboardInterrupt``):
+      ``"status": "interrupted"``, ``aborted after N evaluations; resume
+      with --resume PATH``, and the script exits with `exit_status`.
+
+    An exception raised before the run started, or after it returned, leaves
+    ``result.json`` alone and propagates.
+    """
+    try:
+        yield
+    except (Exception, KeyboardInterrupt) as e:
+        ck = getattr(e, "topopt_checkpoint", None)
+        saved = None
+        if ck is not None:
+            with contextlib.suppress(Exception):
+                saved = load_checkpoint(ck)
+        aborted = isinstance(e, KeyboardInterrupt)
+        sig = e.args[0] if aborted and e.args and e.args[0] in ("SIGINT", "SIGTERM") \
+            else "SIGINT"
+        if saved is not None:
+            n = saved["evaluations"]
+            print(f"aborted after {n} evaluations; resume with --resume {ck}" if aborted else
+                  f"error after {n} evaluations; the last good design and the history are "
+                  f"in {ck}; resume with --resume {ck}", file=sys.stderr, flush=True)
+            payload = {
+                "status": "interrupted" if aborted else "error",
+                "signal": sig if aborted else None,
+                "error": None if aborted else f"{type(e).__name__}: {e}",
+                "evaluations": n, "checkpoint": ck, "resume": f"--resume {ck}",
+                "objective_history": [h.get("objective") for h in saved["history"]],
+            }
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    atomic_write_text(os.path.join(out, "result.json"),
+                                      json.dumps(payload, indent=2))
+        if aborted and saved is not None:
+            sys.exit(exit_status(sig))
+        raise
