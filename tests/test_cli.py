@@ -142,6 +142,19 @@ def test_every_script_rejects_a_bad_value_with_a_usage_error(tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("name", PROBLEMS)
+def test_a_solver_that_is_not_installed_is_a_usage_error(tmp_path, monkeypatch, capsys, name):
+    from topopt import fem
+    seen = _capture(monkeypatch, PROBLEMS[name])
+    monkeypatch.setattr(fem, "available_solvers", lambda iterative=False: ["superlu"])
+    with pytest.raises(SystemExit) as info:
+        PROBLEMS[name].main(["--out", str(tmp_path / "out"), "--solver", "cholmod"])
+    assert info.value.code == 2 and seen == {}
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: argument --solver: 'cholmod' is not installed here; installed: superlu")
+    assert not (tmp_path / "out").exists()             # before any file is touched
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
 def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     """``python problems/<name>.py --maxeval 0``: exit status 2, argparse's usage and one
     error line, no traceback; the script imports the `problems` package as a file."""

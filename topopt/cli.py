@@ -253,16 +253,16 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     """
     parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help)
     args = parser.parse_args(argv)
-    paths = run_options(args, parser)          # --out, --checkpoint, --resume checked
-    kwargs = {o.name: getattr(args, o.name) for o in options}
-    for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
-        if present is not None:
-            kwargs[shared] = getattr(args, shared)
     if solvers is not None and args.solver != "auto":
         from .fem import available_solvers
         if args.solver not in available_solvers(iterative=True):
             parser.error(f"argument --solver: {args.solver!r} is not installed here; "
                          f"installed: {', '.join(available_solvers(iterative=True))}")
+    paths = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    kwargs = {o.name: getattr(args, o.name) for o in options}
+    for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
+        if present is not None:
+            kwargs[shared] = getattr(args, shared)
     if check is not None:
         try:
             check(dict(kwargs, **paths))
