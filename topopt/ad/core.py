@@ -457,8 +457,8 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
         rrule_ = _match(_rrules.get(fun), unboxed)[0]
         if rrule_ is None:
             _raise_no_rule(fun, "forward")
-        paths = _traced_leaves(leaves, treedef, trace)
-        return _forward_by_transpose(trace, fun, unboxed, paths, rrule_, kwargs)
+        traced = _traced_leaves(leaves, treedef, trace)
+        return _forward_by_transpose(trace, fun, unboxed, traced, rrule_, kwargs)
     y, ydot = rule(tuple(unboxed), tangents, **kwargs)
     return _wrap_forward(trace, y, ydot)
 
