@@ -2,7 +2,11 @@
 
 Two preconditioners for the real symmetric positive definite stiffness
 matrix on the free dofs, both used inside the same conjugate-gradient loop
-(`pcg`), behind the backend interface of `topopt.fem.solvers`:
+(`pcg`: scipy's `cg` with our error contract, `topopt.fem.krylov`; the
+hand-written loop it replaced took the same iterations and time,
+``scripts/benchmark_iterative.py``), behind the backend table of
+`topopt.fem.solvers`; this module holds the geometric one (the lattice
+helpers are in `topopt.fem.lattice`, the algebraic one in `topopt.fem.amg`):
 
 * ``"mg-cg"`` -- geometric multigrid on structured quadrilateral and
   hexahedral lattices (`GeometricMultigrid`), the MGCG of Amir, Aage &
@@ -17,8 +21,9 @@ matrix on the free dofs, both used inside the same conjugate-gradient loop
   multigrid smoothing: polynomial versus Gauss-Seidel", J. Comput. Phys.
   188 (2003) 593-610) on ``[lmax / eig_ratio, lmax]`` with ``lmax`` a
   guaranteed upper bound of the largest eigenvalue of ``D^{-1} A`` (see
-  `_Chebyshev`); the coarsest level is solved directly (CHOLMOD if cvxopt
-  is installed, else SuperLU). The V-cycle is symmetric and each smoother
+  `_Chebyshev`); the coarsest level is solved directly by the direct
+  backends' code (`topopt.fem.direct.factorize_spd`: CHOLMOD if cvxopt is
+  installed, else SuperLU). The V-cycle is symmetric and each smoother
   contracts in the energy norm, so it is symmetric positive definite: a
   valid CG preconditioner.
 * ``"amg-cg"`` -- pyamg's smoothed aggregation (Vanek, Mandel & Brezina,

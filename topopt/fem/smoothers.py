@@ -6,6 +6,14 @@ Comput. Phys. 188 (2003) 593-610) needs an upper bound of the spectrum of
 modes and the V-cycle stops being positive definite (see `_Chebyshev`).
 Two bounds that hold for every design: Gershgorin's on the Jacobi-scaled
 matrix (`scaled_lmax_bound`) and the element bound (`element_lmax_bound`).
+
+Kept hand-written: scipy has no polynomial smoother, and pyamg's
+(``pyamg.relaxation.polynomial``, Horner's rule in the unscaled ``A`` with
+its own Chebyshev coefficients, a different polynomial) would make the
+optional pyamg a dependency of ``"mg-cg"``; the recurrence here returns the
+residual the V-cycle restricts at no extra product, and the extra degree on
+the coarse levels took the 1200 x 400 MBB beam from 92 to 64 CG iterations
+(see `topopt.fem.multigrid._VCycle`).
 """
 
 from __future__ import annotations
