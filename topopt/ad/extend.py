@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from . import tree
 from .registry import REGISTRY
 
 __all__ = ["primitive", "rrule", "frule", "opt_out", "remove_rule", "Registration",
@@ -86,14 +85,27 @@ def primitive(fun: Callable) -> Callable:
     """
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
-        for a in tree.leaves((args, kwargs)):
-            dispatch = getattr(type(a), "_ad_apply", None)
-            if dispatch is not None:
-                return dispatch(wrapper, args, kwargs)
+        dispatch = _traced_dispatch(args) or (kwargs and _traced_dispatch(kwargs.values()))
+        if dispatch:
+            return dispatch(wrapper, args, kwargs)
         return fun(*args, **kwargs)
 
     wrapper._impl = fun
     return wrapper
+
+
+def _traced_dispatch(items):
+    """The ``_ad_apply`` of the first traced value among `items` and in their subtrees."""
+    for a in items:
+        t = type(a)
+        dispatch = getattr(t, "_ad_apply", None)
+        if dispatch is not None:
+            return dispatch
+        if t is list or t is dict or isinstance(a, tuple):   # a container (see `tree`)
+            dispatch = _traced_dispatch(a.values() if t is dict else a)
+            if dispatch is not None:
+                return dispatch
+    return None
 
 
 def rrule(fun: Callable, types: type | tuple | None = None):
