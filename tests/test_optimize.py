@@ -315,12 +315,12 @@ def test_checkpoint_and_resume(tmp_path, how):
     ck = tmp_path / "run.npz"
     full = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=EXACT_BUDGET)
     if how == "budget":
-        first = run(compliance, [volume], maxeval=20, ftol_rel=0.0, mma_params=EXACT_BUDGET, checkpoint=ck,
-                    checkpoint_every=7)
+        first = run(compliance, [volume], maxeval=20, ftol_rel=0.0, mma_params=EXACT_BUDGET,
+                    checkpoint=ck, checkpoint_every=7)
         assert first.status == "maxeval_reached"
     else:
-        first = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=EXACT_BUDGET, checkpoint=ck,
-                    callback=lambda rec, x: rec["evaluation"] == 20)
+        first = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=EXACT_BUDGET,
+                    checkpoint=ck, callback=lambda rec, x: rec["evaluation"] == 20)
         assert first.status == "stopped"
     saved = load_checkpoint(ck)
     assert len(saved["history"]) == saved["evaluations"] == 20
@@ -343,7 +343,8 @@ def test_checkpoint_and_resume(tmp_path, how):
     np.testing.assert_allclose(resumed.x, X_STAR, rtol=1e-4)
     assert load_checkpoint(ck)["evaluations"] == 60
 
-    again = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=EXACT_BUDGET, resume=ck, checkpoint=ck)
+    again = run(compliance, [volume], maxeval=60, ftol_rel=0.0, mma_params=EXACT_BUDGET,
+                resume=ck, checkpoint=ck)
     assert again.evaluations == 60 and again.status == "maxeval_reached"
     np.testing.assert_allclose(again.x, resumed.x)
     assert again.fun == resumed.fun
