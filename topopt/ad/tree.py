@@ -158,12 +158,17 @@ def _rebuild(treedef: TreeDef, items: list):
     return tuple(items) if kind is tuple else kind(*items)   # a named tuple keeps its fields
 
 
-def unflatten(treedef: TreeDef, leaves) -> Any:
-    """The tree of structure `treedef` with `leaves` (as many as it has)."""
+def _counted(treedef: TreeDef, leaves) -> list:
     leaves = list(leaves)
     if len(leaves) != treedef.num_leaves:
         raise ValueError(f"unflatten: the structure {treedef!r} has {treedef.num_leaves} "
                          f"leaves, got {len(leaves)}")
+    return leaves
+
+
+def unflatten(treedef: TreeDef, leaves) -> Any:
+    """The tree of structure `treedef` with `leaves` (as many as it has)."""
+    leaves = _counted(treedef, leaves)
     return _build(treedef, iter(leaves))
 
 
@@ -189,10 +194,7 @@ def unflatten_sparse(treedef: TreeDef, leaves) -> Any:
     >>> tree.unflatten_sparse(treedef, [None, 5.0, None, None])
     (None, [5.0, None], None)
     """
-    leaves = list(leaves)
-    if len(leaves) != treedef.num_leaves:
-        raise ValueError(f"unflatten: the structure {treedef!r} has {treedef.num_leaves} "
-                         f"leaves, got {len(leaves)}")
+    leaves = _counted(treedef, leaves)
     if treedef.kind is None:
         return leaves[0]
     it = iter(leaves)
