@@ -1,7 +1,8 @@
 """The files of a run: checkpoints, output folders, and how a problem script ends.
 
-`minimize` (`topopt.optimize`) writes its checkpoint and history through
-this module. The problem scripts' helpers (`add_run_arguments`,
+`minimize` (`topopt.optimize`) checks its output paths here and writes its
+checkpoint (`topopt.checkpoint`, re-exported here) and history with the
+atomic writes of `topopt._files`. The problem scripts' helpers (`add_run_arguments`,
 `run_options`, `run_record`, `script_errors`, `finish`, `signals_held`,
 `exit_status`) are in `topopt.cli`; importing them from here still works.
 
