@@ -118,7 +118,8 @@ CASES = {
 }
 
 PARAMS = [
-    pytest.param(fun, make, cplx, seed, id=f"{function_name(fun)}-{label}-{'c' if cplx else 'r'}-{seed}")
+    pytest.param(fun, make, cplx, seed,
+                 id=f"{function_name(fun)}-{label}-{'c' if cplx else 'r'}-{seed}")
     for fun, cases in CASES.items()
     for label, make, complex_ok in cases
     for cplx in ([False, True] if complex_ok else [False])

@@ -201,7 +201,8 @@ def test_rule_with_a_nested_argument_checked_leaf_by_leaf():
 
 
 def test_gradient_hvp_and_nested_gradient_through_a_nested_argument():
-    # E(x) = sum(x * 2x) + sum(x[:2]^2) = 2|x|^2 + |x[:2]|^2: gradient 4x + 2 x[:2], Hessian 4 I + 2 P
+    # E(x) = sum(x * 2x) + sum(x[:2]^2) = 2|x|^2 + |x[:2]|^2:
+    # gradient 4x + 2 x[:2], Hessian 4 I + 2 P (P keeps the first two entries)
     x, v = np.array([0.5, -1.0, 2.0]), np.array([1.0, 2.0, -1.0])
 
     def f(x):

@@ -653,7 +653,8 @@ def backward(outputs, cotangents) -> dict:
             if _shape(c) != shape:
                 raise ValueError(
                     f"the pullback of {_name(node.name)} returned a cotangent of "
-                    f"shape {_shape(c)} for argument {pos}{list(sub) if sub else ''} of shape {shape}")
+                    f"shape {_shape(c)} for argument {pos}{list(sub) if sub else ''} "
+                    f"of shape {shape}")
             _accumulate(cts, parent, idx, c)
     return leaves
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "map", "flatten_as", "is_container", "unflatten_sparse", "walk",
-           "rebuild"]
+__all__ = ["TreeDef", "flatten", "unflatten", "unflatten_sparse", "flatten_as", "leaves", "walk",
+           "map", "rebuild", "is_container"]
 
 
 def is_container(x) -> bool:
