@@ -299,6 +299,10 @@ def _ad_imports(path: pathlib.Path) -> list:
     """(module imported from topopt.ad, line, inside a function?) for one module."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
+        outside = (isinstance(node, ast.ImportFrom) and (node.level > 1 or (
+            node.module or "").startswith("topopt"))) or (isinstance(node, ast.Import) and any(
+                a.name.startswith("topopt") for a in node.names))
+        assert not outside, f"{path.name}:{node.lineno} imports from topopt outside topopt.ad"
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             names = [node.module] if node.module else [a.name for a in node.names]
             out += [(n.split(".")[0], node.lineno, node.col_offset > 0) for n in names]

@@ -11,8 +11,10 @@ Design
 * **Layers.** `tree` (nested containers) and `registry` (the rule
   tables) at the bottom; `extend`, the extension API (`primitive`,
   `rrule`, `frule`, `opt_out`, `Thunk`...); `core`, the internals (`Box`,
-  `apply`, the backward walk); the rule modules; `api` (`pullback`,
-  `gradient`, `jvp`, `hvp`); `testing`. No module imports one above it.
+  `apply`, the backward walk); `api` (`pullback`, `gradient`, `jvp`,
+  `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
+  `testing`. No module imports one above it, and none imports from
+  ``topopt`` outside ``topopt.ad``.
 * **Rules.** A reverse rule is ``rule(*args) -> (y, pullback)``: residuals
   live in the closure, ``pullback(ybar)`` returns one cotangent per argument
   and ``None`` is the one zero sentinel (`thunk` defers an expensive
