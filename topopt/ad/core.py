@@ -449,8 +449,7 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
     if trace.reverse:
         if rule is None:
             _raise_no_rule(fun, "reverse")
-        return _record(trace, fun, _traced_leaves(leaves, treedef, trace),
-                       *rule(*unboxed, **kwargs))
+        return _record(trace, fun, leaves, treedef, *rule(*unboxed, **kwargs))
     tangents = [x.tangent if isinstance(x, Box) and x.trace is trace else None for x in leaves]
     tangents = tuple(tangents) if treedef is None else tree.unflatten_sparse(treedef, tangents)
     if rule is None:
@@ -502,12 +501,14 @@ def _traced_leaves(leaves, treedef, trace) -> list:
             if isinstance(x, Box) and x.trace is trace]
 
 
-def _record(trace, fun, traced, y, pullback):
+def _record(trace, fun, leaves, treedef, y, pullback):
     """The output boxes of a reverse-mode call and its `Node` on the tape."""
-    parents = []
-    for pos, sub, x in traced:
-        v = x.value
-        parents.append((pos, sub, x.node, x.idx, _shape(v), not np.iscomplexobj(value(v))))
+    if treedef is None:      # the common flat case without `_traced_leaves`' list
+        parents = [(k, (), x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
+                   for k, x in enumerate(leaves) if isinstance(x, Box) and x.trace is trace]
+    else:
+        parents = [(pos, sub, x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
+                   for pos, sub, x in _traced_leaves(leaves, treedef, trace)]
     if isinstance(y, tuple):
         node = Node(pullback, parents, fun, len(y))
         return tree.rebuild(y, [Box(yi, trace, node, i) if _is_numeric(yi) else yi
