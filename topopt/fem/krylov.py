@@ -1,11 +1,13 @@
 """The CG loop of the iterative backends and the factor object they return.
 
-`pcg` is scipy's `scipy.sparse.linalg.cg` with our error contract around
-it: measured by ``scripts/benchmark_iterative.py`` with the same multigrid
-V-cycle as preconditioner, it takes the same iterations and time as the
-hand-written loop it replaced (3-D cantilever 40 x 20 x 20: 14-15
-iterations, 0.24 s per solve both; MBB 600 x 200: 15-17 iterations, 0.33 /
-0.34 s and 0.41 / 0.40 s).
+`pcg` is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
+scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle. On an idle
+machine they take the same iterations and time (3-D cantilever 40 x 20 x
+20: 14-15 iterations, 0.23 s per solve; MBB 600 x 200: 15-17 iterations,
+0.33-0.41 s), but with the 2 cores busy scipy's loop took twice as long
+(one setup + solve of the cantilever: 0.83-0.93 s against 0.41-0.43 s):
+its ``np.dot`` / ``np.linalg.norm`` go to the threaded BLAS, whose threads
+wait for busy cores (the ``_dot`` here does not).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import time
 from typing import Callable
 
 import numpy as np
-import scipy.sparse.linalg as spla
 
 from .errors import ConvergenceError, SingularSystemError
 
@@ -87,45 +88,13 @@ def _norm(x: np.ndarray) -> float:
     return float(np.sqrt(_dot(x, x)))
 
 
-class _Checked:
-    """``A`` and ``M`` for scipy's CG, raising `SingularSystemError` on a non-positive curvature.
-
-    scipy's loop divides by ``r^T M r`` and ``p^T A p`` without a check;
-    these wrappers see ``r`` (the preconditioner's input) and ``p`` (the
-    matrix's), so one dot each per iteration keeps the contract of a
-    positive definite solve.
-    """
-
-    def __init__(self, A, M, counter: list):
-        self.A, self.M, self.counter = A, M, counter
-
-    def matvec(self, p: np.ndarray) -> np.ndarray:
-        q = self.A @ p
-        pq = _dot(p, q)
-        if not pq > 0:
-            raise SingularSystemError("the matrix is not positive definite (p^T K p = "
-                                      f"{pq:.2e}): is every part of the domain supported?")
-        return q
-
-    def psolve(self, r: np.ndarray) -> np.ndarray:
-        z = self.M(r) if self.M is not None else r.copy()
-        rz = _dot(r, z)
-        if not rz > 0:
-            raise SingularSystemError(f"the preconditioner is not positive definite (r^T M r = "
-                                      f"{rz:.2e})")
-        return z
-
-    def count(self, _x) -> None:
-        self.counter[0] += 1
-
-
 def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
         x0: np.ndarray | None = None, rtol: float = RTOL,
         maxiter: int = MAXITER) -> tuple[np.ndarray, int]:
-    """Preconditioned conjugate gradients (scipy's) for symmetric positive definite `A`.
+    """Preconditioned conjugate gradients for symmetric positive definite `A`.
 
-    Stops when ``|b - A x| <= rtol |b|`` (checked on the true residual at
-    the end; restarted from there if rounding left it above); raises
+    Stops when ``|b - A x| <= rtol |b|`` on the true residual (restarted
+    from the current ``x`` when the recursive one drifted below it); raises
     `ConvergenceError` after `maxiter` iterations and `SingularSystemError`
     when ``A`` or ``M`` is found not positive definite.
 
@@ -160,23 +129,50 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
     if not np.isfinite(bnorm):
         raise ValueError("the right-hand side contains NaN or inf")
     tol = rtol * bnorm
-    counter = [0]
-    ops = _Checked(A, M, counter)
-    Aop = spla.LinearOperator(A.shape, matvec=ops.matvec, dtype=float)
-    Mop = spla.LinearOperator(A.shape, matvec=ops.psolve, dtype=float)
     x = np.zeros_like(b) if x0 is None else np.array(x0, dtype=float)
-    while True:
-        x, _ = spla.cg(Aop, b, x0=x, rtol=rtol, atol=0.0, maxiter=maxiter - counter[0],
-                       M=Mop, callback=ops.count)
-        rnorm = _norm(b - A @ x)
-        if rnorm <= tol:
-            return x, counter[0]
-        if counter[0] >= maxiter:
-            raise ConvergenceError(
-                f"CG did not converge in {maxiter} iterations (relative residual "
-                f"{rnorm / bnorm:.1e} > rtol {rtol:.0e}): the system may be singular "
-                "(unsupported parts) or too ill-conditioned for the preconditioner; "
-                "raise maxiter or use a direct solver")
+    r = b.copy() if x0 is None else b - A @ x
+    it = 0
+    while True:                                   # restarts when the true residual drifts
+        it = _cg_steps(A, M, x, r, tol, it, maxiter, bnorm, rtol)
+        r = b - A @ x
+        if _norm(r) <= tol:
+            return x, it
+        if it >= maxiter:
+            _not_converged(maxiter, _norm(r) / bnorm, rtol)
+
+
+def _not_converged(maxiter: int, relative: float, rtol: float):
+    raise ConvergenceError(
+        f"CG did not converge in {maxiter} iterations (relative residual {relative:.1e} > "
+        f"rtol {rtol:.0e}): the system may be singular (unsupported parts) or too "
+        "ill-conditioned for the preconditioner; raise maxiter or use a direct solver")
+
+
+def _cg_steps(A, M, x, r, tol, it, maxiter, bnorm, rtol) -> int:
+    """CG steps on `x` and its recursive residual `r` (in place) until ``|r| <= tol``."""
+    p, rz = None, 0.0
+    rnorm = _norm(r)
+    while rnorm > tol:
+        if it >= maxiter:
+            _not_converged(maxiter, rnorm / bnorm, rtol)
+        z = M(r) if M is not None else r.copy()
+        rz_new = _dot(r, z)
+        if not rz_new > 0:
+            raise SingularSystemError("the preconditioner is not positive definite "
+                                      f"(r^T M r = {rz_new:.2e})")
+        p = z if p is None else z + (rz_new / rz) * p
+        rz = rz_new
+        q = A @ p
+        pq = _dot(p, q)
+        if not pq > 0:
+            raise SingularSystemError("the matrix is not positive definite (p^T K p = "
+                                      f"{pq:.2e}): is every part of the domain supported?")
+        alpha = rz / pq
+        x += alpha * p
+        r -= alpha * q
+        rnorm = _norm(r)
+        it += 1
+    return it
 
 
 # ------------------------------------------------------------------ factor

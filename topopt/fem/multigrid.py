@@ -2,9 +2,9 @@
 
 Two preconditioners for the real symmetric positive definite stiffness
 matrix on the free dofs, both used inside the same conjugate-gradient loop
-(`pcg`: scipy's `cg` with our error contract, `topopt.fem.krylov`; the
-hand-written loop it replaced took the same iterations and time,
-``scripts/benchmark_iterative.py``), behind the backend table of
+(`topopt.fem.krylov.pcg`; kept instead of scipy's `cg`, which was 2-3
+times slower on the shared machine, ``scripts/benchmark_iterative.py``),
+behind the backend table of
 `topopt.fem.solvers`; this module holds the geometric one (the lattice
 helpers are in `topopt.fem.lattice`, the algebraic one in `topopt.fem.amg`):
 
