@@ -97,6 +97,14 @@ def test_cycles(cycle):
     assert S._iterative.sizes[-1] < 100 and len(S._iterative.sizes) >= 3
 
 
+def test_unknown_cycle_is_rejected():
+    """The K-cycle was dropped (no benchmark or problem used it): "K" is now an error."""
+    mesh = fem.box(4, 2, 2)
+    model, _ = clamped(mesh)
+    with pytest.raises(ValueError, match="cycle must be 'V' or 'W', got 'K'"):
+        model.system("mg-cg", {**SMALL, "cycle": "K"})
+
+
 @pytest.mark.parametrize("name", sorted(MESHES))
 def test_galerkin_from_coefficients_equals_sparse_products(name):
     """The per-design coarse operators from class matrices are exactly ``P^T A P``."""
@@ -304,6 +312,49 @@ def test_non_convergence_raises():
     A = sps.diags([1.0, -1.0]).tocsr()
     with pytest.raises(SingularSystemError, match="not positive definite"):
         pcg(A, np.array([0.0, 1.0]))
+
+
+def spd_matrix(n, seed, cond):
+    """Seeded SPD matrix (sparse format) with eigenvalues geometric in [1, `cond`]."""
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((n, n)))[0]
+    return sps.csr_matrix((Q * np.geomspace(1.0, cond, n)) @ Q.T)
+
+
+@pytest.mark.parametrize("n, seed, cond, rtol", [(20, 0, 1e2, 1e-8), (50, 1, 1e4, 1e-10),
+                                                 (80, 2, 1e5, 1e-6)])
+@pytest.mark.parametrize("jacobi", [False, True])
+def test_pcg_meets_rtol_on_the_true_residual(n, seed, cond, rtol, jacobi):
+    A = spd_matrix(n, seed, cond)
+    b = np.random.default_rng(seed + 10).standard_normal(n)
+    M = (lambda r: r / A.diagonal()) if jacobi else None
+    x, its = pcg(A, b, M, rtol=rtol, maxiter=10 * n)
+    assert np.linalg.norm(A @ x - b) <= rtol * np.linalg.norm(b)
+    assert 1 <= its <= 10 * n
+    x0 = x + 1e-3 * np.random.default_rng(seed).standard_normal(n)      # warm start
+    x2, its2 = pcg(A, b, M, x0=x0, rtol=rtol, maxiter=10 * n)
+    assert np.linalg.norm(A @ x2 - b) <= rtol * np.linalg.norm(b)
+    assert pcg(A, np.zeros(n), M) == (pytest.approx(np.zeros(n)), 0)
+
+
+def test_pcg_rejects_bad_preconditioner_and_rhs():
+    A = spd_matrix(10, 4, 10.0)
+    with pytest.raises(SingularSystemError, match="preconditioner is not positive definite"):
+        pcg(A, np.ones(10), lambda r: -r)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        pcg(A, np.r_[np.ones(9), np.nan])
+    with pytest.raises(ConvergenceError, match="did not converge in 3 iterations"):
+        pcg(spd_matrix(40, 5, 1e6), np.ones(40), rtol=1e-12, maxiter=3)
+
+
+def test_mg_cg_without_cvxopt_uses_superlu_on_the_coarsest_level(monkeypatch):
+    for name in ("cvxopt", "cvxopt.cholmod", "cvxopt.umfpack"):
+        monkeypatch.setitem(sys.modules, name, None)
+    mesh, model, f = cantilever3d.setup(8, 4, 4)
+    E = simp(contrast_design(mesh), 3.0, EMIN)
+    u = fem.solve(model.system("mg-cg", {**SMALL, "rtol": 1e-10}), E, f)
+    ref = fem.solve(model.system("superlu"), E, f)
+    assert np.linalg.norm(u - ref) <= 1e-7 * np.linalg.norm(ref)
 
 
 def test_mg_cg_needs_a_lattice():

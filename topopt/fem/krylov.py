@@ -1,13 +1,13 @@
 """The CG loop of the iterative backends and the factor object they return.
 
 `pcg` is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
-scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle. On an idle
-machine they take the same iterations and time (3-D cantilever 40 x 20 x
-20: 14-15 iterations, 0.23 s per solve; MBB 600 x 200: 15-17 iterations,
-0.33-0.41 s), but with the 2 cores busy scipy's loop took twice as long
-(one setup + solve of the cantilever: 0.83-0.93 s against 0.41-0.43 s):
-its ``np.dot`` / ``np.linalg.norm`` go to the threaded BLAS, whose threads
-wait for busy cores (the ``_dot`` here does not).
+scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle (same
+iterations: 14-15 on the 40 x 20 x 20 cantilever, 15-17 on the 600 x 200
+MBB beam). On the idle machine the times matched (0.24 / 0.24 s and 0.33 /
+0.34 s per solve); with the 2 cores shared (load 2-5) scipy's took 1.05-2.7
+times as long (median of 5: 0.35 against 0.95 s, 0.37 against 0.92 s) and
+never less at the least of 5: its ``np.dot`` / ``np.linalg.norm`` go to the
+threaded BLAS, whose threads wait for busy cores (``_dot`` here does not).
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def _options(options: dict | None) -> dict:
         raise ValueError(f"rtol must lie in (0, 1), got {out['rtol']!r}")
     if int(out["maxiter"]) < 1:
         raise ValueError(f"maxiter must be positive, got {out['maxiter']!r}")
+    if out["cycle"] not in ("V", "W"):
+        raise ValueError(f"cycle must be 'V' or 'W', got {out['cycle']!r}")
     return out
 
 

@@ -344,8 +344,6 @@ class _VCycle:
 
     def __init__(self, hierarchy: GeometricMultigrid, operators, options: dict,
                  bound0: float = np.inf):
-        if options["cycle"] not in ("V", "W"):
-            raise ValueError(f"cycle must be 'V' or 'W', got {options['cycle']!r}")
         self.cycle = options["cycle"]
         self.gamma = 2 if self.cycle == "W" else 1
         self.P = [lvl.P for lvl in hierarchy.levels[1:]]
