@@ -38,7 +38,7 @@ the relative residual ``rtol`` (default `RTOL`) and raises
 `ConvergenceError` after ``maxiter`` iterations instead of returning an
 unconverged vector; with ``warm_start`` it starts from the previous
 solution of the same kind when that is closer than zero. Options: see
-``_OPTIONS``.
+``topopt.fem.krylov._OPTIONS``.
 
 Measured on SIMP iterates (Emin = 1e-9, rtol = 1e-8): 11-16 CG iterations
 per solve on a 40 x 20 x 20 cantilever, ~18 (at most 57) on the 60 x 20 x

@@ -19,6 +19,10 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
   smoothed aggregation (``topopt[fast]``); real symmetric positive definite
   matrices only; "factorizing" sets up the hierarchy once per design (see
   `topopt.fem.multigrid`). ``"auto"`` never picks them.
+
+The factor classes live in `topopt.fem.direct` (re-exported here), the CG
+loop in `topopt.fem.krylov`. A backend whose optional module is missing
+raises ImportError naming the extra (``pip install 'topopt[fast]'``).
 """
 
 from __future__ import annotations
