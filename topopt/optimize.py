@@ -41,7 +41,7 @@ returning True, and SIGINT/SIGTERM (the current evaluation finishes, a
 checkpoint is written, ``status="interrupted"`` and ``signal`` names the
 signal; a second signal raises ``KeyboardInterrupt``). `minimize` never
 exits the process: problem scripts turn an interrupted `Result` into exit
-status 130 or 143 (`topopt.runio.finish`).
+status 130 or 143 (`topopt.cli.finish`).
 
 Resuming (``resume=PATH``) continues from the checkpoint's design, stage,
 stage budget left, history and counters; MMA restarts from the checkpoint
@@ -83,20 +83,8 @@ from .mma_options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
 from .mma_run import _params_json, _Run, _Signals
 from .runio import OutputPathError
 
-__all__ = ["minimize", "Stage", "Result", "Options", "load_checkpoint", "add_run_arguments",
-           "run_options", "CheckpointError", "OutputPathError", "MMA_PARAMS",
-           "DEFAULT_MMA_PARAMS"]
-
-# the problem scripts' helpers (topopt.cli), importable from here as before
-_SCRIPT_NAMES = ("add_run_arguments", "run_options")
-
-
-def __getattr__(name: str):
-    if name in _SCRIPT_NAMES:
-        from . import runio
-        return getattr(runio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__all__ = ["minimize", "Stage", "Result", "Options", "load_checkpoint",
+           "CheckpointError", "OutputPathError", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
 
 # a run ends early after a stage that ended with one of these statuses
 _STOPPED = ("interrupted", "stopped", "forced_stop", "roundoff_limited")
@@ -126,7 +114,7 @@ class Result:
         ``"SIGINT"`` or ``"SIGTERM"`` when a signal interrupted the run
         (``status="interrupted"``), else None. `minimize` never exits the
         process; a script turns this into its exit status
-        (`topopt.runio.finish`).
+        (`topopt.cli.finish`).
     history : list of dict
         One record per forward evaluation: ``evaluation``, ``stage``,
         ``stage_evaluation``, ``objective``, ``constraints``,

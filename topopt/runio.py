@@ -1,10 +1,10 @@
-"""The files of a run: checkpoints, output folders, and how a problem script ends.
+"""The files of a run: checkpoints and output folders checked before the first evaluation.
 
 `minimize` (`topopt.optimize`) checks its output paths here and writes its
 checkpoint (`topopt.checkpoint`, re-exported here) and history with the
 atomic writes of `topopt._files`. The problem scripts' helpers (`add_run_arguments`,
 `run_options`, `run_record`, `script_errors`, `finish`, `signals_held`,
-`exit_status`) are in `topopt.cli`; importing them from here still works.
+`exit_status`) are in `topopt.cli`.
 
 * Paths are checked before the first evaluation: the folder is created and a
   file is really written there and removed (`check_writable_file`,
@@ -115,17 +115,3 @@ def check_writable_folder(folder, name: str) -> str:
         raise OutputPathError(f"{name}: {folder!r} is a file; expected a folder")
     _probe(folder, name, folder)
     return folder
-
-
-# --------------------------------------------------------------------------
-# problem scripts: their helpers live in topopt.cli (re-exported, imported on use)
-
-_CLI_NAMES = ("add_run_arguments", "run_options", "run_record", "exit_status", "finish",
-              "signals_held", "script_errors")
-
-
-def __getattr__(name: str):
-    if name in _CLI_NAMES:
-        from . import cli
-        return getattr(cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
