@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import ad
-from ._validate import check_array_range, real
+from ._validate import check_array_range, check_range, real
 
 __all__ = ["project", "simp", "ramp", "DENSITY_TOL"]
 
@@ -34,11 +34,6 @@ __all__ = ["project", "simp", "ramp", "DENSITY_TOL"]
 #: weighted average, a PDE solve) return 1 + 2e-16 where the design is 1.
 #: Values within it are evaluated at the nearest end of [0, 1].
 DENSITY_TOL = 1e-9
-
-
-def _scalar(value, name: str) -> float:
-    """`value` as a finite real float; TypeError/ValueError naming `name`."""
-    return real(name, value)
 
 
 def _density(x, name: str = "x") -> None:
@@ -63,7 +58,7 @@ def _unit_density(x, name: str = "x"):
 
 
 def _moduli(Emin, E0) -> tuple[float, float]:
-    Emin, E0 = _scalar(Emin, "Emin"), _scalar(E0, "E0")
+    Emin, E0 = real("Emin", Emin), real("E0", E0)
     if not 0.0 <= Emin < E0:
         raise ValueError(f"need 0 <= Emin < E0, got Emin={Emin}, E0={E0}")
     return Emin, E0
@@ -79,12 +74,8 @@ def _bind(fun, primals, kw) -> tuple:
 # ---------------------------------------------------------------- projection
 
 def _project_params(beta, eta) -> tuple[float, float]:
-    beta, eta = _scalar(beta, "beta"), _scalar(eta, "eta")
-    if beta <= 0:
-        raise ValueError(f"beta must be > 0 (projection sharpness), got {beta}")
-    if not 0.0 <= eta <= 1.0:
-        raise ValueError(f"eta must be in [0, 1] (threshold), got {eta}")
-    return beta, eta
+    return (check_range("beta", beta, 0.0, None, lo_open=True, what="projection sharpness"),
+            check_range("eta", eta, 0.0, 1.0, what="threshold"))
 
 
 @ad.primitive
@@ -139,9 +130,7 @@ def _project_parts(x, beta, eta):
 # ---------------------------------------------------------------------- SIMP
 
 def _simp_params(penal, Emin, E0) -> tuple[float, float, float]:
-    penal = _scalar(penal, "penal")
-    if penal < 1:
-        raise ValueError(f"penal must be >= 1 (SIMP penalization exponent), got {penal}")
+    penal = check_range("penal", penal, 1.0, None, what="SIMP penalization exponent")
     return (penal, *_moduli(Emin, E0))
 
 
@@ -200,9 +189,7 @@ def _simp_parts(x, penal, Emin, E0):
 # ---------------------------------------------------------------------- RAMP
 
 def _ramp_params(q, Emin, E0) -> tuple[float, float, float]:
-    q = _scalar(q, "q")
-    if q < 0:
-        raise ValueError(f"q must be >= 0 (RAMP penalization), got {q}")
+    q = check_range("q", q, 0.0, None, what="RAMP penalization")
     return (q, *_moduli(Emin, E0))
 
 
