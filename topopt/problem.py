@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from . import fem
+from ._validate import check_choice, check_range
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
 from .objectives import compliance, volume
@@ -31,12 +32,6 @@ __all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json", "ru
            "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
 
 FILTERS = ("density", "helmholtz")
-
-
-def _check_open_unit(name: str, value) -> float:
-    if not isinstance(value, (int, float, np.floating)) or not 0 < value < 1:
-        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
-    return float(value)
 
 
 class ComplianceProblem:
@@ -80,15 +75,12 @@ class ComplianceProblem:
     def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None):
-        self.volfrac = _check_open_unit("volfrac", volfrac)
-        if not np.isfinite(rmin) or rmin <= 0:
-            raise ValueError(f"rmin must be positive, got {rmin!r}")
-        if not np.isfinite(penal) or penal < 1:
-            raise ValueError(f"penal must be >= 1, got {penal!r}")
-        if filter not in FILTERS:
-            raise ValueError(f"filter must be one of {FILTERS}, got {filter!r}")
-        if not 0 <= Emin < 1:
-            raise ValueError(f"Emin must lie in [0, 1), got {Emin!r}")
+        self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
+        rmin = check_range("rmin", rmin, 0.0, None, lo_open=True, what="filter radius")
+        penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
+        check_choice("filter", filter, FILTERS)
+        Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness; E0 = 1")
+        eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
         f = np.asarray(f, dtype=float)
         if f.ndim not in (1, 2) or f.shape[0] != model.ndof:
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},) or "
@@ -96,7 +88,7 @@ class ComplianceProblem:
         if not np.any(f):
             raise ValueError("the load vector f is zero")
         self.model, self.f = model, f
-        self.rmin, self.penal, self.Emin, self.eta = float(rmin), float(penal), float(Emin), eta
+        self.rmin, self.penal, self.Emin, self.eta = rmin, penal, Emin, eta
         self.filter_name = filter
         mesh = model.mesh
         self.filter = (DensityFilter(mesh, rmin) if filter == "density"
