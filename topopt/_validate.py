@@ -30,8 +30,8 @@ import numpy as np
 
 from . import ad
 
-__all__ = ["TopoptWarning", "real", "check_range", "check_int", "check_choice",
-           "check_bool", "check_callable", "check_seed", "check_keywords",
+__all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
+           "check_bool", "check_callable", "check_type", "check_seed", "check_keywords",
            "check_array_range", "check_finite_array", "interval", "warn"]
 
 
@@ -105,6 +105,20 @@ def check_range(name: str, value, lo=None, hi=None, *, lo_open: bool = False,
     return v
 
 
+def check_positive(name: str, value, what: str = "") -> float:
+    """A finite real number > 0 (a radius, a modulus, a step); returns it as float.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_positive
+    >>> check_positive("rmin", 0.0, "filter radius")
+    Traceback (most recent call last):
+    ...
+    ValueError: rmin must be > 0 (filter radius), got 0
+    """
+    return check_range(name, value, 0.0, None, lo_open=True, what=what)
+
+
 def check_int(name: str, value, lo: int | None = None, hi: int | None = None,
               what: str = "") -> int:
     """An integer (not bool, not float) in ``[lo, hi]``."""
@@ -138,6 +152,22 @@ def check_callable(name: str, value, allow_none: bool = False):
         return None
     if not callable(value):
         raise TypeError(f"{name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_type(name: str, value, kind, noun: str):
+    """`value` if it is an instance of `kind` (a type or tuple of types).
+
+    Examples
+    --------
+    >>> from topopt._validate import check_type
+    >>> check_type("mesh", [0.0], dict, "a scikit-fem Mesh")
+    Traceback (most recent call last):
+    ...
+    TypeError: mesh must be a scikit-fem Mesh, got list
+    """
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be {noun}, got {type(value).__name__}")
     return value
 
 

@@ -36,20 +36,14 @@ from skfem import (Basis, BilinearForm, ElementHex0, ElementHex1, ElementLineP0,
 from skfem.helpers import dot, grad
 
 from . import ad
-from ._validate import check_range, warn
+from ._validate import check_positive, check_type, warn
 
 __all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "helmholtz_radius",
            "apply_filter", "apply_filter_transpose", "domain_size"]
 
 
 def _mesh(mesh) -> int:
-    if not isinstance(mesh, Mesh):
-        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
-    return int(mesh.t.shape[1])
-
-
-def _positive(value, name: str, what: str) -> float:
-    return check_range(name, value, 0.0, None, lo_open=True, what=what)
+    return int(check_type("mesh", mesh, Mesh, "a scikit-fem Mesh").t.shape[1])
 
 
 def domain_size(mesh: Mesh) -> float:
@@ -267,7 +261,7 @@ class DensityFilter(LinearFilter):
     """
 
     def __init__(self, mesh: Mesh, rmin: float):
-        self.rmin = _positive(rmin, "rmin", "filter radius")
+        self.rmin = check_positive("rmin", rmin, "filter radius")
         self.n = _mesh(mesh)
         _warn_radius(mesh, self.rmin, "rmin")
         centroids = mesh.p[:, mesh.t].mean(axis=1).T
@@ -315,7 +309,7 @@ def helmholtz_radius(rmin: float) -> float:
     >>> round(helmholtz_radius(2 * 3 ** 0.5), 12)
     1.0
     """
-    return float(_positive(rmin, "rmin", "density filter radius") / (2.0 * np.sqrt(3.0)))
+    return float(check_positive("rmin", rmin, "density filter radius") / (2.0 * np.sqrt(3.0)))
 
 
 @BilinearForm
@@ -379,7 +373,7 @@ class HelmholtzFilter(LinearFilter):
     helmholtz_radius = staticmethod(helmholtz_radius)
 
     def __init__(self, mesh: Mesh, r: float):
-        self.r = _positive(r, "r", "Helmholtz filter length scale")
+        self.r = check_positive("r", r, "Helmholtz filter length scale")
         self.n = _mesh(mesh)
         for mesh_type, p1, p0 in _ELEMENTS:
             if isinstance(mesh, mesh_type):

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import ad
-from ._validate import check_array_range, check_range, real
+from ._validate import check_array_range, check_positive, check_range, real
 
 __all__ = ["project", "simp", "ramp", "DENSITY_TOL"]
 
@@ -74,7 +74,7 @@ def _bind(fun, primals, kw) -> tuple:
 # ---------------------------------------------------------------- projection
 
 def _project_params(beta, eta) -> tuple[float, float]:
-    return (check_range("beta", beta, 0.0, None, lo_open=True, what="projection sharpness"),
+    return (check_positive("beta", beta, "projection sharpness"),
             check_range("eta", eta, 0.0, 1.0, what="threshold"))
 
 

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from . import fem
-from ._validate import check_choice, check_range
+from ._validate import check_choice, check_positive, check_range
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
 from .objectives import compliance, volume
@@ -76,7 +76,7 @@ class ComplianceProblem:
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None):
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
-        rmin = check_range("rmin", rmin, 0.0, None, lo_open=True, what="filter radius")
+        rmin = check_positive("rmin", rmin, "filter radius")
         penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
         check_choice("filter", filter, FILTERS)
         Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness; E0 = 1")

@@ -5,23 +5,22 @@ from __future__ import annotations
 import numpy as np
 import skfem
 
-
-def _check_count(name: str, n) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n!r}")
-    return int(n)
+from .._validate import check_int, check_positive, check_type
 
 
-def _check_size(h: float) -> float:
-    if not np.isfinite(h) or h <= 0:
-        raise ValueError(f"element size h must be positive and finite, got {h!r}")
-    return float(h)
+def _counts(**counts) -> tuple[int, ...]:
+    """Element counts along the axes: integers >= 1."""
+    return tuple(check_int(name, n, 1, what="elements along an axis")
+                 for name, n in counts.items())
+
+
+def _size(h) -> float:
+    return check_positive("h", h, "element size")
 
 
 def _check_mesh(mesh) -> skfem.Mesh:
-    if not isinstance(mesh, skfem.Mesh):
-        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
-    return mesh
+    """`mesh` if it is a scikit-fem Mesh; `TypeError` naming ``mesh`` otherwise."""
+    return check_type("mesh", mesh, skfem.Mesh, "a scikit-fem Mesh")
 
 
 def rectangle(nelx: int, nely: int, h: float = 1.0) -> skfem.MeshQuad1:
@@ -34,7 +33,8 @@ def rectangle(nelx: int, nely: int, h: float = 1.0) -> skfem.MeshQuad1:
     >>> m.t.shape[1], m.p[:, -1].tolist()
     (12, [6.0, 2.0])
     """
-    nelx, nely, h = _check_count("nelx", nelx), _check_count("nely", nely), _check_size(h)
+    nelx, nely = _counts(nelx=nelx, nely=nely)
+    h = _size(h)
     return skfem.MeshQuad.init_tensor(h * np.arange(nelx + 1.0), h * np.arange(nely + 1.0))
 
 
@@ -47,9 +47,8 @@ def box(nelx: int, nely: int, nelz: int, h: float = 1.0) -> skfem.MeshHex1:
     >>> box(4, 2, 2).t.shape
     (8, 16)
     """
-    nelx, nely, nelz = (_check_count(n, v) for n, v in
-                        (("nelx", nelx), ("nely", nely), ("nelz", nelz)))
-    h = _check_size(h)
+    nelx, nely, nelz = _counts(nelx=nelx, nely=nely, nelz=nelz)
+    h = _size(h)
     return skfem.MeshHex.init_tensor(*(h * np.arange(n + 1.0) for n in (nelx, nely, nelz)))
 
 

@@ -12,7 +12,7 @@ from skfem.models.poisson import laplace
 
 from .. import ad
 from .._validate import (check_array_range, check_callable, check_choice,
-                         check_finite_array, check_range)
+                         check_finite_array, check_positive, check_range, check_type)
 from .system import LinearSystem, solve
 
 __all__ = ["Model", "elasticity", "heat"]
@@ -219,8 +219,7 @@ def _as_point(point) -> np.ndarray:
 
 
 def _element(mesh: skfem.Mesh) -> skfem.Element:
-    if not isinstance(mesh, skfem.Mesh):
-        raise TypeError(f"mesh must be a scikit-fem Mesh, got {type(mesh).__name__}")
+    check_type("mesh", mesh, skfem.Mesh, "a scikit-fem Mesh")
     elem = getattr(mesh, "elem", None)
     if elem is None:
         raise TypeError(f"unsupported mesh type {type(mesh).__name__}")
@@ -281,7 +280,7 @@ def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,
     """
     _element(mesh)
     nu = check_range("nu", nu, -1.0, 0.5, lo_open=True, hi_open=True, what="Poisson's ratio")
-    E0 = check_range("E0", E0, 0.0, None, lo_open=True, what="Young's modulus")
+    E0 = check_positive("E0", E0, "Young's modulus")
     check_choice("plane", plane, ("stress", "strain"))
     lam, mu = lame_parameters(E0, nu)
     dim = mesh.p.shape[0]
@@ -302,7 +301,7 @@ def heat(mesh: skfem.Mesh, k0: float = 1.0) -> Model:
     (4, 4, 4)
     """
     _element(mesh)
-    k0 = check_range("k0", k0, 0.0, None, lo_open=True, what="conductivity")
+    k0 = check_positive("k0", k0, "conductivity")
     uniform = _translates(mesh)
     basis = _basis(mesh, _element(mesh), uniform)
     return Model(basis, _local(laplace, basis, uniform, k0), components=1)

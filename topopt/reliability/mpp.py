@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
-from .._validate import check_bool, check_choice, check_finite_array, check_int, check_range
+from .._validate import (check_bool, check_choice, check_finite_array, check_int,
+                         check_positive)
 from .base import MPPError
 from .limit_state import LimitState, _check_z, _tangent_basis, as_limit_state
 
@@ -79,13 +80,12 @@ def _mpp_options(options: dict) -> dict:
         if opts["theta0"].ndim != 1 or opts["theta0"].size == 0:
             raise ValueError(f"theta0 must be a 1-D array of m values, got shape "
                              f"{opts['theta0'].shape}")
-    opts["tol"] = check_range("tol", opts["tol"], 0.0, None, lo_open=True,
-                              what="KKT tolerance")
+    opts["tol"] = check_positive("tol", opts["tol"], "KKT tolerance")
     opts["max_iter"] = check_int("max_iter", opts["max_iter"], 1)
     check_choice("solver", opts["solver"], ("auto", "hlrf", "slsqp", "exact"))
     opts["polish"] = check_bool("polish", opts["polish"])
-    opts["max_radius"] = check_range("max_radius", opts["max_radius"], 0.0, None,
-                                     lo_open=True, what="search radius in theta")
+    opts["max_radius"] = check_positive("max_radius", opts["max_radius"],
+                                        "search radius in theta")
     return opts
 
 

@@ -15,7 +15,7 @@ import scipy.special as sp
 
 from .. import ad
 from .._validate import (check_callable, check_choice, check_finite_array, check_int,
-                         check_range, check_seed)
+                         check_positive, check_range, check_seed)
 from .asymptotic import ReliabilityResult, _bound_result
 from .base import SAMPLING, MPPError
 from .limit_state import _check_z, as_limit_state
@@ -289,7 +289,7 @@ def crn_directional_derivative(estimator: Callable, design, direction, h: float 
     check_callable("estimator", estimator)
     design = check_finite_array("design", design)
     direction = check_finite_array("direction", direction, shape=design.shape)
-    h = check_range("h", h, 0.0, None, lo_open=True, what="step of the central difference")
+    h = check_positive("h", h, "step of the central difference")
     check_seed("seed", seed)
     plus = estimator(design + h * direction, seed)
     minus = estimator(design - h * direction, seed)
