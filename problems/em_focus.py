@@ -36,7 +36,7 @@ import numpy as np
 from topopt import cli, fem
 from topopt.cli import Option, at_least, run_record, signals_held
 from topopt.filters import HelmholtzFilter
-from topopt.interpolation import project
+from topopt.interpolation import blueprint, permittivity, project
 from topopt.optimize import Stage, minimize
 from topopt.problem import write_json
 from topopt.result import RunResult, grey_level
@@ -62,14 +62,9 @@ OPTIONS = (
 )
 
 
-def permittivity(p):
-    """``eps(p) = [n_air + p (n_metal - n_air)]^2``: refractive-index interpolation."""
-    return (N_AIR + p * (N_METAL - N_AIR)) ** 2
-
-
 def solve_design(model, b, p_t):
     """The field of the projected density `p_t` (``1/eps - 1/n_air^2`` in the design)."""
-    return model.solve(1.0 / permittivity(p_t) - 1.0 / N_AIR ** 2, b)
+    return model.solve(1.0 / permittivity(p_t, N_METAL, N_AIR) - 1.0 / N_AIR ** 2, b)
 
 
 def intensity(u, O):
@@ -152,7 +147,7 @@ class EMFocus:
 
     def blueprint(self, p):
         """The binary design ``p_f >= eta``: the projection's limit ``beta -> inf``."""
-        return (np.asarray(self.smooth(p)) >= ETA).astype(float)
+        return blueprint(self.smooth(p), ETA)
 
     def field(self, p, beta=None):
         """The field of the design projected with `beta`; None: of its `blueprint`."""
@@ -178,20 +173,10 @@ class EMFocus:
         if density.shape != (self.n,):
             raise ValueError(f"density must have shape ({self.n},), got {density.shape}")
         mesh, _, center = cell(self.h / div, isolated=self.isolated)
-        # the cell is a tensor grid: an element is the cell of its lower-left node
-        xs, ys = np.unique(self.mesh.p[0]), np.unique(self.mesh.p[1])
-        corner = self.mesh.p[:, self.mesh.t].min(axis=1)
-        grid = np.full((xs.size, ys.size), -1)
-        grid[np.searchsorted(xs, corner[0, self.design]),
-             np.searchsorted(ys, corner[1, self.design])] = np.arange(self.n)
-        c = fem.element_centroids(mesh).T
-        owner = grid[np.searchsorted(xs, c[0]) - 1, np.searchsorted(ys, c[1]) - 1]
-        child = np.flatnonzero(owner >= 0)
-        if child.size != div ** 2 * self.n:
-            raise ValueError(f"the cell refined {div} times does not nest in this one")
+        child, parent = fem.nested_elements(self.mesh, mesh, div, self.design)
         model, b, O = wave_model(mesh, child, center, isolated=self.isolated,
                                  solver=self.solver)
-        return float(intensity(solve_design(model, b, density[owner[child]]), O))
+        return float(intensity(solve_design(model, b, density[parent]), O))
 
     def responses(self, p, beta):
         return -self.g(p, beta)                    # maximise g, as the tutorial
@@ -284,7 +269,7 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
     save_design(prob.mesh, density, os.path.join(out, "design.png"),
                 title=f"projected density, h = {result['resolution_nm']} nm", **window)
     eps = np.ones(prob.mesh.t.shape[1], dtype=complex)
-    eps[prob.design] = permittivity(result.x_phys)
+    eps[prob.design] = permittivity(result.x_phys, N_METAL, N_AIR)
     E = 2.0 * np.linalg.norm(np.abs(prob.model.element_gradients(u)), axis=1) / np.abs(eps)
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",

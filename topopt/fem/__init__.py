@@ -3,17 +3,18 @@
 Modules, each importing only those above it: `errors`, `csr`, `direct`
 (SuperLU, CHOLMOD, UMFPACK), `smoothers`, `krylov` (the CG loop),
 `lattice`, `amg`, `multigrid`, `solvers` (the backend table), `supports`,
-`system`, `models`, `helmholtz`, `mesh`.
+`system`, `models`, `helmholtz`, `mesh`, `refine` (nested grids).
 """
 
 from .errors import ConvergenceError, SingularSystemError
 from .helmholtz import WaveModel, graded_axis
 from .mesh import box, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
+from .refine import nested_elements
 from .solvers import BACKENDS, ITERATIVE, Backend, available_solvers
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "element_centroids",
-           "element_volumes", "Model", "elasticity", "heat", "LinearSystem", "solve", "matvec",
+           "element_volumes", "nested_elements", "Model", "elasticity", "heat", "LinearSystem", "solve", "matvec",
            "products", "RAYLEIGH_TOL", "SingularSystemError", "ConvergenceError",
            "available_solvers", "Backend", "BACKENDS", "ITERATIVE"]
