@@ -6,6 +6,9 @@ objectives; a test per item of the issue's defect list; the boundaries of
 each accepted range still work; traced values pass through the checks.
 """
 
+import ast
+import pathlib
+import re
 import warnings
 
 import numpy as np
@@ -17,8 +20,10 @@ from topopt._validate import TopoptWarning, check_range
 from topopt.filters import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
                             helmholtz_radius)
 from topopt.interpolation import DENSITY_TOL, project, ramp, simp
+from topopt.measures import grey_level, variable_grey_level
 from topopt.objectives import (compliance, compliance_coefficients, output_displacement,
                                volume)
+from topopt.problem import ComplianceProblem
 
 MESH = fem.rectangle(4, 2)                      # 8 unit squares, nodes on the integer grid
 X = np.linspace(0.0, 1.0, 8)
@@ -36,6 +41,13 @@ P = np.array([3.0, 4.0])
 
 def model():
     return fem.elasticity(MESH).fix(nodes=lambda x: np.isclose(x[0], 0.0))
+
+
+def problem(**kw):
+    """A compliance problem on MESH: the right end pulled down, the left end fixed."""
+    m = model()
+    f = m.point_load((4.0, 0.0), (0.0, -1.0))
+    return ComplianceProblem(m, f, **(dict(volfrac=0.5, rmin=1.5) | kw))
 
 
 def sampling(**kw):
@@ -73,6 +85,23 @@ BAD = [
      r"x contains NaN or inf \(at element \[7\]"),
     ("apply_filter flt", lambda: apply_filter(np.eye(8), X), TypeError,
      r"flt must be a LinearFilter"),
+    # ------------------------------------------------------------- fem.mesh
+    ("nelx 0", lambda: fem.rectangle(0, 2), ValueError, r"nelx must be an integer >= 1"),
+    ("nely float", lambda: fem.rectangle(2, 2.5), TypeError, r"nely must be an integer"),
+    ("nelz bool", lambda: fem.box(2, 2, True), TypeError, r"nelz must be an integer"),
+    ("h 0", lambda: fem.rectangle(2, 2, h=0.0), ValueError, r"h must be > 0 \(element size\)"),
+    ("h inf", lambda: fem.box(2, 2, 2, h=np.inf), ValueError, r"h must be finite"),
+    ("centroids of points", lambda: fem.element_centroids(MESH.p), TypeError,
+     r"mesh must be a scikit-fem Mesh, got ndarray"),
+    # ------------------------------------------------------ ComplianceProblem
+    ("volfrac 1", lambda: problem(volfrac=1.0), ValueError, r"volfrac must be in \(0, 1\)"),
+    ("volfrac text", lambda: problem(volfrac="0.5"), TypeError, r"volfrac must be a real"),
+    ("problem rmin", lambda: problem(rmin=np.nan), ValueError, r"rmin must be finite"),
+    ("problem penal", lambda: problem(penal=0.9), ValueError, r"penal must be >= 1"),
+    ("problem filter", lambda: problem(filter="gauss"), ValueError,
+     r"filter must be one of \('density', 'helmholtz'\)"),
+    ("problem Emin", lambda: problem(Emin=1.0), ValueError, r"Emin must be in \[0, 1\)"),
+    ("problem eta", lambda: problem(eta=1.5), ValueError, r"eta must be in \[0, 1\]"),
     # ----------------------------------------------------------- fem.models
     ("nu 0.5", lambda: fem.elasticity(MESH, nu=0.5), ValueError, r"nu must be in \(-1, 0.5\)"),
     ("nu -1", lambda: fem.elasticity(MESH, nu=-1.0), ValueError, r"nu must be in \(-1, 0.5\)"),
@@ -379,3 +408,93 @@ def test_checked_functions_differentiate_in_every_mode(fun, args):
     """The checks see traced values in reverse, forward, hvp and nested modes alike."""
     report = ad.check_modes(fun, *args)
     assert max(report.values()) < 1e-6
+
+
+# ------------------------------------------- one home for validation and the grey level
+
+#: Names of the local validators issue 12 folded into topopt/_validate.py.
+LOCAL_VALIDATOR = re.compile(r"_(check_(int|float|real|count|size|positive|open_unit|scalar)"
+                             r"|positive|scalar|real|nonneg\w*)$")
+TOPOPT = pathlib.Path(__file__).resolve().parents[1] / "topopt"
+
+
+def test_no_local_copies_of_the_shared_validators():
+    """A private ``_check_int``/``_positive``/``_scalar``-style function lives only in _validate."""
+    found = [f"{path.relative_to(TOPOPT)}:{node.lineno} {node.name}"
+             for path in sorted(TOPOPT.rglob("*.py")) if path.name != "_validate.py"
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+             and LOCAL_VALIDATOR.match(node.name)]
+    assert not found
+
+
+#: ``4 t (1 - t)`` written out (``4 * x * (1 - x)``, ``4.0 * t * (1.0 - t)``).
+GREY_FORMULA = re.compile(r"4(\.0)?\s*\*\s*(\w+)\s*\*\s*\(\s*1(\.0)?\s*-\s*\2\s*\)")
+
+
+def test_the_grey_level_is_computed_in_one_module():
+    sources = sorted(TOPOPT.rglob("*.py")) + sorted((TOPOPT.parent / "problems").rglob("*.py"))
+    found = [str(path.relative_to(TOPOPT.parent)) for path in sources
+             if path.name != "measures.py" and GREY_FORMULA.search(path.read_text())]
+    assert not found
+    assert GREY_FORMULA.search("4.0 * t * (1.0 - t)") and GREY_FORMULA.search("4 * x * (1 - x)")
+
+
+@pytest.mark.parametrize("x_phys, expected", [
+    ([0.0, 1.0, 1.0, 0.0], 0.0),                 # black and white
+    ([0.5, 0.5], 1.0),                           # all grey: 4 (1/2)(1/2)
+    ([0.0, 1.0, 0.5, 0.5], 0.5),                 # half grey
+    ([0.25], 0.75),                              # 4 (1/4)(3/4)
+    ([[0.1, 0.9], [0.9, 0.1]], 0.36),            # 4 (0.1)(0.9), any shape
+])
+def test_grey_level_of_physical_densities(x_phys, expected):
+    assert grey_level(x_phys) == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize("x, lower, upper, expected", [
+    ([0.5, 0.5], [0.0, 0.0], [1.0, 1.0], 1.0),
+    ([2.0, 1.0, 3.0], [1.0] * 3, [3.0] * 3, 1.0 / 3.0),      # t = 1/2, 0, 1
+    ([1.5, 7.0], [1.0, 0.0], [3.0, np.inf], 0.75),           # t = 1/4; x[1] unbounded
+    ([0.3, 0.3], [0.3, 0.0], [0.3, 1.0], 0.84),              # lower == upper left out
+    ([5.0], [-np.inf], [np.inf], None),                      # nothing bounded
+])
+def test_grey_level_of_optimization_variables(x, lower, upper, expected):
+    got = variable_grey_level(*(np.array(v, dtype=float) for v in (x, lower, upper)))
+    assert got == (None if expected is None else pytest.approx(expected, rel=1e-14))
+
+
+def test_variable_and_physical_grey_levels_differ_after_a_filter():
+    """A 0/1 variable field is white/black for the optimizer; its filtered field is grey."""
+    x = np.r_[np.zeros(4), np.ones(4)]
+    x_phys = DensityFilter(MESH, 1.5)(x)
+    assert variable_grey_level(x, np.zeros(8), np.ones(8)) == 0.0
+    assert grey_level(x_phys) == pytest.approx(np.mean(4 * x_phys * (1 - x_phys)), rel=1e-15)
+    assert grey_level(x_phys) > 0.1
+
+
+@pytest.mark.parametrize("x_phys, exc, match", [
+    ([], ValueError, r"x_phys is empty"),
+    ([0.5, np.nan], ValueError, r"x_phys contains NaN"),
+    (["a"], TypeError, r"x_phys must be a real array"),
+    ([True, False], TypeError, r"x_phys must be a real array"),
+])
+def test_grey_level_bad_input_raises(x_phys, exc, match):
+    with pytest.raises(exc, match=match):
+        grey_level(x_phys)
+
+
+def test_minimize_history_reports_the_variable_grey_level():
+    """The ``grey`` column of the optimizer's history is `variable_grey_level` of each design."""
+    from topopt.optimize import minimize
+    designs = []
+
+    def fun(x):
+        designs.append(np.array(ad.value(x)))
+        return np.sum((x - 0.3) ** 2)
+
+    lower, upper = np.array([0.0, 0.0, -np.inf]), np.array([1.0, 2.0, np.inf])
+    res = minimize(fun, np.array([0.9, 0.5, 4.0]), bounds=(lower, upper), maxeval=4,
+                   verbose=False)
+    assert len(res.history) == len(designs) >= 2
+    for rec, x in zip(res.history, designs):
+        assert rec["grey"] == variable_grey_level(x, lower, upper)

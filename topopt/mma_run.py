@@ -23,6 +23,7 @@ import numpy as np
 from . import mma_progress as progress
 from ._files import atomic_write_text, jsonable
 from .checkpoint import Checkpoint
+from .measures import variable_grey_level
 from .mma_eval import _Cache, _Gradients, _Responses
 from .mma_options import Options, Stage
 
@@ -90,8 +91,6 @@ class _Run:
         self.seconds0, self.fe0, self.nlopt_evals = 0.0, 0, 0
         self.t0 = time.perf_counter()
         self.solves0 = opts.count_solves() if opts.count_solves is not None else None
-        finite = np.isfinite(opts.lb) & np.isfinite(opts.ub) & (opts.ub > opts.lb)
-        self.grey_mask = finite if finite.any() else None
 
     def elapsed(self) -> float:
         return self.seconds0 + time.perf_counter() - self.t0
@@ -157,11 +156,7 @@ class _Run:
 
     def _record(self, x: np.ndarray, values: np.ndarray) -> None:
         change = None if self.x_prev is None else float(np.max(np.abs(x - self.x_prev)))
-        grey = None
-        if self.grey_mask is not None:
-            m, lb, ub = self.grey_mask, self.o.lb, self.o.ub
-            t = (x[m] - lb[m]) / (ub[m] - lb[m])
-            grey = float(np.mean(4.0 * t * (1.0 - t)))
+        grey = variable_grey_level(x, self.o.lb, self.o.ub)
         cons = [float(v) for v in values[1:]]
         rec = {
             "evaluation": len(self.history) + 1, "stage": self.stage,

@@ -17,23 +17,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from .measures import grey_level
+
 __all__ = ["RunResult", "RUN_KEYS", "grey_level"]
 
 #: How a run ended, at the top level of every ``result.json``.
 RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume")
 _ARRAYS = ("x", "x_phys", "history")
-
-
-def grey_level(x_phys) -> float:
-    """Sigmund's measure of non-discreteness ``mean(4 x (1 - x))``: 0 for 0/1 designs.
-
-    Examples
-    --------
-    >>> grey_level([0.0, 1.0, 0.5, 0.5])
-    0.5
-    """
-    x = np.asarray(x_phys, dtype=float)
-    return float(np.mean(4 * x * (1 - x)))
 
 
 @dataclass
