@@ -419,7 +419,7 @@ TOPOPT = pathlib.Path(__file__).resolve().parents[1] / "topopt"
 
 
 def test_no_local_copies_of_the_shared_validators():
-    """A private ``_check_int``/``_positive``/``_scalar``-style function lives only in _validate."""
+    """A private ``_check_int``/``_positive``/``_scalar``-style validator is in _validate only."""
     found = [f"{path.relative_to(TOPOPT)}:{node.lineno} {node.name}"
              for path in sorted(TOPOPT.rglob("*.py")) if path.name != "_validate.py"
              for node in ast.walk(ast.parse(path.read_text()))
