@@ -97,11 +97,25 @@ def test_cycles(cycle):
     assert S._iterative.sizes[-1] < 100 and len(S._iterative.sizes) >= 3
 
 
+@pytest.mark.parametrize("options, error, message", [
+    ({"maxiter": 2.5}, TypeError, "maxiter must be an integer"),       # was truncated to 2
+    ({"degree": 0}, ValueError, "degree must be an integer >= 1"),
+    ({"eig_ratio": 1.0}, ValueError, "eig_ratio must be > 1"),
+    ({"semi_ratio": 0.0}, ValueError, "semi_ratio must be in"),
+    ({"warm_start": "yes"}, TypeError, "warm_start must be True or False"),
+    ({"rtol": 1.0}, ValueError, "rtol must be in"),
+])
+def test_bad_solver_options_are_rejected(options, error, message):
+    model, _ = clamped(fem.box(4, 2, 2))
+    with pytest.raises(error, match=message):
+        model.system("mg-cg", {**SMALL, **options})
+
+
 def test_unknown_cycle_is_rejected():
     """The K-cycle was dropped (no benchmark or problem used it): "K" is now an error."""
     mesh = fem.box(4, 2, 2)
     model, _ = clamped(mesh)
-    with pytest.raises(ValueError, match="cycle must be 'V' or 'W', got 'K'"):
+    with pytest.raises(ValueError, match=r"unknown cycle 'K': cycle must be one of \('V', 'W'\)"):
         model.system("mg-cg", {**SMALL, "cycle": "K"})
 
 
@@ -366,7 +380,7 @@ def test_mg_cg_needs_a_lattice():
     with pytest.raises(ValueError, match="needs the mesh geometry"):
         fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,
                          solver="mg-cg")
-    with pytest.raises(ValueError, match="unknown solver option"):
+    with pytest.raises(TypeError, match=r"solver_options got unknown keyword\(s\) \['tolerance'\]"):
         model.system("mg-cg", {"tolerance": 1e-3})
     with pytest.raises(ValueError, match="real symmetric"):
         fem.LinearSystem(model.basis.element_dofs.T, model.Ke, model.ndof, model.fixed,

@@ -17,6 +17,8 @@ from typing import Callable
 
 import numpy as np
 
+from .._validate import (check_bool, check_choice, check_int, check_keywords,
+                         check_range)
 from .errors import ConvergenceError, SingularSystemError
 
 __all__ = ["RTOL", "MAXITER", "pcg", "IterativeFactor"]
@@ -65,19 +67,19 @@ _OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "energy_scali
 
 
 def _options(options: dict | None) -> dict:
+    """The iterative solvers' options with defaults, each checked (name and range)."""
     out = dict(_OPTIONS)
     if options:
-        unknown = set(options) - set(_OPTIONS)
-        if unknown:
-            raise ValueError(f"unknown solver option(s) {sorted(unknown)}; expected some of "
-                             f"{sorted(_OPTIONS)}")
+        check_keywords("solver_options", options, _OPTIONS)
         out.update(options)
-    if not (0 < float(out["rtol"]) < 1):
-        raise ValueError(f"rtol must lie in (0, 1), got {out['rtol']!r}")
-    if int(out["maxiter"]) < 1:
-        raise ValueError(f"maxiter must be positive, got {out['maxiter']!r}")
-    if out["cycle"] not in ("V", "W"):
-        raise ValueError(f"cycle must be 'V' or 'W', got {out['cycle']!r}")
+    out["rtol"] = check_range("rtol", out["rtol"], 0, 1, lo_open=True, hi_open=True)
+    for name in ("maxiter", "degree", "coarse_size", "max_levels"):
+        out[name] = check_int(name, out[name], 1)
+    out["eig_ratio"] = check_range("eig_ratio", out["eig_ratio"], 1, lo_open=True)
+    out["semi_ratio"] = check_range("semi_ratio", out["semi_ratio"], 0, 1, lo_open=True)
+    for name in ("warm_start", "energy_scaling"):
+        out[name] = check_bool(name, out[name])
+    out["cycle"] = check_choice("cycle", out["cycle"], ("V", "W"))
     return out
 
 
