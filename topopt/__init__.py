@@ -1,12 +1,48 @@
 """topopt: adjoint-method topology optimization on scikit-fem.
 
+The subpackages are `ad` (reverse/forward differentiation on numpy),
+`fem` (meshes, finite-element models, the design-dependent solve) and
+`reliability` (failure probabilities with gradients); the modules above them
+hold the filters (`filters`), the material interpolations and projection
+(`interpolation`), responses (`objectives`), the MMA driver (`optimize`),
+the compliance problem (`problem`) and run results (`result`, `measures`,
+`checkpoint`). The main names of each are importable from here; the problem
+scripts' command line and figures are the modules `topopt.cli` and
+`topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
+
 Importing topopt has no side effects; `tune_malloc` (glibc's allocator
 policy, see `topopt._memory`) is an explicit call that the problem scripts
 and benchmarks make.
+
+Examples
+--------
+>>> import numpy as np
+>>> import topopt
+>>> topopt.simp(topopt.project(np.array([0.0, 0.5, 1.0]), beta=8.0, eta=0.5), Emin=0.0)
+array([0.   , 0.125, 1.   ])
 """
 
-from . import ad
+from . import ad, fem, reliability
 from ._memory import tune_malloc
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from .filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField, apply_filter,
+                      apply_filter_transpose, domain_size, helmholtz_radius)
+from .interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
+from .measures import grey_level, variable_grey_level
+from .objectives import compliance, compliance_coefficients, output_displacement, volume
+from .optimize import Result, Stage, minimize
+from .problem import ComplianceProblem, run_compliance
+from .result import RunResult
+from .runio import OutputPathError
 
 __version__ = "0.1.0"
-__all__ = ["ad", "tune_malloc"]
+__all__ = [
+    "ad", "fem", "reliability", "tune_malloc",
+    "minimize", "Stage", "Result",
+    "LinearFilter", "DensityFilter", "HelmholtzFilter", "QuadratureField", "helmholtz_radius",
+    "apply_filter", "apply_filter_transpose", "domain_size",
+    "simp", "ramp", "project", "permittivity", "blueprint", "DENSITY_TOL",
+    "compliance", "volume", "compliance_coefficients", "output_displacement",
+    "ComplianceProblem", "run_compliance", "RunResult", "grey_level", "variable_grey_level",
+    "Checkpoint", "CheckpointError", "load_checkpoint", "save_checkpoint", "OutputPathError",
+]

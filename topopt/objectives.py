@@ -11,7 +11,7 @@ import numpy as np
 from . import ad
 from ._validate import check_array_range
 
-__all__ = ["compliance", "volume", "output_displacement"]
+__all__ = ["compliance", "volume", "output_displacement", "compliance_coefficients"]
 
 
 def _same_shape(name_a, a, name_b, b) -> None:

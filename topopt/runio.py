@@ -31,9 +31,7 @@ from ._files import atomic_write_bytes, atomic_write_text, jsonable  # noqa: F40
 from .checkpoint import CHECKPOINT_VERSION, CheckpointError, load_checkpoint, save_checkpoint
 
 __all__ = ["CheckpointError", "OutputPathError", "CHECKPOINT_VERSION", "load_checkpoint",
-           "save_checkpoint", "check_writable_file", "check_writable_folder",
-           "add_run_arguments", "run_options", "run_record", "exit_status", "finish",
-           "script_errors", "signals_held"]
+           "save_checkpoint", "check_writable_file", "check_writable_folder"]
 
 
 class OutputPathError(OSError, ValueError):

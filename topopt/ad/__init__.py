@@ -61,11 +61,12 @@ from . import einsum_rules as _einsum_rules  # noqa: F401
 from . import linalg_rules as _linalg_rules  # noqa: F401
 from . import reduce_rules as _reduce_rules  # noqa: F401
 from .scipy_rules import logsumexp, spsolve
-from .api import gradient, hvp, jvp, pullback, value_and_gradient
+from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient
 from .core import Box, NoRuleError, apply, is_traced, value
-from .extend import (NotDifferentiable, Thunk, check_tangents, frule, not_differentiable, opt_out,
-                     primitive, remove_rule, rrule, thunk)
+from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
+                     not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add
+from .products import eigh
 from .testing import RuleCheckError, check_modes, check_rule, taylor_test
 from .tree import flatten as tree_flatten
 from .tree import leaves as tree_leaves
@@ -74,10 +75,11 @@ from .tree import unflatten as tree_unflatten
 
 __all__ = [
     "pullback", "gradient", "value_and_gradient", "jvp", "hvp",
-    "primitive", "rrule", "frule", "opt_out", "remove_rule", "thunk", "Thunk",
+    "differentiable", "primitive", "rrule", "frule", "opt_out", "Registration", "remove_rule",
+    "thunk", "Thunk",
     "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "scatter_add", "apply", "Box",
-    "logsumexp", "spsolve",
+    "logsumexp", "spsolve", "eigh",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
 ]

@@ -11,10 +11,12 @@ from .helmholtz import WaveModel, graded_axis
 from .mesh import box, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .refine import nested_elements
+from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers import BACKENDS, ITERATIVE, Backend, available_solvers
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "element_centroids",
-           "element_volumes", "nested_elements", "Model", "elasticity", "heat", "LinearSystem", "solve", "matvec",
-           "products", "RAYLEIGH_TOL", "SingularSystemError", "ConvergenceError",
-           "available_solvers", "Backend", "BACKENDS", "ITERATIVE"]
+           "element_volumes", "nested_elements", "Model", "elasticity", "heat", "LinearSystem",
+           "solve", "matvec", "products", "RAYLEIGH_TOL", "SingularSystemError",
+           "ConvergenceError", "available_solvers", "Backend", "BACKENDS", "ITERATIVE",
+           "Unrestrained", "rigid_body_modes", "unrestrained_modes"]

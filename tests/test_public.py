@@ -1,0 +1,153 @@
+"""The public surface: what `topopt` and its subpackages export, and that importing is inert.
+
+Rule. A module is public when no part of its dotted name starts with an
+underscore. Every public function and class *defined* in a public module
+(its ``__module__``, name without a leading underscore) is reachable from the
+``__all__`` of its package -- ``topopt`` for ``topopt/<module>.py``,
+``topopt.ad`` / ``topopt.fem`` / ``topopt.reliability`` for their modules:
+some name in that ``__all__`` is the object itself (an alias such as
+``ad.tree_flatten`` counts). And every name in every public ``__all__``
+resolves.
+
+Exceptions, each with its reason:
+* rules (``*_rrule``, ``*_frule``): registered in `topopt.ad`'s tables and
+  called by the tape, never by name;
+* `SCRIPT_MODULES`: the problem scripts' command line and figures, imported
+  by module (``from topopt import cli``) -- `topopt.plot` pulls in
+  matplotlib, which ``import topopt`` must not;
+* `INTERNAL_MODULES` and `INTERNAL`: the parts behind a public entry point
+  (the tape behind ``ad.pullback``, the solver backends behind
+  ``solver="..."``, the stage loop behind `minimize`).
+"""
+
+import importlib
+import inspect
+import os
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+import topopt
+
+PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.reliability")
+
+SCRIPT_MODULES = {
+    "topopt.cli": "the shared command line of the problem scripts",
+    "topopt.plot": "figures; imports matplotlib",
+    "topopt.runio": "output-folder checks of the scripts",
+}
+INTERNAL_MODULES = {
+    "topopt.ad.callforms": "binds a traced call to numpy's signature inside `ad.apply`",
+    "topopt.mma_eval": "the evaluator (cache, lazy gradients) of `minimize`",
+    "topopt.mma_run": "the NLopt run of one stage of `minimize`",
+    "topopt.mma_progress": "the progress lines `minimize` prints",
+    "topopt.mma_options": "the options of `minimize` (`Stage` is exported)",
+    "topopt.fem.csr": "CSR assembly helpers of `LinearSystem`",
+    "topopt.fem.direct": "factorizations behind solver='cholmod'/'superlu'/'umfpack'",
+    "topopt.fem.smoothers": "multigrid smoothers",
+    "topopt.fem.krylov": "the CG loop behind solver='mgcg'/'amgcg'",
+    "topopt.fem.lattice": "the geometric hierarchy of solver='mgcg'",
+    "topopt.fem.amg": "the aggregation hierarchy of solver='amgcg'",
+    "topopt.fem.multigrid": "the preconditioner of solver='mgcg'",
+}
+INTERNAL = {
+    "topopt.ad.core": {"Node", "Trace", "backward", "getitem", "astype"},   # the tape
+    "topopt.ad.registry": {"Registry", "function_name"},      # the rule tables' type
+    "topopt.ad.tree": {"TreeDef", "flatten_as", "unflatten_sparse", "walk", "rebuild",
+                       "is_container"},                      # the walker's own parts
+    "topopt.fem.solvers": {"pick_solver", "factorize"},      # the dispatch of `solve`
+    "topopt.problem": {"compliance_options", "compliance_summary", "write_results",
+                       "write_json"},                        # the compliance scripts' I/O
+}
+
+
+def _public_modules() -> list:
+    names = [m.name for m in pkgutil.walk_packages(topopt.__path__, "topopt.")]
+    return ["topopt"] + sorted(n for n in names
+                               if not any(p.startswith("_") for p in n.split(".")))
+
+
+MODULES = _public_modules()
+
+
+def _package(module: str) -> str:
+    return max((p for p in PACKAGES if module == p or module.startswith(p + ".")), key=len)
+
+
+def _defined(module) -> dict:
+    return {n: o for n, o in vars(module).items()
+            if not n.startswith("_") and (inspect.isfunction(o) or inspect.isclass(o))
+            and o.__module__ == module.__name__}
+
+
+def _exempt(module: str, name: str) -> bool:
+    return (name.endswith(("_rrule", "_frule")) or module in SCRIPT_MODULES
+            or module in INTERNAL_MODULES or name in INTERNAL.get(module, ()))
+
+
+def test_the_modules_are_found():
+    assert {"topopt.interpolation", "topopt.fem.refine", "topopt.reliability.mpp",
+            "topopt.ad.core"} <= set(MODULES)
+    assert set(SCRIPT_MODULES) | set(INTERNAL_MODULES) | set(INTERNAL) <= set(MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_name_in_all_resolves(module):
+    mod = importlib.import_module(module)
+    names = getattr(mod, "__all__", [])
+    assert len(names) == len(set(names)), f"{module}.__all__ repeats a name"
+    missing = [n for n in names if not hasattr(mod, n)]
+    assert not missing, f"{module}.__all__ names {missing}, which it does not define"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_public_definitions_are_exported_by_their_package(module):
+    mod, package = importlib.import_module(module), importlib.import_module(_package(module))
+    exported = {id(getattr(package, n)) for n in package.__all__}
+    hidden = [n for n, obj in _defined(mod).items()
+              if id(obj) not in exported and not _exempt(module, n)]
+    assert not hidden, f"{hidden} of {module} are not in {package.__name__}.__all__"
+
+
+def test_exceptions_are_still_needed():
+    """An exception for a name that is exported (or gone) is stale."""
+    for module, names in INTERNAL.items():
+        mod = importlib.import_module(module)
+        package = importlib.import_module(_package(module))
+        for name in names:
+            assert name in _defined(mod), f"{module}.{name} is gone: drop the exception"
+            assert name not in package.__all__, f"{module}.{name} is exported now"
+
+
+@pytest.mark.parametrize("name", [
+    "ad", "fem", "reliability", "minimize", "Stage", "Result", "DensityFilter",
+    "HelmholtzFilter", "simp", "ramp", "project", "permittivity", "blueprint", "compliance",
+    "volume", "compliance_coefficients", "ComplianceProblem", "RunResult", "tune_malloc",
+    "grey_level", "load_checkpoint"])
+def test_main_entry_points_at_the_top(name):
+    assert name in topopt.__all__ and getattr(topopt, name) is not None
+
+
+@pytest.mark.parametrize("package, name", [
+    ("fem", "ConvergenceError"), ("fem", "SingularSystemError"), ("fem", "nested_elements"),
+    ("reliability", "MPPError"), ("ad", "check_modes"), ("ad", "NoRuleError")])
+def test_errors_and_tools_in_the_subpackages(package, name):
+    assert name in getattr(topopt, package).__all__
+
+
+def test_import_is_inert():
+    """``import topopt`` loads no plotting, changes no signal handler or environment
+    variable (the allocator tuning is `tune_malloc`, an explicit call)."""
+    code = ("import os, signal, sys\n"
+            "env, handlers = dict(os.environ), {s: signal.getsignal(s) for s in "
+            "(signal.SIGINT, signal.SIGTERM)}\n"
+            "import topopt\n"
+            "assert dict(os.environ) == env, 'environment changed'\n"
+            "assert {s: signal.getsignal(s) for s in handlers} == handlers, 'signal handler'\n"
+            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
+            "assert not any(m.startswith('problems') for m in sys.modules)\n")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
