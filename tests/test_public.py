@@ -151,3 +151,12 @@ def test_import_is_inert():
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
+
+
+def test_problems_lists_every_problem_module():
+    """``problems.__all__`` names the problem modules (imported on ``from problems import *``)."""
+    import problems
+    folder = os.path.dirname(problems.__file__)
+    found = sorted(name[:-3] for name in os.listdir(folder)
+                   if name.endswith(".py") and not name.startswith("_"))
+    assert sorted(problems.__all__) == found
