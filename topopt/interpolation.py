@@ -5,7 +5,9 @@
 top88, RAMP of Stolpe & Svanberg 2001). Each is an `ad.primitive`
 differentiated in its first argument only; the other arguments are fixed
 parameters. Pullbacks are numpy expressions of the residuals, so second
-derivatives (`ad.hvp`) go through them.
+derivatives (`ad.hvp`) go through them. `permittivity` is the
+refractive-index interpolation of electromagnetic problems (numpy
+operations, traced by `ad`), `blueprint` the binary limit of `project`.
 
 Examples
 --------
