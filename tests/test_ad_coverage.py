@@ -19,6 +19,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from oracles import draws
+from refusals import refusal_message
 from topopt import ad
 from topopt.ad.registry import function_name
 
@@ -495,14 +496,9 @@ UNSUPPORTED = [
 @pytest.mark.parametrize("call, exc, words", UNSUPPORTED,
                          ids=[", ".join(u[2]) for u in UNSUPPORTED])
 def test_unsupported_call_form_raises_naming_function_and_argument(call, exc, words, mode):
-    x = X["m34"]
-    with pytest.raises(exc) as info:
-        if mode == "reverse":
-            ad.pullback(call, x)
-        else:
-            ad.jvp(call, (x,), (np.ones_like(x),))
+    message = refusal_message(call, X["m34"], mode, exc)
     for word in words:
-        assert word in str(info.value), (word, str(info.value))
+        assert word in message, (word, message)
 
 
 # ------------------------------------------ random einsum / tensordot forms

@@ -5,8 +5,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest

@@ -16,6 +16,7 @@ import time
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sps
 
 from .._validate import (check_bool, check_choice, check_int, check_keywords,
                          check_range)
