@@ -1,0 +1,270 @@
+"""The ``topopt`` command: list, run, show and export the problems' results.
+
+::
+
+    topopt list                              # the problems, one line each
+    topopt run mbb_beam --maxeval 20 --out DIR   # = python problems/mbb_beam.py ...
+    topopt show DIR [--png F]                # the saved design and its history
+    topopt export DIR --vtu [PATH] --stl [PATH]
+
+``run`` hands its options to the problem module's ``main(argv)`` (the
+options of `topopt.cli`; ``topopt run NAME --help`` lists them) and ends as
+the script ends: 0, 2 for bad options, 130/143 after SIGINT/SIGTERM. A bad
+subcommand, an unknown problem or a folder without a result is a one-line
+argparse error with exit status 2. ``show`` and ``export`` read the folder's
+``design.npz`` with `topopt.io.load_design` and its ``result.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from typing import Sequence
+
+__all__ = ["main", "problem_names", "problem_line", "build_parser"]
+
+PROG = "topopt"
+
+
+# --------------------------------------------------------------------------
+# the problems
+
+
+def problem_names() -> list[str]:
+    """The problem modules of the ``problems`` package (its ``__all__``).
+
+    Examples
+    --------
+    >>> "mbb_beam" in problem_names()
+    True
+    """
+    import problems
+    return list(problems.__all__)
+
+
+def problem_line(name: str) -> str:
+    """The first line of problem `name`'s module docstring, read without importing it.
+
+    Examples
+    --------
+    >>> problem_line("mbb_beam")
+    'Half MBB beam, the setup of top88 (Andreassen et al. 2011, Sec. 2 and Fig. 4).'
+    """
+    spec = importlib.util.find_spec(f"problems.{name}")
+    if spec is None or spec.origin is None:
+        raise ValueError(f"problem must be one of {', '.join(problem_names())}, got {name!r}")
+    with open(spec.origin, encoding="utf-8") as fh:
+        doc = ast.get_docstring(ast.parse(fh.read())) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+# --------------------------------------------------------------------------
+# the parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``topopt`` parser: subcommands ``list``, ``run``, ``show``, ``export``."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Topology optimization problems: list, run, show, export.")
+    sub = parser.add_subparsers(dest="command", metavar="{list,run,show,export}")
+    sub.required = True
+    sub.add_parser("list", help="the problems, one line each")
+    run = sub.add_parser("run", help="run a problem: topopt run NAME [its options]")
+    run.add_argument("problem", help="a name from `topopt list`")
+    run.add_argument("options", nargs=argparse.REMAINDER, default=[],
+                     help="the problem's options (topopt run NAME --help)")
+    show = sub.add_parser("show", help="plot a result folder's design and history")
+    show.add_argument("folder", help="a result folder (design.npz, result.json)")
+    show.add_argument("--png", default=None,
+                      help="write the picture to this PNG instead of a window "
+                           "(default without a display: FOLDER/show.png)")
+    export = sub.add_parser("export", help="write a result folder's design as VTU / STL")
+    export.add_argument("folder", help="a result folder (design.npz)")
+    export.add_argument("--vtu", nargs="?", const="", default=None, metavar="PATH",
+                        help="write a VTU file (default PATH: FOLDER/design.vtu)")
+    export.add_argument("--stl", nargs="?", const="", default=None, metavar="PATH",
+                        help="write an STL iso-surface, 3-D designs only "
+                             "(default PATH: FOLDER/design.stl)")
+    return parser
+
+
+# --------------------------------------------------------------------------
+# the subcommands
+
+
+def _list() -> int:
+    names = problem_names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:<{width}}  {problem_line(name)}")
+    return 0
+
+
+def _run(parser, problem: str, options: Sequence[str]) -> int:
+    names = problem_names()
+    if problem not in names:
+        parser.error(f"argument problem: unknown problem {problem!r}; "
+                     f"known: {', '.join(names)}")
+    module = importlib.import_module(f"problems.{problem}")
+    argv0 = sys.argv[0] if sys.argv else ""
+    sys.argv[:1] = [f"{PROG} run {problem}"]     # argparse's prog in usage and errors
+    try:
+        module.main(list(options))               # SystemExit 2 / 130 / 143 passes through
+    finally:
+        sys.argv[:1] = [argv0]
+    return 0
+
+
+def _result_folder(parser, folder: str, need: Sequence[str]) -> str:
+    if not os.path.isdir(folder):
+        parser.error(f"argument folder: {folder!r} is not a folder")
+    missing = [name for name in need if not os.path.isfile(os.path.join(folder, name))]
+    if missing:
+        parser.error(f"argument folder: {folder!r} holds no result ({' and '.join(missing)} "
+                     f"missing; `topopt run` writes them)")
+    return folder
+
+
+def _io(parser):
+    try:
+        return importlib.import_module("topopt.io")
+    except ImportError as e:
+        parser.error(f"saved designs need topopt.io, which cannot be imported here ({e})")
+
+
+def _field(design, key: str):
+    """``design[key]`` or ``design.key``: the `load_design` record either way."""
+    if isinstance(design, dict) or hasattr(design, "__getitem__"):
+        with contextlib.suppress(KeyError, TypeError, IndexError):
+            return design[key]
+    if hasattr(design, key):
+        return getattr(design, key)
+    raise KeyError(key)
+
+
+def _load(parser, folder: str):
+    path = os.path.join(folder, "design.npz")
+    try:
+        return _io(parser).load_design(path)
+    except (OSError, ValueError) as e:
+        parser.error(f"argument folder: cannot read {path}: {e}")
+
+
+def _read_result(parser, folder: str) -> dict:
+    path = os.path.join(folder, "result.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as e:
+        parser.error(f"argument folder: cannot read {path}: {e}")
+
+
+def _has_display() -> bool:
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _history(record: dict) -> list[dict]:
+    values = record.get("objective_history") or []
+    return [{"objective": v} for v in values if v is not None]
+
+
+def show_image(design, record: dict):
+    """The design's picture above its history's, as one RGBA array (`topopt.plot`)."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    from . import plot
+    mesh, x_phys = _field(design, "mesh"), np.asarray(_field(design, "x_phys"), dtype=float)
+    setup = record.get("setup") or {}
+    title = f"{setup.get('problem', '')}: {record.get('result', {}).get('status', '')}"
+    images = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "design.png")
+        if mesh.p.shape[0] == 3:
+            plot.save_design_3d(mesh, x_phys, path, title=title)
+        else:
+            plot.save_design(mesh, x_phys, path, title=title,
+                             mirror=bool(setup.get("mirror", setup.get("problem") == "mbb_beam")))
+        images.append(imread(path))
+        history = _history(record)
+        if history:
+            path = os.path.join(tmp, "history.png")
+            plot.save_history(history, path, title="objective history")
+            images.append(imread(path))
+    width = max(im.shape[1] for im in images)
+    padded = [np.pad(im, ((0, 0), (0, width - im.shape[1]), (0, 0)), constant_values=1.0)
+              for im in images]
+    return np.concatenate(padded, axis=0)
+
+
+def _show(parser, folder: str, png: str | None) -> int:
+    _result_folder(parser, folder, ("design.npz", "result.json"))
+    record = _read_result(parser, folder)
+    image = show_image(_load(parser, folder), record)
+    if png is None and not _has_display():
+        png = os.path.join(folder, "show.png")
+        print("no display: writing a PNG", file=sys.stderr)
+    if png is not None:
+        from matplotlib.image import imsave
+        os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+        imsave(png, image)
+        print(png)
+        return 0
+    import matplotlib.pyplot as plt
+    h, w = image.shape[:2]
+    fig = plt.figure(figsize=(w / 100, h / 100))
+    fig.add_axes((0, 0, 1, 1)).imshow(image)
+    fig.axes[0].set_axis_off()
+    plt.show()
+    return 0
+
+
+def _export(parser, folder: str, vtu: str | None, stl: str | None) -> int:
+    if vtu is None and stl is None:
+        parser.error("give --vtu and/or --stl")
+    _result_folder(parser, folder, ("design.npz",))
+    io = _io(parser)
+    design = _load(parser, folder)
+    for flag, value, writer, name in (("--vtu", vtu, "write_vtu", "design.vtu"),
+                                      ("--stl", stl, "write_stl", "design.stl")):
+        if value is None:
+            continue
+        if not hasattr(io, writer):
+            parser.error(f"argument {flag}: topopt.io has no {writer} here")
+        path = value or os.path.join(folder, name)
+        try:
+            written = getattr(io, writer)(path, design)
+        except (OSError, ValueError) as e:
+            parser.error(f"argument {flag}: {e}")
+        print(written or path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``topopt`` command line; returns the exit status (0).
+
+    Errors end through ``parser.error`` (exit status 2); ``run`` passes a
+    problem script's own ``SystemExit`` through.
+    """
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command == "list":
+        return _list()
+    if args.command == "run":
+        return _run(parser, args.problem, args.options)
+    if args.command == "show":
+        return _show(parser, args.folder, args.png)
+    return _export(parser, args.folder, args.vtu, args.stl)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
