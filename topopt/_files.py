@@ -1,7 +1,8 @@
 """Atomic file writes and JSON conversion, shared by checkpoints and run output.
 
 Every file is written atomically (a temporary file in the same folder, then
-``os.replace``): an interruption leaves the old file or the new one.
+``os.replace``): an interruption leaves the old file or the new one. Files
+are created 0644 (readable by others).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["jsonable", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["jsonable", "atomic_write_bytes", "atomic_write_text", "FILE_MODE"]
+
+# results are readable by others, as a file made by open() under umask 022
+# (tempfile.mkstemp alone gives 0600)
+FILE_MODE = 0o644
 
 
 def jsonable(obj):
@@ -32,7 +37,7 @@ def jsonable(obj):
 
 
 def atomic_write_bytes(path, write: Callable) -> None:
-    """``write(fh)`` into a temporary file beside `path`, then rename it to `path`."""
+    """``write(fh)`` into a temporary file beside `path`, then rename it to `path` (0644)."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -42,6 +47,7 @@ def atomic_write_bytes(path, write: Callable) -> None:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -129,6 +129,24 @@ class ComplianceProblem:
     def volume(self, x, beta: float | None = None):
         return volume(self.x_phys(x, beta), self.weights)
 
+    def displacement(self, x_phys) -> dict:
+        """Nodal state of the physical densities `x_phys`, for ``design.vtu``.
+
+        ``{"displacement": (n_points, dim)}`` (``"temperature"`` for a heat
+        model); several load cases give ``displacement_1``, ``_2``, ...
+        """
+        u = np.asarray(fem.solve(self.system, simp(np.asarray(x_phys, dtype=float),
+                                                    self.penal, self.Emin), self.f))
+        name = "displacement" if self.model.components > 1 else "temperature"
+        nodal = self.model.basis.nodal_dofs                  # (components, n_points)
+        fields = u[:, None] if u.ndim == 1 else u
+        out = {}
+        for k in range(fields.shape[1]):
+            key = name if fields.shape[1] == 1 else f"{name}_{k + 1}"
+            v = fields[nodal, k].T                            # (n_points, components)
+            out[key] = v[:, 0] if v.shape[1] == 1 else v
+        return out
+
     def responses(self, x, beta: float | None = None):
         """``(c / c0, v / volfrac - 1)``: scaled objective and constraint for MMA.
 
@@ -204,8 +222,12 @@ class ComplianceProblem:
 
 
 def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
-                  mirror: bool = False) -> dict:
-    """Write ``design.png``, ``history.png`` and ``result.json`` (no arrays) to `out`.
+                  mirror: bool = False, point_data: dict | None = None) -> dict:
+    """Write ``design.png``, ``history.png``, ``result.json`` (no arrays) and the design to `out`.
+
+    The design is kept by `topopt.io.save_design`: ``design.npz`` (``x``,
+    ``x_phys``, the mesh, `setup`), ``design.vtu`` (with the state fields
+    `point_data`) and, in 3-D, ``design.stl``.
 
     ``result.json`` says how the run ended at its top level (`RUN_KEYS`:
     ``"status": "interrupted"``, the signal, the evaluations, the checkpoint
@@ -214,10 +236,11 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     effect once they are complete (`topopt.cli.signals_held`).
     """
     with signals_held():
-        return _write_results(out, mesh, result, setup, title, mirror)
+        return _write_results(out, mesh, result, setup, title, mirror, point_data)
 
 
-def _write_results(out, mesh, result, setup, title, mirror):
+def _write_results(out, mesh, result, setup, title, mirror, point_data=None):
+    from .io import save_design as keep_design
     from .plot import save_design, save_design_3d, save_history
 
     os.makedirs(out, exist_ok=True)
@@ -234,6 +257,7 @@ def _write_results(out, mesh, result, setup, title, mirror):
     payload = {**result.record(), "setup": setup, "result": result.summary(),
                "objective_history": [h["objective"] for h in result.history]}
     write_json(os.path.join(out, "result.json"), payload)
+    keep_design(out, mesh, result.x, result.x_phys, setup, point_data=point_data)
     return payload
 
 
@@ -283,7 +307,8 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
                      penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
                      **(notes or {}))
         write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
-                      title=f"{title}, {problem.filter_name} filter")
+                      title=f"{title}, {problem.filter_name} filter",
+                      point_data=problem.displacement(result.x_phys))
     return result
 
 
