@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import importlib
 import importlib.util
 import json
 import os
 import sys
 import tempfile
+import zipfile
 from typing import Sequence
 
 __all__ = ["main", "problem_names", "problem_line", "build_parser"]
@@ -54,8 +54,8 @@ def problem_line(name: str) -> str:
 
     Examples
     --------
-    >>> problem_line("mbb_beam")
-    'Half MBB beam, the setup of top88 (Andreassen et al. 2011, Sec. 2 and Fig. 4).'
+    >>> problem_line("mbb_beam").split(",")[0]
+    'Half MBB beam'
     """
     spec = importlib.util.find_spec(f"problems.{name}")
     if spec is None or spec.origin is None:
@@ -139,21 +139,11 @@ def _io(parser):
         parser.error(f"saved designs need topopt.io, which cannot be imported here ({e})")
 
 
-def _field(design, key: str):
-    """``design[key]`` or ``design.key``: the `load_design` record either way."""
-    if isinstance(design, dict) or hasattr(design, "__getitem__"):
-        with contextlib.suppress(KeyError, TypeError, IndexError):
-            return design[key]
-    if hasattr(design, key):
-        return getattr(design, key)
-    raise KeyError(key)
-
-
 def _load(parser, folder: str):
     path = os.path.join(folder, "design.npz")
     try:
         return _io(parser).load_design(path)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
         parser.error(f"argument folder: cannot read {path}: {e}")
 
 
@@ -177,15 +167,22 @@ def _history(record: dict) -> list[dict]:
     return [{"objective": v} for v in values if v is not None]
 
 
-def show_image(design, record: dict):
-    """The design's picture above its history's, as one RGBA array (`topopt.plot`)."""
+def show_image(design: dict, record: dict):
+    """The design's picture above its history's, as one RGBA array (`topopt.plot`).
+
+    `design` is `topopt.io.load_design`'s record, `record` the folder's
+    ``result.json``; the MBB half model is drawn whole (mirrored).
+    """
     import numpy as np
     from matplotlib.image import imread
 
     from . import plot
-    mesh, x_phys = _field(design, "mesh"), np.asarray(_field(design, "x_phys"), dtype=float)
-    setup = record.get("setup") or {}
-    title = f"{setup.get('problem', '')}: {record.get('result', {}).get('status', '')}"
+    mesh, x_phys = design["mesh"], np.asarray(design["x_phys"], dtype=float)
+    setup = dict(record.get("setup") or {}, **(design.get("setup") or {}))
+    result = record.get("result") or {}
+    title = (f"{setup.get('problem', os.path.basename(record.get('folder', '')))}: "
+             f"{result.get('status', record.get('status', ''))}, "
+             f"{result.get('evaluations', record.get('evaluations', '?'))} evaluations")
     images = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "design.png")
@@ -198,7 +195,8 @@ def show_image(design, record: dict):
         history = _history(record)
         if history:
             path = os.path.join(tmp, "history.png")
-            plot.save_history(history, path, title="objective history")
+            plot.save_history(history, path, title="objective history (result.json)",
+                              objective_label="objective, as minimized")
             images.append(imread(path))
     width = max(im.shape[1] for im in images)
     padded = [np.pad(im, ((0, 0), (0, width - im.shape[1]), (0, 0)), constant_values=1.0)
@@ -232,20 +230,21 @@ def _export(parser, folder: str, vtu: str | None, stl: str | None) -> int:
     if vtu is None and stl is None:
         parser.error("give --vtu and/or --stl")
     _result_folder(parser, folder, ("design.npz",))
+    import numpy as np
     io = _io(parser)
     design = _load(parser, folder)
-    for flag, value, writer, name in (("--vtu", vtu, "write_vtu", "design.vtu"),
-                                      ("--stl", stl, "write_stl", "design.stl")):
+    mesh, x_phys = design["mesh"], np.asarray(design["x_phys"], dtype=float)
+    jobs = (("--vtu", vtu, "design.vtu",
+             lambda path: io.write_vtu(path, mesh, {"x": design["x"], "x_phys": x_phys},
+                                       design.get("point_data"))),
+            ("--stl", stl, "design.stl", lambda path: io.write_stl(path, mesh, x_phys)))
+    for flag, value, name, write in jobs:
         if value is None:
             continue
-        if not hasattr(io, writer):
-            parser.error(f"argument {flag}: topopt.io has no {writer} here")
-        path = value or os.path.join(folder, name)
         try:
-            written = getattr(io, writer)(path, design)
-        except (OSError, ValueError) as e:
+            print(write(value or os.path.join(folder, name)))
+        except (ImportError, OSError, TypeError, ValueError) as e:
             parser.error(f"argument {flag}: {e}")
-        print(written or path)
     return 0
 
 

@@ -1,0 +1,167 @@
+"""The ``topopt`` command (`topopt.command`), driven through subprocesses as a user would.
+
+Every command runs twice: as ``python -m topopt.command`` and as the console
+script ``topopt`` that ``pip install`` puts next to the interpreter (when it
+is there), from a folder outside the checkout and without PYTHONPATH.
+"""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import problems
+from script_runs import ROOT, interrupt_after, script, run_script
+from topopt.io import load_design
+
+_SCRIPT = os.path.join(os.path.dirname(sys.executable), "topopt")
+LAUNCHERS = [pytest.param([sys.executable, "-m", "topopt.command"], id="python-m")]
+if os.path.isfile(_SCRIPT) and os.access(_SCRIPT, os.X_OK):
+    LAUNCHERS.append(pytest.param([_SCRIPT], id="console-script"))
+
+
+def topopt(launcher, *args, cwd):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["MPLBACKEND"] = "Agg"
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    return subprocess.run([*launcher, *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def first_doc_line(name):
+    """The first docstring line of problems/<name>.py, read from the file."""
+    with open(os.path.join(ROOT, "problems", f"{name}.py"), encoding="utf-8") as fh:
+        return ast.get_docstring(ast.parse(fh.read())).splitlines()[0]
+
+
+def test_console_script_declared():
+    """pyproject declares the entry point the installed ``topopt`` calls."""
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert '[project.scripts]\ntopopt = "topopt.command:main"' in text
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_list(launcher, tmp_path):
+    """One line per problem of ``problems.__all__``: its name and docstring's first line."""
+    r = topopt(launcher, "list", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(problems.__all__)
+    for line, name in zip(lines, problems.__all__):
+        assert line[len(name):].strip() == first_doc_line(name)
+
+
+# (arguments, text the one error line holds); "{empty}" is an empty folder
+USAGE_ERRORS = [
+    (["frob"], "invalid choice: 'frob'"),
+    ([], "required"),
+    (["run"], "required: problem"),
+    (["run", "nope"], "unknown problem 'nope'; known: " + ", ".join(problems.__all__)),
+    (["run", "mbb_beam", "--nelx", "0"], "argument --nelx: must be an integer >= 1, got 0"),
+    (["run", "mbb_beam", "--bogus"], "unrecognized arguments: --bogus"),
+    (["show", "{empty}"], "holds no result (design.npz and result.json missing"),
+    (["show", "{empty}/nothing"], "is not a folder"),
+    (["export", "{empty}", "--vtu"], "holds no result (design.npz missing"),
+]
+
+
+@pytest.mark.parametrize("args, message", USAGE_ERRORS)
+def test_usage_errors(args, message, tmp_path):
+    """Exit status 2, one ``error:`` line naming the problem, nothing on stdout."""
+    args = [a.replace("{empty}", str(tmp_path)) for a in args]
+    r = topopt(LAUNCHERS[-1].values[0], *args, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    errors = [line for line in r.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], r.stderr
+    assert r.stdout == ""
+    assert os.listdir(tmp_path) == []                   # no work, nothing written
+
+
+@pytest.fixture(scope="module")
+def mbb_run(tmp_path_factory):
+    """``topopt run mbb_beam --maxeval 20 --out DIR`` once for the module."""
+    out = tmp_path_factory.mktemp("mbb") / "run"
+    r = topopt(LAUNCHERS[-1].values[0], "run", "mbb_beam", "--maxeval", 20, "--out", out,
+               "--quiet", cwd=out.parent)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def test_run_is_the_script(mbb_run, tmp_path):
+    """``topopt run mbb_beam OPTIONS`` = ``python problems/mbb_beam.py OPTIONS``."""
+    out, r = mbb_run
+    direct = run_script(script("mbb_beam", "--maxeval", 20, "--out", tmp_path, "--quiet"))
+    assert direct.returncode == 0, direct.stderr
+    mine = json.loads((out / "result.json").read_text())
+    theirs = json.loads((tmp_path / "result.json").read_text())
+    assert mine["result"]["evaluations"] == theirs["result"]["evaluations"] == 20
+    assert mine["result"]["compliance"] == pytest.approx(theirs["result"]["compliance"],
+                                                         rel=1e-12)
+    assert mine["objective_history"] == pytest.approx(theirs["objective_history"], rel=1e-12)
+    assert r.stdout.startswith("compliance ") and r.stdout.rstrip().endswith(f"-> {out}")
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_show_png(launcher, mbb_run, tmp_path):
+    """``topopt show DIR --png F``: a PNG with the design (black and white pixels) on top."""
+    from matplotlib.image import imread
+    out, _ = mbb_run
+    png = tmp_path / "sub" / "show.png"
+    r = topopt(launcher, "show", out, "--png", png, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(png)
+    image = imread(png)[..., :3].mean(axis=2)
+    assert image.shape[0] > 300 and image.shape[1] > 600
+    assert image.min() < 0.1 and image.max() > 0.9      # a design, not a blank page
+
+
+def test_show_without_display_writes_into_the_folder(mbb_run, tmp_path):
+    """No display and no --png: ``DIR/show.png``, said on stderr."""
+    out, _ = mbb_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    r = topopt(LAUNCHERS[0].values[0], "show", copy, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (copy / "show.png").is_file() and "no display" in r.stderr
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_export_vtu(launcher, mbb_run, tmp_path):
+    """``topopt export DIR --vtu PATH``: meshio reads back x and x_phys of design.npz."""
+    meshio = pytest.importorskip("meshio")
+    out, _ = mbb_run
+    path = tmp_path / "beam.vtu"
+    r = topopt(launcher, "export", out, "--vtu", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(path)
+    saved = load_design(out / "design.npz")
+    mesh = meshio.read(path)
+    for key in ("x", "x_phys"):
+        np.testing.assert_allclose(mesh.cell_data[key][0], saved[key], rtol=0, atol=1e-12)
+    assert mesh.points.shape[0] == saved["mesh"].p.shape[1]
+
+
+def test_export_stl_of_a_2d_design_is_refused(mbb_run, tmp_path):
+    """An STL needs a 3-D grid: exit 2 with the reason, no file."""
+    out, _ = mbb_run
+    r = topopt(LAUNCHERS[0].values[0], "export", out, "--stl", tmp_path / "b.stl",
+               cwd=tmp_path)
+    assert r.returncode == 2 and "argument --stl:" in r.stderr, r.stderr
+    assert not (tmp_path / "b.stl").exists()
+
+
+@pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_run_passes_the_signal_status_through(sig, status, tmp_path):
+    """An interrupted ``topopt run`` ends as the script does: 130 / 143."""
+    cmd = [sys.executable, "-m", "topopt.command", "run", "mbb_beam", "--maxeval", 10**5,
+           "--out", tmp_path]
+    code, _, stderr = interrupt_after(cmd, sig, evaluations=3)
+    assert code == status, stderr
+    assert "interrupted after" in stderr
