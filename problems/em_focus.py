@@ -260,7 +260,14 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
 
 
 def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
-    """The design, its field `u` (|E|/|E_inc| map), the history and the metrics."""
+    """The design, its field `u` (|E|/|E_inc| map), the history and the metrics.
+
+    ``design.npz`` / ``design.vtu`` (`topopt.io.save_design`) hold ``x`` and
+    ``x_phys`` on the whole mesh (0 outside the design region, cell data
+    ``design`` marks it), ``E_abs`` = |E|/|E_inc| per element and the field
+    ``u`` at the points (``u_real``, ``u_imag``, ``u_abs``).
+    """
+    from topopt.io import save_design as keep_design
     from topopt.plot import save_design, save_history
     os.makedirs(out, exist_ok=True)
     window = dict(xlim=(-R_D - 10, R_D + 10), ylim=(X0[1] - R_D - 10, X0[1] + R_D + 10))
@@ -282,6 +289,16 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
              "filter_r": R_FILTER, "eta": ETA, "betas": list(BETAS), "p_start": P_START}
     write_json(os.path.join(out, "result.json"),
                {**result.record(), "setup": setup, "result": result.metrics | result.record()})
+    x = np.zeros(prob.mesh.t.shape[1])
+    x[prob.design] = result.x
+    u_nodes = prob.model.full(u)[prob.model.basis.nodal_dofs[0]]     # periodic dofs unfolded
+    keep_design(out, prob.mesh, x, density, {"problem": "em_focus", **setup,
+                                             "resolution_nm": result["resolution_nm"],
+                                             "subcell": result["subcell"],
+                                             "isolated": result["isolated"]},
+                point_data={"u_real": u_nodes.real, "u_imag": u_nodes.imag,
+                            "u_abs": np.abs(u_nodes)},
+                cell_data={"E_abs": E, "design": np.isin(np.arange(x.size), prob.design)})
 
 
 def summary(result: RunResult) -> str:

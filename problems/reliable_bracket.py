@@ -232,7 +232,13 @@ def _interrupted_deterministic(out: str | None, prob: ReliableBracket,
 
 
 def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
-    """Both designs, the history and the metrics (``result.json``, flat)."""
+    """Both designs, the history and the metrics (``result.json``, flat).
+
+    ``design.npz`` / ``design.vtu`` (`topopt.io.save_design`): the
+    reliability-based ``x``, ``x_phys`` and its displacement under the nominal
+    load, and the deterministic design as ``x_deterministic``,
+    ``x_phys_deterministic``.
+    """
     from topopt.plot import save_design, save_history
     os.makedirs(out, exist_ok=True)
     r, d = result["reliability_based"], result["deterministic"]
@@ -244,6 +250,14 @@ def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
     save_history(result.history, os.path.join(out, "history.png"),
                  title="c / c_det + K [(ln pf - ln pa)^+]^2", objective_label="objective")
     write_json(os.path.join(out, "result.json"), result.metrics | result.record())
+    from topopt.io import save_design as keep_design
+    setup = {"problem": "reliable_bracket", **{k: result[k] for k in (
+        "n", "volfrac", "allow", "method", "samples", "c_allow", "pa", "K", "sigma_v",
+        "sigma_h")}}
+    keep_design(out, prob.mesh, result.x, result.x_phys, setup,
+                point_data=prob.compliance.displacement(result.x_phys),
+                cell_data={"x_deterministic": result["x_deterministic"],
+                           "x_phys_deterministic": result["x_phys_deterministic"]})
 
 
 def summary(result: RunResult) -> str:

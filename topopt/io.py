@@ -59,10 +59,10 @@ def _mesh_type(mesh) -> str:
     return name
 
 
-def _check_fields(mesh, x, x_phys, point_data):
+def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
     n_el = mesh.t.shape[1]
     arrays = {}
-    for name, v in (("x", x), ("x_phys", x_phys)):
+    for name, v in (("x", x), ("x_phys", x_phys), *(cell_data or {}).items()):
         v = np.asarray(v, dtype=float)
         if v.shape != (n_el,):
             raise ValueError(f"{name} has shape {v.shape}; expected ({n_el},), one per element")
@@ -78,7 +78,7 @@ def _check_fields(mesh, x, x_phys, point_data):
 
 
 def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None = None,
-                stl: bool | None = None) -> list[str]:
+                cell_data: dict | None = None, stl: bool | None = None) -> list[str]:
     """Write ``design.npz``, ``design.vtu`` and (3-D) ``design.stl`` to the folder `out`.
 
     Parameters
@@ -93,6 +93,8 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
         The problem's name and parameters (JSON-serialisable).
     point_data : dict, optional
         State fields, one row per mesh point (``{"displacement": (n, dim)}``).
+    cell_data : dict, optional
+        More real fields, one value per element (``|E|``, a second design).
     stl : bool, optional
         Write ``design.stl``; default: for hexahedral (3-D grid) meshes.
 
@@ -103,7 +105,10 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
         printed line.
     """
     mesh_type = _mesh_type(mesh)
-    arrays, points = _check_fields(mesh, x, x_phys, point_data)
+    arrays, points = _check_fields(mesh, x, x_phys, point_data, cell_data)
+    reserved = {"points", "cells", "mesh_type", "cell_type", "setup"} & set(arrays)
+    if reserved:
+        raise ValueError(f"cell_data may not be named {sorted(reserved)}")
     setup_text = json.dumps(setup, default=float)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "design.npz")
@@ -237,6 +242,9 @@ def enclosed_volume(verts, faces) -> float:
     return abs(float(np.einsum("ij,ij->", a, np.cross(b, c)))) / 6.0
 
 
+_NOT_CELL = {"points", "cells", "mesh_type", "cell_type", "setup"}
+
+
 def load_design(path: str) -> dict:
     """Read a ``design.npz`` (or the folder holding it) written by `save_design`.
 
@@ -244,7 +252,7 @@ def load_design(path: str) -> dict:
     -------
     dict
         ``x``, ``x_phys``, ``mesh`` (the scikit-fem mesh), ``setup`` (dict),
-        ``point_data`` (dict of arrays).
+        ``cell_data`` and ``point_data`` (dicts of the other arrays).
 
     Raises
     ------
@@ -263,7 +271,10 @@ def load_design(path: str) -> dict:
             raise ValueError(f"not a topopt design: {path} (mesh type {mesh_type!r})")
         mesh = getattr(skfem, mesh_type)(np.ascontiguousarray(data["points"].T),
                                          np.ascontiguousarray(data["cells"].T))
+        cells = {k: data[k] for k in data.files if k not in _NOT_CELL and
+                 not k.startswith("point_")}
         return {"x": data["x"], "x_phys": data["x_phys"], "mesh": mesh,
                 "setup": json.loads(str(data["setup"])),
+                "cell_data": {k: v for k, v in cells.items() if k not in ("x", "x_phys")},
                 "point_data": {k[len("point_"):]: data[k] for k in data.files
                                if k.startswith("point_")}}
