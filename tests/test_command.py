@@ -165,3 +165,20 @@ def test_run_passes_the_signal_status_through(sig, status, tmp_path):
     code, _, stderr = interrupt_after(cmd, sig, evaluations=3)
     assert code == status, stderr
     assert "interrupted after" in stderr
+
+
+def test_3d_show_and_stl(tmp_path):
+    """A small 3-D cantilever: ``show`` draws it, ``export --stl`` writes triangles meshio reads."""
+    meshio = pytest.importorskip("meshio")
+    pytest.importorskip("skimage")
+    launcher = LAUNCHERS[-1].values[0]
+    out = tmp_path / "c3"
+    r = topopt(launcher, "run", "cantilever3d", "--nelx", 16, "--nely", 8, "--nelz", 4,
+               "--maxeval", 10, "--out", out, "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = topopt(launcher, "show", out, "--png", tmp_path / "c3.png", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "c3.png").is_file(), r.stderr
+    r = topopt(launcher, "export", out, "--stl", tmp_path / "c3.stl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    surface = meshio.read(tmp_path / "c3.stl")
+    assert surface.cells[0].type == "triangle" and len(surface.cells[0].data) > 0
