@@ -187,6 +187,19 @@ def test_refusals_of_iso_surface_and_load_design(tmp_path):
         load_design(tmp_path / "other.npz")
 
 
+def test_empty_3d_design_skips_the_stl(tmp_path, capsys):
+    """No element with x_phys >= 0.5: npz and vtu, no STL (an earlier one removed), one line."""
+    mesh = fem.box(2, 2, 2)
+    save_design(str(tmp_path), mesh, np.ones(8), np.ones(8), {})
+    assert os.path.exists(tmp_path / "design.stl")
+    capsys.readouterr()
+    written = save_design(str(tmp_path), mesh, np.ones(8), np.full(8, 0.4), {})
+    assert [os.path.basename(p) for p in written] == ["design.npz", "design.vtu"]
+    assert not os.path.exists(tmp_path / "design.stl")
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and line.startswith("design.stl not written: no element")
+
+
 def test_without_meshio_npz_still_written(tmp_path, monkeypatch, capsys):
     """A missing io extra: design.npz written, one line naming the extra, no crash."""
     import sys

@@ -101,8 +101,10 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     Returns
     -------
     list of str
-        The paths written. A missing ``io`` extra skips the VTU/STL with one
-        printed line.
+        The paths written. A missing ``io`` extra skips the VTU/STL, and a
+        design without an element ``x_phys >= 0.5`` (or a mesh that is no
+        grid) the STL, each with one printed line; a ``design.vtu`` or
+        ``design.stl`` of an earlier run is removed first.
     """
     mesh_type = _mesh_type(mesh)
     arrays, points = _check_fields(mesh, x, x_phys, point_data, cell_data)
@@ -117,11 +119,18 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
                    **{f"point_{k}": v for k, v in points.items()})
     atomic_write_bytes(path, lambda fh: np.savez(fh, **payload))
     written = [path]
+    for stale in ("design.vtu", "design.stl"):      # never beside another run's npz
+        if os.path.exists(os.path.join(out, stale)):
+            os.unlink(os.path.join(out, stale))
     try:
         written.append(write_vtu(os.path.join(out, "design.vtu"), mesh,
                                  cell_data=arrays, point_data=points))
         if stl if stl is not None else mesh_type == "MeshHex1":
-            written.append(write_stl(os.path.join(out, "design.stl"), mesh, arrays["x_phys"]))
+            try:
+                written.append(write_stl(os.path.join(out, "design.stl"), mesh,
+                                         arrays["x_phys"]))
+            except (ValueError, TypeError) as e:   # empty design, mesh not a grid
+                print(f"design.stl not written: {e}")
     except ImportError as e:
         print(f"design.npz written; {e}")
     return written
