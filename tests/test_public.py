@@ -37,6 +37,7 @@ SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",
     "topopt.plot": "figures; imports matplotlib",
     "topopt.runio": "output-folder checks of the scripts",
+    "topopt.io": "saved designs, used by module (topopt.io.load_design)",
 }
 INTERNAL_MODULES = {
     "topopt.ad.callforms": "binds a traced call to numpy's signature inside `ad.apply`",
