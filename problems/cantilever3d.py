@@ -13,7 +13,8 @@ to the end-node weights.) Minimum compliance subject to volume fraction
 
     python problems/cantilever3d.py [--nelx 60 --nely 20 --nelz 4 --solver mg-cg ...]
 
-writes ``results/cantilever3d/{design.png, history.png, result.json}``.
+writes ``results/cantilever3d/{design.png, history.png, result.json}`` and the
+design (`topopt.io`): ``design.npz``, ``design.vtu`` (ParaView) and ``design.stl``.
 Large meshes want ``--solver mg-cg`` (multigrid-preconditioned CG);
 ``auto`` is a direct solver (CHOLMOD when cvxopt is installed).
 """

@@ -18,7 +18,8 @@ exp(-|x - x0|^2 / 2) / (2 pi)``: the intensity ``|grad u|^2`` at the focus.
 The mesh is a graded tensor grid: squares of size ``--h`` in and around the
 design region (the tutorial's resolution is ``--h 1``), coarser in the air
 and the PML. Writes ``results/em_focus/{design.png, field.png, history.png,
-result.json}``. `result.json` has the enhancement of the optimized design
+result.json}`` and the design with its field (`topopt.io`: ``design.npz``,
+``design.vtu``). `result.json` has the enhancement of the optimized design
 (projected with ``beta = 32``) and of its blueprint, the binary design
 ``p_f >= eta`` that the projection tends to as ``beta -> inf``.
 

@@ -19,7 +19,8 @@ It fails when its compliance exceeds ``c_allow``.
 ``c_allow = allow * c_det``. Both designs are checked by Monte Carlo
 (``--samples`` draws of ``theta``, exact quadratic compliance per draw).
 Writes ``results/reliable_bracket/{design.png, deterministic.png,
-history.png, result.json}``.
+history.png, result.json}`` and both designs (`topopt.io`: ``design.npz``,
+``design.vtu``).
 
 The two optimizations checkpoint to ``OUT/checkpoint.deterministic.npz``
 and ``OUT/checkpoint.npz`` (``--checkpoint PATH``: PATH and its
