@@ -164,6 +164,10 @@ def test_load_design_round_trip_and_as_x0(tmp_path):
     (dict(x_phys=np.ones(13)), "x_phys has shape"),
     (dict(point_data={"u": np.ones(3)}), r"point_data\['u'\]"),
     (dict(cell_data={"setup": np.ones(12)}), "may not be named"),
+    (dict(cell_data={"x": np.ones(12)}), "may not be named"),
+    (dict(point_data={"point_u": np.ones(20)}), "may not be named"),
+    (dict(point_data={"u": np.ones(20, dtype=complex)}), "real numbers"),
+    (dict(cell_data={"E": np.ones(12, dtype=complex)}), "E is complex"),
 ])
 def test_save_design_refuses(tmp_path, kwargs, match):
     args = dict(x=np.ones(12), x_phys=np.ones(12), setup={}) | kwargs

@@ -43,6 +43,10 @@ MESH_TYPES = {"MeshTri1": "triangle", "MeshQuad1": "quad", "MeshTet1": "tetra",
               "MeshHex1": "hexahedron"}
 
 
+# the names of design.npz that are not cell data
+_NOT_CELL = {"points", "cells", "mesh_type", "cell_type", "setup"}
+
+
 def _require(module: str, what: str):
     """Import `module` or raise ImportError naming the ``io`` extra."""
     import importlib
@@ -62,7 +66,14 @@ def _mesh_type(mesh) -> str:
 def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
     n_el = mesh.t.shape[1]
     arrays = {}
+    bad = [k for k in {**(cell_data or {}), **(point_data or {})}
+           if k in _NOT_CELL | {"x", "x_phys"} or k.startswith("point_")]
+    if bad:
+        raise ValueError(f"cell_data/point_data may not be named {sorted(bad)} (reserved: "
+                         "x, x_phys, points, cells, mesh_type, cell_type, setup, point_*)")
     for name, v in (("x", x), ("x_phys", x_phys), *(cell_data or {}).items()):
+        if np.iscomplexobj(v):
+            raise ValueError(f"{name} is complex; save its real and imaginary parts")
         v = np.asarray(v, dtype=float)
         if v.shape != (n_el,):
             raise ValueError(f"{name} has shape {v.shape}; expected ({n_el},), one per element")
@@ -70,6 +81,9 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
     points = {}
     for name, v in (point_data or {}).items():
         v = np.asarray(v)
+        if np.iscomplexobj(v) or v.dtype.kind not in "biuf":
+            raise ValueError(f"point_data[{name!r}] has dtype {v.dtype}; expected real numbers"
+                             " (save a complex field's real and imaginary parts)")
         if v.shape[:1] != (mesh.p.shape[1],):
             raise ValueError(f"point_data[{name!r}] has shape {v.shape}; expected "
                              f"({mesh.p.shape[1]}, ...), one row per mesh point")
@@ -108,9 +122,6 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     """
     mesh_type = _mesh_type(mesh)
     arrays, points = _check_fields(mesh, x, x_phys, point_data, cell_data)
-    reserved = {"points", "cells", "mesh_type", "cell_type", "setup"} & set(arrays)
-    if reserved:
-        raise ValueError(f"cell_data may not be named {sorted(reserved)}")
     setup_text = json.dumps(setup, default=float)
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "design.npz")
@@ -249,9 +260,6 @@ def enclosed_volume(verts, faces) -> float:
     """
     a, b, c = (np.asarray(verts, dtype=float)[np.asarray(faces)[:, i]] for i in range(3))
     return abs(float(np.einsum("ij,ij->", a, np.cross(b, c)))) / 6.0
-
-
-_NOT_CELL = {"points", "cells", "mesh_type", "cell_type", "setup"}
 
 
 def load_design(path: str) -> dict:
