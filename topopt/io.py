@@ -147,7 +147,7 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     return written
 
 
-def _write_meshio(path: str, mio, file_format: str) -> str:
+def _write_meshio(path: str, mio, file_format: str, **kwargs) -> str:
     """meshio.write to a temporary file beside `path`, mode 0644, then rename."""
     meshio = _require("meshio", f"writing {os.path.basename(path)}")
     folder = os.path.dirname(os.path.abspath(path))
@@ -155,7 +155,7 @@ def _write_meshio(path: str, mio, file_format: str) -> str:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + "-")
     os.close(fd)
     try:
-        meshio.write(tmp, mio, file_format=file_format)
+        meshio.write(tmp, mio, file_format=file_format, **kwargs)
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
@@ -244,7 +244,7 @@ def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
     """Write the surface of ``x_phys >= level`` (`iso_surface`) as a binary STL (meshio)."""
     meshio = _require("meshio", "writing design.stl")
     verts, faces = iso_surface(mesh, x_phys, level)
-    return _write_meshio(path, meshio.Mesh(verts, [("triangle", faces)]), "stl")
+    return _write_meshio(path, meshio.Mesh(verts, [("triangle", faces)]), "stl", binary=True)
 
 
 def enclosed_volume(verts, faces) -> float:
