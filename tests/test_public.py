@@ -38,6 +38,7 @@ SCRIPT_MODULES = {
     "topopt.plot": "figures; imports matplotlib",
     "topopt.runio": "output-folder checks of the scripts",
     "topopt.io": "saved designs, used by module (topopt.io.load_design)",
+    "topopt.command": "the `topopt` console command (list, run, show, export)",
 }
 INTERNAL_MODULES = {
     "topopt.ad.callforms": "binds a traced call to numpy's signature inside `ad.apply`",
