@@ -257,7 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     if args.command == "list":
-        return _list()
+        try:
+            return _list()
+        except BrokenPipeError:                  # `topopt list | head`: the reader left
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     if args.command == "run":
         return _run(parser, args.problem, args.options)
     if args.command == "show":
