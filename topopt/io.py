@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
 import skfem
 
-from ._files import FILE_MODE, atomic_write_bytes
+from ._files import atomic_path, atomic_write_bytes
 
 __all__ = ["save_design", "load_design", "write_vtu", "write_stl", "iso_surface",
            "enclosed_volume", "MESH_TYPES"]
@@ -150,18 +149,8 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
 def _write_meshio(path: str, mio, file_format: str, **kwargs) -> str:
     """meshio.write to a temporary file beside `path`, mode 0644, then rename."""
     meshio = _require("meshio", f"writing {os.path.basename(path)}")
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-" + os.path.basename(path) + "-")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         meshio.write(tmp, mio, file_format=file_format, **kwargs)
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
