@@ -297,9 +297,11 @@ def test_history_records_and_json(tmp_path):
 def test_verbose_prints_one_line_per_evaluation(capsys):
     run(compliance, [volume], maxeval=4, ftol_rel=0.0, verbose=True)
     err = capsys.readouterr().err.splitlines()
-    lines = [ln for ln in err if not ln.startswith("stage")]
+    assert err[0].startswith("eval stage obj |") and err[1].startswith("stage 0:")
+    assert err[-1].startswith("done: budget reached (maxeval_reached) after 4 evaluations")
+    lines = err[2:-1]
     assert len(lines) == 4
-    assert "obj" in lines[0] and "grey" in lines[0] and "ch" in lines[0]
+    assert "obj" in lines[0] and "grey(vars)" in lines[0] and "ch" in lines[0]
 
 
 def test_callback_can_stop():

@@ -134,8 +134,16 @@ class Options:
     checkpoint_every : int
         Evaluations between checkpoints, >= 1.
     verbose : bool
-        One progress line per evaluation on stderr: evaluation, stage,
-        objective, max constraint, max change, grey level, time.
+        Progress on stderr (`topopt.mma_progress`): a header, one line per
+        stage and per evaluation (evaluation, stage, objective, max
+        constraint, max change, the variables' grey level, time, estimated
+        time left of the budget), a summary line at the end.
+    objective_scale : float
+        Finite, > 0: the progress lines show ``f * objective_scale``, the
+        objective in the user's unit when `fun` minimizes a scaled one
+        (e.g. ``c0`` for ``f = c / c0``); the header says so. Default 1.
+    objective_name : str
+        Non-empty name of the objective in the progress lines. Default ``"obj"``.
     callback : callable, optional
         ``callback(record, x)`` after each evaluation; returning True stops
         the run (``status="stopped"``).
@@ -177,6 +185,8 @@ class Options:
     callback: Callable | None
     count_solves: Callable | None
     handle_signals: bool
+    objective_scale: float = 1.0
+    objective_name: str = "obj"
 
     @classmethod
     def check(cls, x0, *, bounds=(0.0, 1.0), maxeval: int | None = None,
@@ -186,7 +196,8 @@ class Options:
               checkpoint: str | os.PathLike | None = None, checkpoint_every: int = 10,
               verbose: bool = True, callback: Callable | None = None,
               count_solves: Callable | None = None,
-              handle_signals: bool = True) -> tuple[np.ndarray, Options]:
+              handle_signals: bool = True, objective_scale: float = 1.0,
+              objective_name: str = "obj") -> tuple[np.ndarray, Options]:
         """The design `x0` as floats and the options, checked (see `Options`).
 
         The output paths are written to last, after every other check.
@@ -199,6 +210,8 @@ class Options:
             raise ValueError(f"x0 must lie within bounds; x0[{i}] = {x0[i]} is outside "
                              f"[{lb[i]}, {ub[i]}]")
         stage_list, cap = _check_stages(stages, maxeval)
+        if not isinstance(objective_name, str) or not objective_name.strip():
+            raise TypeError(f"objective_name must be a non-empty str, got {objective_name!r}")
         opts = cls(
             lb=lb, ub=ub, stages=tuple(stage_list), cap=cap,
             ftol_rel=check_range("ftol_rel", ftol_rel, 0.0),
@@ -209,6 +222,9 @@ class Options:
             checkpoint=checkpoint, history_path=history_path,
             checkpoint_every=check_int("checkpoint_every", checkpoint_every, 1),
             verbose=bool(verbose), handle_signals=bool(handle_signals),
+            objective_scale=check_range("objective_scale", objective_scale, 0.0,
+                                        lo_open=True),
+            objective_name=objective_name,
             callback=check_callable("callback", callback, allow_none=True),
             count_solves=check_callable("count_solves", count_solves, allow_none=True))
         paths = {name: check_writable_file(getattr(opts, name), name)   # a real write test

@@ -1,19 +1,41 @@
 """Progress lines of `topopt.optimize.minimize` (``verbose=True``, on stderr).
 
-One line per stage (its parameters and budget), one per evaluation
-(evaluation, stage, objective, max constraint, max change, grey level,
-time), one when a signal asks for a stop.
+A header naming the columns (and the objective's scale, when one is
+applied), one line per stage when it starts (its parameters, e.g.
+``beta=16``, and budget), one per evaluation, one when a signal asks for a
+stop, and a summary line at the end (converged / budget reached /
+interrupted / stopped).
+
+Columns of an evaluation line: evaluation number, stage (``s0``,
+``s1``, ...), objective in the user's unit (``f * objective_scale``), the
+largest constraint value (feasible when <= 0), the largest change of a
+variable since the previous design, ``grey(vars)`` (the optimizer's
+`topopt.measures.variable_grey_level` of the variables, not the physical
+``grey_level`` of ``x_phys``), elapsed time and the time the rest of the
+evaluation budget would take at the rate so far (an upper bound: a run may
+converge before its budget).
 
 Examples
 --------
+>>> print(header_line("compliance", 2.0))
+eval stage compliance (= 2 * minimized f) | cons: max g (<= 0) | ch: max |dx| | grey(vars) | t: elapsed | left: budget estimate
 >>> evaluation_line({"evaluation": 3, "stage": 0, "objective": 2.5,
-...                  "max_constraint": None, "change": 0.125, "grey": 0.5, "time": 1.25})
-'    3 s0 obj  2.500000e+00 cons - ch 1.250e-01 grey 0.500 t     1.25s'
+...                  "max_constraint": None, "change": 0.125, "grey": 0.5, "time": 1.25},
+...                 scale=2.0, left=10.0)
+'    3 s0 obj  5.000000e+00 cons - ch 1.250e-01 grey(vars) 0.500 t     1.25s left    10.0s'
+>>> stage_line(1, {"beta": 16}, 50)
+'stage 1: beta=16, 50 evaluations'
+>>> summary_line("ftol_reached", 12, 3.5, 41.0, "compliance")
+'done: converged (ftol_reached) after 12 evaluations in 3.50s; compliance 4.100000e+01'
 """
 
 from __future__ import annotations
 
 import sys
+
+_CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
+_OUTCOME = {"maxeval_reached": "budget reached", "interrupted": "interrupted",
+            "stopped": "stopped by the callback"}
 
 
 def show(line: str) -> None:
@@ -25,18 +47,49 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def header_line(name: str, scale: float) -> str:
+    """The columns of `evaluation_line`; says when the objective is scaled."""
+    obj = name if scale == 1.0 else f"{name} (= {scale:.6g} * minimized f)"
+    return (f"eval stage {obj} | cons: max g (<= 0) | ch: max |dx| | grey(vars) | "
+            f"t: elapsed | left: budget estimate")
+
+
 def stage_line(index: int, params: dict, budget: int) -> str:
-    """``stage I: params {...}, N evaluations``."""
-    return f"stage {index}: params {params}, {budget} evaluations"
+    """``stage I: beta=16, N evaluations`` (``no parameters`` when it has none)."""
+    shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
+    return f"stage {index}: {shown}, {budget} evaluations"
 
 
-def evaluation_line(rec: dict) -> str:
-    """One history record (see `minimize`) as one line."""
-    return (f"{rec['evaluation']:5d} s{rec['stage']} obj {rec['objective']: .6e} "
+def evaluation_line(rec: dict, scale: float = 1.0, left: float | None = None) -> str:
+    """One history record (see `minimize`) as one line; the objective times `scale`,
+    `left` the estimated seconds for the rest of the budget (None: unknown)."""
+    return (f"{rec['evaluation']:5d} s{rec['stage']} obj {rec['objective'] * scale: .6e} "
             f"cons {_fmt(rec['max_constraint'], '+.3e')} ch {_fmt(rec['change'], '.3e')} "
-            f"grey {_fmt(rec['grey'], '.3f')} t {rec['time']:8.2f}s")
+            f"grey(vars) {_fmt(rec['grey'], '.3f')} t {rec['time']:8.2f}s "
+            f"left {_fmt(left, '7.1f')}s")
+
+
+def time_left(elapsed: float, done: int, remaining: int | None) -> float | None:
+    """Seconds for `remaining` evaluations at the rate of `done` in `elapsed` s."""
+    if remaining is None or done <= 0:
+        return None
+    return elapsed / done * max(remaining, 0)
 
 
 def signal_line(signal_name: str) -> str:
     """The first SIGINT/SIGTERM: the run stops after the current evaluation."""
     return f"{signal_name}: stopping after this evaluation (again to abort)"
+
+
+def outcome(status: str) -> str:
+    """``converged``, ``budget reached``, ``interrupted``, ... for a run's status."""
+    if status in _CONVERGED:
+        return "converged"
+    return _OUTCOME.get(status, "ended")
+
+
+def summary_line(status: str, evaluations: int, seconds: float, fun: float | None,
+                 name: str = "obj") -> str:
+    """The last line of a run: its outcome, evaluations, time and objective."""
+    return (f"done: {outcome(status)} ({status}) after {evaluations} evaluations in "
+            f"{seconds:.2f}s; {name} {_fmt(fun, '.6e')}")

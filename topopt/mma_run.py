@@ -167,7 +167,11 @@ class _Run:
         }
         self.history.append(rec)
         if self.o.verbose:
-            progress.show(progress.evaluation_line(rec))
+            budget = sum(s.maxeval for s in self.o.stages)
+            budget = budget if self.o.cap is None else min(budget, self.o.cap)
+            left = progress.time_left(rec["time"], len(self.history),
+                                      budget - len(self.history))
+            progress.show(progress.evaluation_line(rec, self.o.objective_scale, left))
 
     # -- stages ------------------------------------------------------------
     def start_stage(self, index: int, stage: Stage, x: np.ndarray, seed=None,

@@ -188,7 +188,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
              resume: str | os.PathLike | None = None, verbose: bool = True,
              callback: Callable[[dict, np.ndarray], bool | None] | None = None,
              count_solves: Callable[[], int] | None = None,
-             handle_signals: bool = True) -> Result:
+             handle_signals: bool = True, objective_scale: float = 1.0,
+             objective_name: str = "obj") -> Result:
     """Minimize ``f(x)`` subject to ``g_i(x) <= 0`` and bounds with NLopt's MMA.
 
     Two forms, both evaluated once per design (one `ad.pullback`):
@@ -214,7 +215,7 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         Continue from this checkpoint; `x0` gives only the size.
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
     initial_step, history_path, checkpoint, checkpoint_every, verbose, \
-    callback, count_solves, handle_signals
+    callback, count_solves, handle_signals, objective_scale, objective_name
         The run's options, documented and checked in `Options`.
 
     Returns
@@ -244,12 +245,15 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         constraint_tol=constraint_tol, stages=stages, mma_params=mma_params,
         initial_step=initial_step, history_path=history_path, checkpoint=checkpoint,
         checkpoint_every=checkpoint_every, verbose=verbose, callback=callback,
-        count_solves=count_solves, handle_signals=handle_signals)
+        count_solves=count_solves, handle_signals=handle_signals,
+        objective_scale=objective_scale, objective_name=objective_name)
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
     run = _Run(responses, x0.size, opts)
     first, x, seed, done = (0, x0, None, 0) if ck is None else run.restore(ck)
     # nothing left to run after a resume: the checkpoint's status stands
     status = ck["stage_status"] if first >= len(opts.stages) else "success"
+    if opts.verbose:
+        progress.show(progress.header_line(opts.objective_name, opts.objective_scale))
     with _Signals(run, opts.handle_signals):
         try:
             x, status = _run_stages(run, first, x, seed, done, status)
@@ -257,7 +261,12 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
             run.abort(e)
             raise
     run.finish(status, x)
-    return _result(run, x, status, None if ck is None else ck["fe_solves"])
+    res = _result(run, x, status, None if ck is None else ck["fe_solves"])
+    if opts.verbose:
+        progress.show(progress.summary_line(
+            status, res.evaluations, res.seconds, res.fun * opts.objective_scale,
+            opts.objective_name))
+    return res
 
 
 def _resume_checkpoint(path, n: int, responses: _Responses, opts: Options) -> dict:

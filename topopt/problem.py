@@ -194,7 +194,8 @@ class ComplianceProblem:
             maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
             xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
             mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10, **(mma_params or {})},
-            count_solves=lambda: self.system.counts["factorizations"])
+            count_solves=lambda: self.system.counts["factorizations"],
+            objective_scale=self.c0, objective_name="compliance")
         seconds = time.perf_counter() - t0
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
