@@ -250,23 +250,14 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
     run = _Run(responses, x0.size, opts)
     first, x, seed, done = (0, x0, None, 0) if ck is None else run.restore(ck)
-    # nothing left to run after a resume: the checkpoint's status stands
-    status = ck["stage_status"] if first >= len(opts.stages) else "success"
-    if opts.verbose:
-        progress.show(progress.header_line(opts.objective_name, opts.objective_scale))
     with _Signals(run, opts.handle_signals):
         try:
-            x, status = _run_stages(run, first, x, seed, done, status)
+            x, status = _run_stages(run, first, x, seed, done, ck)
         except BaseException as e:
             run.abort(e)
             raise
     run.finish(status, x)
-    res = _result(run, x, status, None if ck is None else ck["fe_solves"])
-    if opts.verbose:
-        progress.show(progress.summary_line(
-            status, res.evaluations, res.seconds, res.fun * opts.objective_scale,
-            opts.objective_name))
-    return res
+    return _result(run, x, status, None if ck is None else ck["fe_solves"])
 
 
 def _resume_checkpoint(path, n: int, responses: _Responses, opts: Options) -> dict:
@@ -286,10 +277,14 @@ def _resume_checkpoint(path, n: int, responses: _Responses, opts: Options) -> di
 
 
 def _run_stages(run: _Run, first: int, x: np.ndarray, seed, done: int,
-                status: str) -> tuple[np.ndarray, str]:
+                ck: dict | None) -> tuple[np.ndarray, str]:
     """Stages ``first, first + 1, ...`` (the first after `done` evaluations, from
-    `seed`), each from the previous one's design; returns the last design and status."""
+    `seed`), each from the previous one's design; returns the last design and status
+    (after a resume with nothing left to run, checkpoint `ck`'s status stands)."""
     opts = run.o
+    status = ck["stage_status"] if first >= len(opts.stages) else "success"
+    if opts.verbose:
+        progress.show(progress.header_line(opts.objective_name, opts.objective_scale))
     for i in range(first, len(opts.stages)):
         x, status = _run_stage(run, i, x, seed if i == first else None,
                                done if i == first else 0)
@@ -325,13 +320,17 @@ def _result(run: _Run, x: np.ndarray, status: str, fe_saved: int | None) -> Resu
     last = run.stage_results[-1] if run.stage_results else {}
     fun_val, cons = last.get("fun"), last.get("constraints") or []
     fe = run.fe_solves() if run.o.count_solves is not None else fe_saved
-    evaluations = len(run.history)
+    evaluations, seconds = len(run.history), run.elapsed()
+    if run.o.verbose:
+        progress.show(progress.summary_line(
+            status, evaluations, seconds,
+            None if fun_val is None else fun_val * run.o.objective_scale, run.o.objective_name))
     return Result(
         x=np.array(x, dtype=float),
         fun=float("nan") if fun_val is None else float(fun_val),
         constraints=[float(c) for c in cons],
         status=status, history=run.history, evaluations=evaluations,
-        stages=run.stage_results, seconds=run.elapsed(), fe_solves=fe,
+        stages=run.stage_results, seconds=seconds, fe_solves=fe,
         fe_solves_per_iteration=None if fe is None or evaluations == 0 else fe / evaluations,
         nlopt_evaluations=run.nlopt_evals,
         x_last=None if run.x_prev is None else np.array(run.x_prev),
