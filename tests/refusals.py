@@ -14,3 +14,10 @@ def refusal_message(call, x, mode: str, exc) -> str:
         else:
             ad.jvp(call, (x,), (np.ones_like(x),))
     return str(info.value)
+
+
+def check_refusal(call, x, mode: str, exc, words) -> None:
+    """`call` refused in `mode` with an `exc` whose message holds every one of `words`."""
+    message = refusal_message(call, x, mode, exc)
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"
