@@ -104,8 +104,12 @@ def save_design(mesh, x, path: str, title: str = "", **kwargs) -> str:
 
 
 def save_history(history: Sequence[dict], path: str, title: str = "",
-                 objective_label: str = "objective") -> str:
-    """Write a PNG of objective and constraint values per evaluation."""
+                 objective_label: str = "objective",
+                 constraint_names: Sequence[str] | None = None) -> str:
+    """Write a PNG of objective and constraint values per evaluation.
+
+    `constraint_names` label the constraints (``g1``, ``g2``, ... by default).
+    """
     fig = Figure(figsize=(7, 4.2))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -120,8 +124,12 @@ def save_history(history: Sequence[dict], path: str, title: str = "",
     if any(cons):
         ax2 = ax.twinx()
         g = np.array([c if c else [np.nan] for c in cons], dtype=float)
+        names = list(constraint_names or [])
+        if names and len(names) != g.shape[1]:
+            raise ValueError(f"constraint_names has {len(names)} names for {g.shape[1]} "
+                             "constraints")
         for j in range(g.shape[1]):
-            ax2.plot(n, g[:, j], "--", lw=1, label=f"g{j + 1}")
+            ax2.plot(n, g[:, j], "--", lw=1, label=names[j] if names else f"g{j + 1}")
         ax2.axhline(0, color="0.7", lw=0.8)
         ax2.set_ylabel("constraints (feasible <= 0)")
         ax2.legend(loc="upper center", fontsize=8)

@@ -231,8 +231,14 @@ class ComplianceProblem:
 
 
 def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
-                  mirror: bool = False, point_data: dict | None = None) -> dict:
+                  mirror: bool = False, point_data: dict | None = None,
+                  objective: str = "compliance", symbol: str = "c",
+                  constraint_names: Sequence[str] | None = None) -> dict:
     """Write ``design.png``, ``history.png``, ``result.json`` (no arrays) and the design to `out`.
+
+    `objective` is the metric of `result` quoted in the design's title as
+    ``symbol = value``; `constraint_names` label the history's constraints
+    (``g1``, ``g2``, ... by default).
 
     The design is kept by `topopt.io.save_design`: ``design.npz`` (``x``,
     ``x_phys``, the mesh, `setup`), ``design.vtu`` (with the state fields
@@ -245,24 +251,26 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     effect once they are complete (`topopt.cli.signals_held`).
     """
     with signals_held():
-        return _write_results(out, mesh, result, setup, title, mirror, point_data)
+        return _write_results(out, mesh, result, setup, title, mirror, point_data,
+                              objective, symbol, constraint_names)
 
 
-def _write_results(out, mesh, result, setup, title, mirror, point_data=None):
+def _write_results(out, mesh, result, setup, title, mirror, point_data, objective, symbol,
+                   constraint_names):
     from .io import save_design as keep_design
     from .plot import save_design, save_design_3d, save_history
 
     os.makedirs(out, exist_ok=True)
     if result.status == "interrupted":
         title = f"{title} (interrupted after {result.evaluations} evaluations)"
-    label = f"{title}: c = {result['compliance']:.2f}"
+    label = f"{title}: {symbol} = {result[objective]:.4g}"
     if mesh.p.shape[0] == 2:
         save_design(mesh, result.x_phys, os.path.join(out, "design.png"), title=label,
                     mirror=mirror)
     else:
         save_design_3d(mesh, result.x_phys, os.path.join(out, "design.png"), title=label)
     save_history(result.history, os.path.join(out, "history.png"), title=title,
-                 objective_label="c / c0")
+                 objective_label=f"{symbol} / {symbol}0", constraint_names=constraint_names)
     payload = {**result.record(), "setup": setup, "result": result.summary(),
                "objective_history": [h["objective"] for h in result.history]}
     write_json(os.path.join(out, "result.json"), payload)
