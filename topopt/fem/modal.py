@@ -1,0 +1,349 @@
+"""Free vibration: the smallest eigenpairs of ``K(a) phi = lambda M(m) phi`` and their derivatives.
+
+``K(a) = K0 + sum_e a_e K_e`` is a model's stiffness (`LinearSystem`),
+``M(m) = M0 + sum_e m_e M_e`` the consistent mass matrix (`element_mass`,
+computed once like ``K_e``) plus a constant non-structural part ``M0``
+(`point_mass`: lumped masses on the diagonal). Both live on the free dofs
+(the supports are removed, not penalised).
+
+`eigenvalues` is the differentiable primitive. For a simple eigenvalue with
+``M``-normalised mode ``phi_j`` (``phi_j^T M phi_j = 1``), differentiating
+``(K - lambda_j M) phi_j = 0`` and multiplying by ``phi_j^T`` gives (Haftka
+& Gurdal 1992, Sec. 7.3; Du & Olhoff 2007, eq. (12))::
+
+    d lambda_j = phi_j^T (dK - lambda_j dM) phi_j
+    d lambda_j / d a_e = phi_j^T K_e phi_j,   d lambda_j / d m_e = -lambda_j phi_j^T M_e phi_j
+
+so the pullback is two vectorised element products per mode and no solve.
+A repeated eigenvalue has no derivative of its own (only the eigenvalues of
+``Phi^T (dK - lambda dM) Phi`` over the group are directional derivatives):
+the rules raise `ValueError` when two computed eigenvalues lie within
+``gap_tol`` of each other (relative) and the cotangent is not the same for
+the whole group (a symmetric function of the group, such as its sum, is
+differentiable and allowed). Second derivatives (which need the modes'
+derivatives) are not implemented: `ad.hvp` and nested gradients raise
+`ad.NoRuleError`.
+
+The eigenpairs come from shift-invert Lanczos (ARPACK through
+``scipy.sparse.linalg.eigsh``, ``sigma = 0``) whose operator ``K^{-1}`` is
+the stiffness system's own factorization (`LinearSystem.factorize`, any
+direct backend), or from LAPACK on small systems.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+import skfem
+from skfem.helpers import dot
+
+from .. import ad
+from .._validate import (check_array_range, check_finite_array, check_int, check_positive,
+                         check_range, check_type)
+from .errors import ConvergenceError
+from .models import Model, _local, _translates
+from .system import LinearSystem, products
+
+__all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "DENSE_MAX"]
+
+DENSE_MAX = 600
+"""Free dofs up to which the eigenpairs come from dense LAPACK (``scipy.linalg.eigh``)."""
+
+
+def element_mass(model: Model, rho0: float = 1.0) -> np.ndarray:
+    """Consistent element mass matrices ``M_e = rho0 int N^T N dV`` at unit coefficient.
+
+    The same basis and element order as ``model.Ke`` (plane stress: unit
+    thickness); on a uniform lattice one matrix, broadcast to every element.
+
+    Examples
+    --------
+    A unit square of mass 1 (bilinear element): each translational
+    direction carries the whole mass, ``sum(M_e[x dofs, x dofs]) = 1``.
+
+    >>> import numpy as np
+    >>> from topopt.fem import elasticity, rectangle
+    >>> from topopt.fem.modal import element_mass
+    >>> model = elasticity(rectangle(1, 1))
+    >>> Me = element_mass(model)[0]
+    >>> ux = model.basis.nodal_dofs[0]
+    >>> round(float(Me[np.ix_(ux, ux)].sum()), 12)
+    1.0
+    """
+    check_type("model", model, Model, "a topopt.fem.Model")
+    rho0 = check_positive("rho0", rho0, "mass density")
+    if model.components > 1:
+        form = skfem.BilinearForm(lambda u, v, w: dot(u, v))
+    else:
+        form = skfem.BilinearForm(lambda u, v, w: u * v)
+    return _local(form, model.basis, _translates(model.mesh), rho0)
+
+
+def point_mass(model: Model, where, mass: float) -> sps.csr_matrix:
+    """Non-structural mass: `mass` on every translational dof of the selected node(s).
+
+    `where` selects nodes as in `Model.dofs` (a point or a predicate of the
+    coordinates); the result is a diagonal ``(ndof, ndof)`` matrix to pass
+    as ``M0`` to `ModalSystem` (sum several).
+
+    Examples
+    --------
+    >>> from topopt.fem import elasticity, rectangle
+    >>> from topopt.fem.modal import point_mass
+    >>> model = elasticity(rectangle(2, 1))
+    >>> float(point_mass(model, (1.0, 0.0), 0.5).sum())    # 0.5 in x and in y
+    1.0
+    """
+    check_type("model", model, Model, "a topopt.fem.Model")
+    mass = check_range("mass", mass, 0.0, None, lo_open=True, what="non-structural mass")
+    diag = np.zeros(model.ndof)
+    diag[model.dofs(nodes=where)] = mass
+    return sps.diags(diag, format="csr")
+
+
+class ModalSystem:
+    """The generalised eigenproblem ``K(a) phi = lambda M(m) phi`` of a model.
+
+    Parameters
+    ----------
+    model : topopt.fem.Model
+        Elasticity model with its supports (``K`` must be nonsingular).
+    n_modes : int >= 1
+        Number of eigenvalues returned by `eigenvalues` (the smallest).
+    rho0 : float > 0
+        Mass density at unit mass coefficient.
+    M0 : sparse (ndof, ndof), optional
+        Constant symmetric positive semidefinite mass (`point_mass`).
+    solver : str
+        Stiffness solver backend (a direct one; its factorization is the
+        shift-invert operator).
+    gap_tol : float in (0, 1)
+        Relative gap below which two eigenvalues count as repeated.
+
+    Examples
+    --------
+    Axial vibration of a fixed-free bar of 20 x 1 unit elements (E = rho = 1,
+    nu = 0): the first eigenvalue is near ``(pi / (2 L))^2``.
+
+    >>> import numpy as np
+    >>> from topopt.fem import elasticity, rectangle
+    >>> from topopt.fem.modal import ModalSystem
+    >>> model = elasticity(rectangle(20, 1), nu=0.0).fix(
+    ...     nodes=lambda x: np.isclose(x[0], 0)).fix(nodes=lambda x: x[0] >= 0, components=1)
+    >>> S = ModalSystem(model, n_modes=2)
+    >>> lam, phi = S.modes(np.ones(20), np.ones(20))
+    >>> round(float(lam[0] / (np.pi / 40) ** 2), 4)
+    1.0005
+    """
+
+    def __init__(self, model: Model, n_modes: int = 1, rho0: float = 1.0, M0=None,
+                 solver: str = "auto", gap_tol: float = 1e-8):
+        check_type("model", model, Model, "a topopt.fem.Model")
+        self.n_modes = check_int("n_modes", n_modes, 1, None, what="number of eigenvalues")
+        self.gap_tol = check_range("gap_tol", gap_tol, 0.0, 1.0, lo_open=True, hi_open=True)
+        if M0 is not None:
+            M0 = sps.csr_matrix(M0)
+            if M0.shape != (model.ndof, model.ndof) or np.iscomplexobj(M0.data):
+                raise ValueError(f"M0 must be a real ({model.ndof}, {model.ndof}) matrix, "
+                                 f"got {M0.dtype} {M0.shape}")
+            check_finite_array("M0", M0.data)
+            if abs(M0 - M0.T).max(initial=0.0) > 1e-12 * abs(M0).max(initial=0.0) \
+                    or M0.diagonal().min(initial=0.0) < 0:
+                raise ValueError("M0 must be symmetric with a non-negative diagonal")
+        self.model = model
+        self.stiffness = model.system(solver)
+        if self.stiffness.solver not in ("cholmod", "umfpack", "superlu"):
+            raise ValueError(f"solver must be a direct backend (cholmod, umfpack, superlu) for "
+                             f"shift-invert, got {self.stiffness.solver!r}")
+        self.mass = LinearSystem(model.basis.element_dofs.T, element_mass(model, rho0),
+                                 model.ndof, model.fixed, K0=M0, solver="superlu")
+        self.n_el = model.n_el
+        self.counts = {"eigensolves": 0}
+        self._cache = None
+
+    def __repr__(self):
+        return (f"ModalSystem({self.n_el} elements, {self.stiffness.free.size} free dofs, "
+                f"n_modes={self.n_modes})")
+
+    def check(self, a, m) -> tuple[np.ndarray, np.ndarray]:
+        """Plain, checked coefficient vectors: shape ``(n_el,)``, finite, ``>= 0``."""
+        out = []
+        for name, v in (("a", a), ("m", m)):
+            v = np.asarray(ad.value(v))
+            if v.shape != (self.n_el,):
+                raise ValueError(f"{name} has shape {v.shape}; expected ({self.n_el},), "
+                                 "one coefficient per element")
+            check_array_range(name, v, 0.0, None, what="element coefficients")
+            out.append(v.astype(float))
+        return out[0], out[1]
+
+    def modes(self, a, m) -> tuple[np.ndarray, np.ndarray]:
+        """The ``n_modes + 1`` smallest eigenvalues and their ``M``-normalised modes.
+
+        Returns ``(lam, phi)`` with ``lam`` ascending and ``phi`` of shape
+        ``(ndof, n_modes + 1)``, zero at the fixed dofs (the extra pair tells
+        whether the last returned eigenvalue is repeated). Cached for equal
+        ``a`` and ``m``; plain arrays, not differentiated (see `eigenvalues`).
+        """
+        a, m = self.check(a, m)
+        if self._cache is not None and np.array_equal(self._cache[0], a) \
+                and np.array_equal(self._cache[1], m):
+            return self._cache[2], self._cache[3]
+        k = self.n_modes + 1
+        n = self.stiffness.free.size
+        if k >= n:
+            raise ValueError(f"n_modes = {self.n_modes} needs more than {k} free dofs; "
+                             f"the model has {n}")
+        K, M = self.stiffness.matrix(a), self.mass.matrix(m)
+        lam, phi = _dense(K, M, k) if n <= DENSE_MAX else self._arpack(a, K, M, k)
+        _check_pairs(K, M, lam, phi)
+        phi = self.stiffness.expand(phi, np.zeros((self.model.ndof, k)))
+        self.counts["eigensolves"] += 1
+        self._cache = (a.copy(), m.copy(), lam, phi)
+        return lam, phi
+
+    def _arpack(self, a, K, M, k):
+        """Shift-invert Lanczos about 0 with ``K^{-1}`` from the stiffness factorization."""
+        F = self.stiffness.factorize(a)
+        op = spla.LinearOperator(K.shape, matvec=F.solve, dtype=float)
+        v0 = np.random.default_rng(0).uniform(0.5, 1.5, K.shape[0])     # deterministic start
+        try:
+            lam, phi = spla.eigsh(K, k=k, M=M, sigma=0.0, which="LM", OPinv=op, v0=v0, tol=0.0)
+        except spla.ArpackNoConvergence as e:
+            raise ConvergenceError(f"ARPACK found {len(e.eigenvalues)} of {k} eigenvalues") \
+                from None
+        order = np.argsort(lam)
+        lam, phi = lam[order], phi[:, order]
+        phi = phi / np.sqrt(np.einsum("ij,ij->j", phi, M @ phi))        # phi^T M phi = 1
+        return lam, phi
+
+    def groups(self, lam) -> list[range]:
+        """Index ranges of eigenvalues within `gap_tol` of their neighbours (size > 1)."""
+        close = np.abs(np.diff(lam)) <= self.gap_tol * np.abs(lam[1:])
+        out, start = [], 0
+        for j in range(1, lam.size + 1):
+            if j == lam.size or not close[j - 1]:
+                if j - start > 1:
+                    out.append(range(start, j))
+                start = j
+        return out
+
+    def sensitivities(self, a, m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lam`` and per element and mode ``phi_j^T K_e phi_j``, ``phi_j^T M_e phi_j``."""
+        lam, phi = self.modes(a, m)
+        gK = np.stack([products(self.stiffness, p, p) for p in phi.T], axis=1)
+        gM = np.stack([products(self.mass, p, p) for p in phi.T], axis=1)
+        return lam, gK, gM
+
+
+def _dense(K, M, k):
+    """Smallest `k` eigenpairs by LAPACK, as ``M phi = mu K phi`` (K is positive definite).
+
+    Solving for the largest ``mu = 1 / lambda`` accepts a singular ``M``
+    (massless dofs have ``lambda = inf`` and are never among the smallest).
+    """
+    n = K.shape[0]
+    try:
+        mu, phi = sla.eigh(M.toarray(), K.toarray(), subset_by_index=[n - k, n - 1])
+    except np.linalg.LinAlgError:
+        from .errors import SingularSystemError
+        raise SingularSystemError("the stiffness matrix is not positive definite (a "
+                                  "mechanism, or a part held by nothing)") from None
+    if mu.min() <= 0:
+        raise ValueError(f"only {int(np.sum(mu > 0))} dofs carry mass; {k} eigenvalues needed")
+    order = np.argsort(-mu)
+    mu, phi = mu[order], phi[:, order]
+    return 1.0 / mu, phi / np.sqrt(mu)               # phi^T K phi = 1  ->  phi^T M phi = 1
+
+
+def _check_pairs(K, M, lam, phi, rtol: float = 1e-6):
+    """Raise `ConvergenceError` unless ``|K phi - lam M phi| <= rtol |K phi|`` for each pair."""
+    Kp = K @ phi
+    r = np.linalg.norm(Kp - (M @ phi) * lam, axis=0) / np.linalg.norm(Kp, axis=0)
+    if not np.all(r <= rtol):
+        raise ConvergenceError(f"eigenpair residuals {np.array2string(r, precision=2)} "
+                               f"exceed {rtol:g}")
+
+
+# ---------------------------------------------------------------- primitive
+
+@ad.primitive
+def eigenvalues(S: ModalSystem, a, m):
+    """The `n_modes` smallest eigenvalues of ``K(a) phi = lambda M(m) phi``, ascending.
+
+    Differentiable (reverse and forward, first order) in the stiffness
+    coefficients `a` and the mass coefficients `m`:
+    ``d lambda_j = phi_j^T (dK - lambda_j dM) phi_j``. Angular frequencies
+    are ``sqrt(lambda)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.fem import elasticity, rectangle
+    >>> from topopt.fem.modal import ModalSystem, eigenvalues
+    >>> model = elasticity(rectangle(8, 2)).fix(nodes=lambda x: np.isclose(x[0], 0))
+    >>> S = ModalSystem(model, n_modes=2)
+    >>> a, m = np.ones(16), np.ones(16)
+    >>> lam = eigenvalues(S, a, m)
+    >>> g = ad.gradient(lambda a: eigenvalues(S, a, m)[0], a)
+    >>> bool(np.isclose(g.sum(), lam[0]))          # lambda is homogeneous of degree 1 in a
+    True
+    """
+    return S.modes(a, m)[0][:S.n_modes]
+
+
+def _first_order(a, m):
+    if ad.is_traced(a) or ad.is_traced(m):
+        raise ad.NoRuleError("second derivatives of fem.modal.eigenvalues (they need the "
+                             "modes' derivatives) are not implemented; use first-order "
+                             "gradients")
+
+
+def _check_groups(S, lam, weights, what):
+    """Raise if `weights` (per computed eigenvalue) differ within a group of repeated ones."""
+    for g in S.groups(lam):
+        w = weights[g.start:g.stop]
+        if np.ptp(w) > 1e-12 * max(np.max(np.abs(w)), 1e-300) or (
+                what == "tangent" and np.any(w)):
+            idx = ", ".join(str(j + 1) for j in g)
+            raise ValueError(
+                f"eigenvalues {idx} are repeated (relative gap <= gap_tol = {S.gap_tol:g}): "
+                f"each has no derivative of its own, only a symmetric function of the group "
+                f"(e.g. their sum) has; use a bound formulation (maximise beta subject to "
+                f"beta <= lambda_j)" + (" " if what == "cotangent" else
+                                       ": no forward derivative at a repeated eigenvalue"))
+
+
+@ad.rrule(eigenvalues)
+def eigenvalues_rrule(S, a, m):
+    _first_order(a, m)
+    lam, gK, gM = S.sensitivities(a, m)
+    k = S.n_modes
+
+    def eigenvalues_pullback(lambar):
+        w = np.zeros(lam.size)
+        w[:k] = np.real(np.asarray(lambar))
+        _check_groups(S, lam, w, "cotangent")
+        return None, gK @ w, -(gM @ (lam * w))             # phi^T (dK - lambda dM) phi
+    return lam[:k], eigenvalues_pullback
+
+
+@ad.frule(eigenvalues)
+def eigenvalues_frule(primals, tangents):
+    S, a, m = primals
+    _, adot, mdot = tangents
+    _first_order(a, m)
+    lam, gK, gM = S.sensitivities(a, m)
+    k = S.n_modes
+    if adot is None and mdot is None:
+        return lam[:k], None
+    _check_groups(S, lam, np.r_[np.ones(k), 0.0], "tangent")
+    ydot = np.zeros(lam.size)
+    if adot is not None:
+        ydot = ydot + np.asarray(adot) @ gK
+    if mdot is not None:
+        ydot = ydot - lam * (np.asarray(mdot) @ gM)
+    return lam[:k], ydot[:k]
