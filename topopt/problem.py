@@ -17,8 +17,9 @@ from typing import Sequence
 
 import numpy as np
 
-from . import fem
-from ._validate import check_choice, check_positive, check_range
+from . import ad, fem
+from ._validate import check_choice, check_positive, check_range, check_type
+from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
 from .objectives import compliance, volume
@@ -59,6 +60,13 @@ class ComplianceProblem:
     solver_options : dict, optional
         Options of an iterative solver (``rtol``, ``maxiter``, ...; see
         `topopt.fem.multigrid`).
+    passive : topopt.design.Passive, optional
+        Passive solid/void elements (top99 sect. 5.3). MMA then optimizes
+        the ``n = passive.n_free`` free variables; the filter sees them with
+        the fixed values in place and ``x_phys`` is reset to the fixed values
+        after the filter (and projection). `volume` and `volfrac` refer to
+        the whole domain, passive solid included; the result's ``x`` is the
+        full element vector (for plots and saved designs).
 
     Examples
     --------
@@ -74,7 +82,8 @@ class ComplianceProblem:
 
     def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
-                 eta: float = 0.5, solver_options: dict | None = None):
+                 eta: float = 0.5, solver_options: dict | None = None,
+                 passive: Passive | None = None):
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         rmin = check_positive("rmin", rmin, "filter radius")
         penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
@@ -95,20 +104,38 @@ class ComplianceProblem:
                        else HelmholtzFilter.from_rmin(mesh, rmin))
         self.system = model.system(solver, solver_options=solver_options)
         self.weights = fem.element_volumes(mesh)
-        self.n = model.n_el
+        self.passive = Passive(model.n_el) if passive is None else check_type(
+            "passive", passive, Passive, "a topopt.design.Passive or None")
+        if self.passive.n_el != model.n_el:
+            raise ValueError(f"passive is for {self.passive.n_el} elements; the mesh has "
+                             f"{model.n_el}")
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables of MMA
         self.c0 = None
 
     def check_design(self, x) -> np.ndarray:
+        """The free design variables of `x` (``(n,)``, or the full element vector)."""
         x = np.asarray(x, dtype=float)
-        if x.shape != (self.n,):
+        if x.shape not in ((self.n,), (self.n_el,)):
+            what = "one value per element" if not self.passive else \
+                f"the {self.n} free variables or one value per element ({self.n_el})"
             raise ValueError(f"the design vector has shape {x.shape}; expected ({self.n},), "
-                             "one value per element")
+                             f"{what}")
         if not np.all(np.isfinite(x)):
             raise ValueError("the design vector contains NaN or inf")
-        return x
+        return self.passive.expand(x)[self.passive.free] if self.passive else x
 
     def x_phys(self, x, beta: float | None = None):
-        """Physical densities: filtered, then projected if `beta` is given."""
+        """Physical densities: filtered, then projected if `beta` is given.
+
+        With passive elements `x` is the free variables (or the full element
+        vector holding the fixed values); the passive entries of the result
+        are their fixed values.
+        """
+        if self.passive and np.shape(ad.value(x)) == (self.n,):
+            x = self.passive(x)                          # the filter sees the fixed values
+        elif self.passive:
+            self.passive.expand(x)                       # a full vector: its fixed values checked
         x_tilde = self.filter(x)
         if self.filter_name == "helmholtz":
             # The PDE filter (Lazarov & Sigmund 2011, eq. (5)) is not bound
@@ -116,7 +143,8 @@ class ComplianceProblem:
             # edges. Clipped just outside [0, 1], so that values off by rounding
             # keep their derivative and simp sees a density in its range.
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
-        return x_tilde if beta is None else project(x_tilde, beta, self.eta)
+        x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
+        return self.passive.fix(x_phys) if self.passive else x_phys
 
     def stiffness(self, x, beta: float | None = None):
         """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""
@@ -204,6 +232,7 @@ class ComplianceProblem:
         seconds = time.perf_counter() - t0
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
+        x = self.passive.expand(res.x)                  # the full element vector
         fe_solves = self.system.counts["factorizations"] - solves0     # c0's solve included
         # the final state, solved once: compliance here, design.vtu's point data later
         u = fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f)
@@ -217,7 +246,7 @@ class ComplianceProblem:
             "solver": self.system.solver,
             "filter": self.filter_name,
         } | self.cg_metrics()
-        return RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
+        return RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
                                      x_phys=x_phys, history=res.history,
                                      arrays={"u": np.asarray(u)})
 
