@@ -68,10 +68,12 @@ True
 """
 
 from .asymptotic import ReliabilityResult
+from .distributions import Gumbel, Lognormal, Marginal, Normal, Uniform, Weibull
 from .base import ASYMPTOTIC, LN_PF_FLOOR, METHODS, SAMPLING, MPPError, ReliabilityError
 from .estimate import FailureProbability, failure_probability, ln_pf
 from .limit_state import LimitState, as_limit_state
 from .mpp import MPPResult, find_mpp
+from .nataf import Nataf, TransformedLimitState
 from .penalty import failure_penalty
 from .quadratic import QuadraticLimitState
 from .sampling import CRNDerivative, crn_directional_derivative, sampling_estimate
@@ -82,4 +84,6 @@ __all__ = [
     "find_mpp", "failure_probability", "ln_pf", "FailureProbability",
     "sampling_estimate", "crn_directional_derivative", "CRNDerivative",
     "failure_penalty",
+    "Marginal", "Normal", "Lognormal", "Gumbel", "Weibull", "Uniform", "Nataf",
+    "TransformedLimitState",
 ]

@@ -16,7 +16,8 @@ import numpy as np
 import scipy.special as sp
 
 from .. import ad
-from .base import ASYMPTOTIC, LN_PF_FLOOR, METHODS, MPPError, ReliabilityError
+from .base import ASYMPTOTIC, CURVED, LN_PF_FLOOR, METHODS, MPPError, ReliabilityError
+from .curvature import SORM_VARIANTS, curvature_term, defined, log_factor
 from .limit_state import LimitState, _float_like, _tangent_basis
 from .mpp import MPPResult, _solve_mpp
 
@@ -51,7 +52,14 @@ class ReliabilityResult:
         curvature factor is undefined).
     n_mpp : int
         Number of local MPPs whose contributions were added (see
-        `QuadraticLimitState`).
+        `QuadraticLimitState`, and ``n_starts`` of `find_mpp`).
+    alpha : ndarray or None
+        Unit direction of the MPP, ``theta* / beta`` (``-grad g/|grad g|`` in
+        the ``g <= 0`` convention); the importance factors are ``alpha**2``
+        (they sum to 1).
+    design_point : ndarray or None
+        The MPP in the physical variables, ``x* = T(theta*)`` for a
+        `TransformedLimitState` (``theta*`` itself otherwise).
     """
 
     method: str
@@ -68,6 +76,8 @@ class ReliabilityResult:
     converged: bool = True
     bound: str | None = None
     n_mpp: int = 1
+    alpha: np.ndarray | None = None
+    design_point: np.ndarray | None = None
     mpp_result: MPPResult | None = field(default=None, repr=False)
     info: dict = field(default_factory=dict, repr=False)
     log_terms: np.ndarray | None = field(default=None, repr=False)
@@ -76,7 +86,7 @@ class ReliabilityResult:
 def _dlnpf_dbeta(method: str, beta: float) -> float:
     if method == "ldt":
         return -max(beta, 0.0)
-    if method in ("form", "sorm"):
+    if method == "form" or method in SORM_VARIANTS:
         return -float(np.exp(-0.5 * beta * beta - _HALF_LN_2PI - sp.log_ndtr(-beta)))
     if method == "ldt-prefactor":
         return -1.0 / beta - beta
@@ -86,7 +96,7 @@ def _dlnpf_dbeta(method: str, beta: float) -> float:
 def _base_ln_pf(method: str, beta: float) -> float:
     if method == "ldt":
         return -0.5 * max(beta, 0.0) ** 2
-    if method in ("form", "sorm"):
+    if method == "form" or method in SORM_VARIANTS:
         return float(sp.log_ndtr(-beta))
     return float(-_HALF_LN_2PI - np.log(beta) - 0.5 * beta * beta)
 
@@ -103,35 +113,48 @@ def _point_estimate(ls, q, z, mpp: MPPResult, method: str, on_failure: str) -> d
         if on_failure == "raise":
             raise err
         pt.update(grad_method="form", bound="form")
-    if method == "sorm" and not beta > 0:
-        # The origin fails: Breitung's factor with beta < 0 would describe the
+    if method in SORM_VARIANTS and not beta > 0:
+        # The origin fails: the curvature factor with beta < 0 would describe the
         # safe set, not the failure set, and can give a tiny pf for a design
         # that fails almost surely. FORM's Phi(-beta) >= 1/2 is used instead.
         pt.update(grad_method="form", bound="form")
     ln = _base_ln_pf(pt["grad_method"], beta)
-    if pt["grad_method"] in ("sorm", "ldt-prefactor"):
-        H = mpp.hessian if mpp.hessian is not None else np.asarray(ls.hessian(theta, *q), float)
-        mpp.hessian = pt["hessian"] = H
-        if theta.size > 1 and gn > 0:
-            T = _tangent_basis(g / gn)
-            red = T.T @ H @ T
-            mu = np.linalg.eigvalsh(0.5 * (red + red.T))
-        else:
-            mu = np.zeros(0)
-        factors = 1.0 - lam * mu
-        pt["curvatures"] = -mu / gn if gn > 0 else mu
-        if np.any(factors <= 1e-12):
-            err = MPPError("sorm_singular", "1 + beta kappa_i <= 0: the curvature factor "
-                           "is undefined (the MPP is not an isolated minimum)",
-                           dict(beta=beta, curvatures=pt["curvatures"]))
-            if on_failure == "raise":
-                raise err
-            pt.update(grad_method="form", bound="form")
-            ln = _base_ln_pf("form", beta)
-        else:
-            ln += -0.5 * float(np.sum(np.log(factors)))
+    if pt["grad_method"] in CURVED:
+        ln += _curvature_correction(ls, q, mpp, pt, on_failure)
     pt["ln_pf"] = float(ln)
     return pt
+
+
+def _curvature_correction(ls, q, mpp: MPPResult, pt: dict, on_failure: str) -> float:
+    """``ln pf - base`` of a curved method at one MPP (``pt`` updated in place)."""
+    theta, lam, g, gn = mpp.theta, mpp.multiplier, mpp.grad, pt["grad_norm"]
+    H = mpp.hessian if mpp.hessian is not None else np.asarray(ls.hessian(theta, *q), float)
+    mpp.hessian = pt["hessian"] = H
+    if theta.size > 1 and gn > 0:
+        T = _tangent_basis(g / gn)
+        red = T.T @ H @ T
+        mu = np.linalg.eigvalsh(0.5 * (red + red.T))
+    else:
+        mu = np.zeros(0)
+    pt["curvatures"] = kappa = -mu / gn if gn > 0 else mu
+    variant = SORM_VARIANTS.get(pt["grad_method"], "breitung")
+    beta = lam * gn                    # = |theta*| at the MPP (beta > 0 here)
+    if variant == "breitung":
+        ok = bool(np.all(1.0 - lam * mu > 1e-12))
+    else:
+        ok = defined(variant, beta, kappa)
+    if not ok:
+        err = MPPError("sorm_singular", f"the {variant} curvature factor is undefined "
+                       "(1 + beta kappa_i <= 0: the MPP is not an isolated minimum, or "
+                       "the formula's range is left)",
+                       dict(beta=pt["beta"], curvatures=kappa))
+        if on_failure == "raise":
+            raise err
+        pt.update(grad_method="form", bound="form")
+        return 0.0
+    if variant == "breitung":        # also the LDT prefactor's det(I - lam P H P)^(-1/2)
+        return -0.5 * float(np.sum(np.log(1.0 - lam * mu)))
+    return float(log_factor(variant, beta, kappa))
 
 
 def _asymptotic(ls: LimitState, q: tuple, z: float, method: str, on_failure: str,
@@ -165,9 +188,20 @@ def _asymptotic(ls: LimitState, q: tuple, z: float, method: str, on_failure: str
                                converged=main["bound"] is None, bound=main["bound"],
                                n_mpp=len(points), mpp_result=mpp)
     result.info["points"] = points
+    _mpp_summary(ls, result)
     if dropped:
         result.info["dropped"] = dropped
     return result
+
+
+def _mpp_summary(ls: LimitState, result: ReliabilityResult) -> None:
+    """``alpha`` and the physical ``design_point`` of `result`'s MPP."""
+    if result.mpp is None:
+        return
+    beta = float(np.linalg.norm(result.mpp))
+    if beta > 0:
+        result.alpha = result.mpp / (beta if (result.beta or 0.0) >= 0 else -beta)
+    result.design_point = ls.physical(result.mpp)
 
 
 def _bound_result(ls, q, z, method, err: MPPError) -> ReliabilityResult:
@@ -193,17 +227,8 @@ def _bound_result(ls, q, z, method, err: MPPError) -> ReliabilityResult:
 
 
 def _curvature_term(ls: LimitState, theta, lam, *q):
-    """``G = -1/2 ln det(I - lam P H P)``, traceable in theta, lam and q."""
-    g = ls.gradient(theta, *q)
-    H = ls.hessian(theta, *q)
-    m = np.shape(g)[0]
-    n = g / np.linalg.norm(g)
-    P = np.eye(m) - np.outer(n, n)
-    M = np.eye(m) - lam * (P @ (H @ P))
-    sign, logabsdet = np.linalg.slogdet(M)
-    if not ad.value(sign) > 0:
-        raise ReliabilityError("det(I - lam P H P) <= 0 at the MPP")
-    return -0.5 * logabsdet
+    """``G = -1/2 ln det(I - lam P H P)``, traceable in theta, lam and q (Breitung)."""
+    return curvature_term(ls, "breitung", theta, lam, *q)
 
 
 def _point_cotangents(ls: LimitState, q: tuple, idx: list, pt: dict):
@@ -216,9 +241,10 @@ def _point_cotangents(ls: LimitState, q: tuple, idx: list, pt: dict):
     cF = -_dlnpf_dbeta(gm, beta) / gn          # d/dq = cF dF/dq, d/dz = -cF
     w1, w2 = None, 0.0
     qbar: list = [None] * len(q)
-    if gm in ("sorm", "ldt-prefactor"):
+    if gm in CURVED:
+        variant = SORM_VARIANTS.get(gm, "breitung")
         argnums = (0, 1) + tuple(2 + i for i in idx)
-        grads = ad.gradient(lambda t, la, *qq: _curvature_term(ls, t, la, *qq),
+        grads = ad.gradient(lambda t, la, *qq: curvature_term(ls, variant, t, la, *qq),
                             theta, float(lam), *q, argnums=argnums)
         Gt, Gl = np.asarray(grads[0], float), float(grads[1])
         for k, i in enumerate(idx):

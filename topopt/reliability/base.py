@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "SAMPLING", "ReliabilityError",
+__all__ = ["LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "CURVED", "SAMPLING", "ReliabilityError",
            "MPPError"]
 
 #: ``ln pf`` returned with ``on_failure="bound"`` when no failure point can be
 #: reached: ``exp(-745)`` is below the smallest positive double, pf is 0.
 LN_PF_FLOOR = -745.0
 #: Asymptotic (differentiable) and sampling methods.
-ASYMPTOTIC = ("ldt", "form", "sorm", "ldt-prefactor")
+ASYMPTOTIC = ("ldt", "form", "sorm", "sorm-hohenbichler", "sorm-tvedt", "ldt-prefactor")
+#: The asymptotic methods with a curvature correction at the MPP.
+CURVED = ("sorm", "sorm-hohenbichler", "sorm-tvedt", "ldt-prefactor")
 SAMPLING = ("mc", "is")
 METHODS = ASYMPTOTIC + SAMPLING
 

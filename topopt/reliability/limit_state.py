@@ -110,6 +110,10 @@ class LimitState:
     def dimension(self, q) -> int | None:
         return self.m
 
+    def physical(self, theta) -> np.ndarray:
+        """The physical point of a standard-normal point (here ``theta`` itself)."""
+        return np.asarray(theta, float)
+
 
 def as_limit_state(limit_state, m: int | None = None, batch: bool = False) -> LimitState:
     """`limit_state` as a `LimitState` (a plain function is wrapped)."""
