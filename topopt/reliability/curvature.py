@@ -55,9 +55,9 @@ def log_factor(variant: str, beta, kappa):
     >>> from topopt.reliability.curvature import log_factor
     >>> k = np.full(9, 0.1)
     >>> round(float(log_factor("breitung", 3.0, k)), 6)     # -9/2 ln 1.3
-    -1.180648
-    >>> [round(float(log_factor(v, 3.0, 0 * k)), 12) for v in ("hohenbichler", "tvedt")]
-    [0.0, 0.0]
+    -1.180639
+    >>> [abs(float(log_factor(v, 3.0, 0 * k))) < 1e-15 for v in ("hohenbichler", "tvedt")]
+    [True, True]
     """
     if variant == "breitung":
         return -0.5 * np.sum(np.log1p(beta * kappa))

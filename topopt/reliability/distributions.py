@@ -168,7 +168,7 @@ class Gumbel(Marginal):
         return cls(real("mean", mean) - _EULER * scale, scale)
 
     mean = property(lambda self: self.mu + _EULER * self.scale)
-    std = property(lambda self: self.scale * np.pi / np.sqrt(6.0))
+    std = property(lambda self: float(self.scale * np.pi / np.sqrt(6.0)))
 
     def x_from_u(self, u):
         # -ln Phi(u) = -log_ndtr(u) stays accurate in both tails
@@ -245,7 +245,7 @@ class Uniform(Marginal):
     Examples
     --------
     >>> from topopt.reliability import Uniform
-    >>> Uniform(1.0, 3.0).x_from_u(0.0)
+    >>> float(Uniform(1.0, 3.0).x_from_u(0.0))
     2.0
     """
 

@@ -129,7 +129,7 @@ class Nataf:
                              f"{self.marginals[i]!r} and {self.marginals[j]!r}: the Nataf "
                              f"model gives correlations in ({lo:.6g}, {hi:.6g})")
         return scipy.optimize.brentq(lambda r: _pair(z[i], z[j], t, w, r) - target,
-                                     -1.0, 1.0, xtol=1e-15, rtol=4e-16)
+                                     -1.0, 1.0, xtol=1e-15, rtol=1e-15)
 
     # ---------------------------------------------------------------- the map
     def x_from_u(self, u):
