@@ -17,7 +17,31 @@ RULES = [
     (simp, {"penal": 4.5}),
     (ramp, {"q": 8.0}),
     (ramp, {"q": 0.5, "Emin": 0.0, "E0": 3.0}),
+    (ramp, {"q": 0.0}),
+    (ramp, {"q": 20.0, "Emin": 1e-3}),
 ]
+RAMP_ROWS = [params for fun, params in RULES if fun is ramp]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("params", RAMP_ROWS)
+def test_ramp_every_mode(params, seed):
+    """RAMP's rules in reverse, forward, hvp and nested modes (Stolpe & Svanberg 2001)."""
+    x = np.random.default_rng(seed).uniform(0.05, 0.95, 15)
+    report = ad.check_modes(lambda x: ramp(x, **params), x, seed=seed)
+    assert set(report) == {f"{m}/arg 0" for m in ("reverse", "forward", "hvp", "nested")}
+    assert all(v < 1e-6 for v in report.values()), report
+
+
+@pytest.mark.parametrize("params", RAMP_ROWS)
+def test_ramp_formula(params):
+    """``E = Emin + x / (1 + q (1 - x)) (E0 - Emin)``, ``E' = (1 + q) (E0 - Emin) / d^2``."""
+    q, Emin, E0 = params["q"], params.get("Emin", 1e-9), params.get("E0", 1.0)
+    x = np.linspace(0.0, 1.0, 11)
+    d = 1 + q * (1 - x)
+    np.testing.assert_allclose(ramp(x, **params), Emin + x / d * (E0 - Emin), rtol=1e-14)
+    g = ad.gradient(lambda x: np.sum(ramp(x, **params)), x)
+    np.testing.assert_allclose(g, (1 + q) * (E0 - Emin) / d ** 2, rtol=1e-14)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
