@@ -29,8 +29,8 @@ from .cli import (Option, at_least, open_unit, positive_float, positive_int, run
 from .result import RUN_KEYS, RunResult, grey_level
 from .runio import atomic_write_text, check_writable_file, check_writable_folder
 
-__all__ = ["ComplianceProblem", "grey_level", "write_results", "write_json", "run_compliance",
-           "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
+__all__ = ["ComplianceProblem", "grey_level", "write_results", "plot_record", "write_json",
+           "run_compliance", "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -262,16 +262,40 @@ class ComplianceProblem:
 def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
                   mirror: bool = False, point_data: dict | None = None,
                   objective: str = "compliance", symbol: str = "c",
-                  constraint_names: Sequence[str] | None = None) -> dict:
+                  constraint_names: Sequence[str] | None = None, *,
+                  objective_scale: float | None = None, objective_label: str | None = None,
+                  supports=None, loads=None) -> dict:
     """Write ``design.png``, ``history.png``, ``result.json`` (no arrays) and the design to `out`.
 
-    `objective` is the metric of `result` quoted in the design's title as
-    ``symbol = value``; `constraint_names` label the history's constraints
-    (``g1``, ``g2``, ... by default).
+    Parameters
+    ----------
+    out, mesh, result, setup, title
+        The folder, the mesh, the run, the problem's parameters and the
+        pictures' title.
+    mirror : bool
+        Draw the whole structure of a half-symmetric model (`topopt.plot.design_figure`).
+    point_data : dict, optional
+        The state fields of ``design.vtu``.
+    objective, symbol : str
+        The metric of `result` quoted in the design's title as ``symbol = value``.
+    constraint_names : list of str, optional
+        The history's constraints (``g1``, ``g2``, ... by default).
+    objective_scale : float, optional
+        The history holds the minimized objective; times `objective_scale` it
+        is the metric in the user's unit (a compliance problem minimizes ``c /
+        c0``: ``objective_scale=c0``, as `minimize`'s). Without it the history
+        plot says "objective as minimized".
+    objective_label : str, optional
+        The history's axis label; default ``"compliance c"`` from `objective`
+        and `symbol` when `objective_scale` is given.
+    supports, loads : arrays, optional
+        `topopt.plot.boundary_markers` of the model: drawn on the design.
 
     The design is kept by `topopt.io.save_design`: ``design.npz`` (``x``,
     ``x_phys``, the mesh, `setup`), ``design.vtu`` (with the state fields
-    `point_data`) and, in 3-D, ``design.stl``.
+    `point_data`) and, in 3-D, ``design.stl``. ``result.json`` holds the
+    histories and these plot settings too (`plot_record`), so that ``topopt
+    show`` draws the same pictures.
 
     ``result.json`` says how the run ended at its top level (`RUN_KEYS`:
     ``"status": "interrupted"``, the signal, the evaluations, the checkpoint
@@ -279,13 +303,52 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     the last good design. A SIGINT/SIGTERM while they are written takes
     effect once they are complete (`topopt.cli.signals_held`).
     """
+    if objective_label is None:
+        name = objective.replace("_", " ")
+        objective_label = ("objective as minimized" if objective_scale is None else
+                           symbol if name == symbol else f"{name} {symbol}")
+    record = plot_record(result.history, objective_label,
+                         1.0 if objective_scale is None else objective_scale,
+                         constraint_names, mirror, supports, loads)
     with signals_held():
-        return _write_results(out, mesh, result, setup, title, mirror, point_data,
-                              objective, symbol, constraint_names)
+        return _write_results(out, mesh, result, setup, title, point_data, objective, symbol,
+                              record)
 
 
-def _write_results(out, mesh, result, setup, title, mirror, point_data, objective, symbol,
-                   constraint_names):
+def plot_record(history: Sequence[dict], objective_label: str, objective_scale: float = 1.0,
+                constraint_names: Sequence[str] | None = None, mirror: bool = False,
+                supports=None, loads=None) -> dict:
+    """The histories and plot settings that ``result.json`` keeps (``topopt show``).
+
+    ``objective_history`` (as minimized), ``constraint_history``,
+    ``stage_history`` (continuation runs) and ``plot``: the keywords of
+    `topopt.plot.history_figure` and `topopt.plot.design_figure` (``mirror``,
+    ``supports``, ``loads``).
+
+    Examples
+    --------
+    >>> r = plot_record([{"objective": 0.5, "constraints": [0.0]}], "compliance c", 400.0,
+    ...                 ["V / 0.5 - 1"])
+    >>> r["objective_history"], r["plot"]["objective_scale"], r["plot"]["constraint_names"]
+    ([0.5], 400.0, ['V / 0.5 - 1'])
+    """
+    scale = float(objective_scale)
+    if not np.isfinite(scale) or scale == 0:
+        raise ValueError(f"objective_scale must be finite and non-zero, got {objective_scale!r}")
+    record = {"objective_history": [h["objective"] for h in history],
+              "constraint_history": [list(h.get("constraints") or []) for h in history]}
+    stages = [h.get("stage", 0) for h in history]
+    if any(stages):
+        record["stage_history"] = stages
+    arrays = {k: np.asarray(v, dtype=float).tolist() for k, v in
+              (("supports", supports), ("loads", loads)) if v is not None}
+    record["plot"] = {"objective_label": objective_label, "objective_scale": scale,
+                      "constraint_names": None if constraint_names is None else
+                      list(constraint_names), "mirror": bool(mirror), **arrays}
+    return record
+
+
+def _write_results(out, mesh, result, setup, title, point_data, objective, symbol, record):
     from .io import save_design as keep_design
     from .plot import save_design, save_design_3d, save_history
 
@@ -293,15 +356,18 @@ def _write_results(out, mesh, result, setup, title, mirror, point_data, objectiv
     if result.status == "interrupted":
         title = f"{title} (interrupted after {result.evaluations} evaluations)"
     label = f"{title}: {symbol} = {result[objective]:.4g}"
+    plot = record["plot"]
+    markers = {k: plot[k] for k in ("supports", "loads") if k in plot}
+    path = os.path.join(out, "design.png")
     if mesh.p.shape[0] == 2:
-        save_design(mesh, result.x_phys, os.path.join(out, "design.png"), title=label,
-                    mirror=mirror)
+        save_design(mesh, result.x_phys, path, title=label, mirror=plot["mirror"], **markers)
     else:
-        save_design_3d(mesh, result.x_phys, os.path.join(out, "design.png"), title=label)
+        save_design_3d(mesh, result.x_phys, path, title=label, **markers)
     save_history(result.history, os.path.join(out, "history.png"), title=title,
-                 objective_label=f"{symbol} / {symbol}0", constraint_names=constraint_names)
-    payload = {**result.record(), "setup": setup, "result": result.summary(),
-               "objective_history": [h["objective"] for h in result.history]}
+                 objective_label=plot["objective_label"],
+                 constraint_names=plot["constraint_names"],
+                 objective_scale=plot["objective_scale"])
+    payload = {**result.record(), "setup": setup, "result": result.summary(), **record}
     write_json(os.path.join(out, "result.json"), payload)
     keep_design(out, mesh, result.x, result.x_phys, setup, point_data=point_data)
     return payload
@@ -344,6 +410,9 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
         Draw the design mirrored about its left edge (a half-symmetric model).
     notes : dict, optional
         More ``setup`` entries (how the load is applied, ...).
+
+    The pictures show the supports and loads (`topopt.plot.boundary_markers`),
+    the history the compliance ``c = c0 * (c / c0)`` and the volume constraint.
     """
     if out is not None:
         check_writable_folder(out, "out")
@@ -352,9 +421,13 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
         setup = dict(problem=name, **sizes, volfrac=problem.volfrac, rmin=problem.rmin,
                      penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
                      **(notes or {}))
+        from .plot import boundary_markers
+        supports, loads = boundary_markers(problem.model, problem.f)
         write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
                       title=f"{title}, {problem.filter_name} filter",
-                      point_data=problem.nodal_state(result["u"]))
+                      point_data=problem.nodal_state(result["u"]),
+                      constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
+                      objective_scale=problem.c0, supports=supports, loads=loads)
     return result
 
 
