@@ -77,6 +77,8 @@ from .nataf import Nataf, TransformedLimitState
 from .penalty import failure_penalty
 from .quadratic import QuadraticLimitState
 from .sampling import CRNDerivative, crn_directional_derivative, sampling_estimate
+from .subset import subset_simulation
+from .systems import system_failure_probability
 
 __all__ = [
     "LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "SAMPLING", "ReliabilityError", "MPPError",
@@ -85,5 +87,5 @@ __all__ = [
     "sampling_estimate", "crn_directional_derivative", "CRNDerivative",
     "failure_penalty",
     "Marginal", "Normal", "Lognormal", "Gumbel", "Weibull", "Uniform", "Nataf",
-    "TransformedLimitState",
+    "TransformedLimitState", "subset_simulation", "system_failure_probability",
 ]

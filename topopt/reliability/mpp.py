@@ -65,7 +65,7 @@ class MPPResult:
 
 
 _MPP_DEFAULTS = dict(theta0=None, tol=1e-10, max_iter=200, solver="auto",
-                     polish=True, max_radius=40.0)
+                     polish=True, max_radius=40.0, n_starts=1)
 
 
 def _mpp_options(options: dict) -> dict:
@@ -86,6 +86,8 @@ def _mpp_options(options: dict) -> dict:
     opts["polish"] = check_bool("polish", opts["polish"])
     opts["max_radius"] = check_positive("max_radius", opts["max_radius"],
                                         "search radius in theta")
+    opts["n_starts"] = check_int("n_starts", opts["n_starts"], 1,
+                                 what="starts of the multi-start MPP search")
     return opts
 
 
@@ -272,7 +274,43 @@ def _solve_mpp(ls: LimitState, q: tuple, z: float, opts: dict) -> MPPResult:
         raise ValueError(f"{type(ls).__name__} has no exact MPP solver")
     if exact is not None:
         return _exact_result(ls, q, z, opts, *exact)
+    if opts["n_starts"] > 1:
+        return _multistart(ls, q, z, opts)
     return _search(ls, q, z, opts)
+
+
+def _starts(first: np.ndarray, count: int) -> list:
+    """Deterministic further starts: the mirror ``-theta1``, then ``+-|theta1| e_i``."""
+    r = max(float(np.linalg.norm(first)), 1.0)
+    cands = [-first] + [s * r * e for e in np.eye(first.size) for s in (1.0, -1.0)]
+    keep = [c for c in cands if np.linalg.norm(c - first) > 1e-3 * r]
+    return keep[:count]
+
+
+def _multistart(ls, q, z, opts) -> MPPResult:
+    """Local MPPs from several starts (`_starts`), the global one first.
+
+    Each start runs the full search (HL-RF, SLSQP, Newton polish, the KKT
+    checks); a start whose search fails or lands on a known MPP adds nothing.
+    The others go to ``MPPResult.others``, where FORM/SORM add their
+    contributions and importance sampling uses them as mixture centres.
+    """
+    first = _search(ls, q, z, {**opts, "n_starts": 1})
+    found, failed = [first], []
+    for start in _starts(first.theta, opts["n_starts"] - 1):
+        try:
+            r = _search(ls, q, z, {**opts, "theta0": start, "n_starts": 1})
+        except MPPError as err:
+            failed.append(err.reason)
+            continue
+        scale = max(1.0, float(np.linalg.norm(r.theta)))
+        if all(np.linalg.norm(r.theta - f.theta) > 1e-6 * scale for f in found):
+            found.append(r)
+    found.sort(key=lambda r: abs(r.beta))
+    main = found[0]
+    main.others = found[1:]
+    main.info.update(n_starts=opts["n_starts"], failed_starts=failed)
+    return main
 
 
 def _exact_result(ls, q, z, opts, points, info) -> MPPResult:
@@ -342,7 +380,8 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     z`` with the Hessian from `topopt.ad` (so the envelope-theorem gradient is
     accurate to round-off). A KKT point that is not a local minimum (checked
     with the Hessian; skipped when ``polish=False``), or on the wrong side of
-    the origin, is rejected. The iterative search finds one MPP; the exact
+    the origin, is rejected. The iterative search finds one MPP unless
+    ``n_starts > 1`` (multi-start: every distinct local MPP); the exact
     quadratic solver returns every local one (``MPPResult.others``).
 
     Parameters
@@ -361,7 +400,11 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         ``theta0`` (start, default 0), ``tol`` (KKT tolerance, 1e-10),
         ``max_iter`` (200), ``solver`` (``"auto"``, ``"hlrf"``, ``"slsqp"``,
         ``"exact"``), ``polish`` (True), ``max_radius`` (40: leaving ``|theta|
-        <= max_radius`` below ``z`` counts as unreachable).
+        <= max_radius`` below ``z`` counts as unreachable), ``n_starts`` (1:
+        the iterative search finds one MPP; ``k > 1`` restarts it from the
+        mirror image ``-theta1`` of the first MPP and then from ``+-|theta1|
+        e_i``, ``k - 1`` starts in all, and returns every distinct local
+        MPP: the global one, the rest in ``others``).
 
     Returns
     -------
