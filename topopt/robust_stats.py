@@ -338,5 +338,5 @@ def monte_carlo_moments(R: Callable, x, mu, Sigma=None, *, n_samples: int, seed:
     m4 = float(np.mean((values - mean) ** 4))
     var_error = float(np.sqrt(max(m4 - var ** 2 * (n - 3) / (n - 1), 0.0) / n))
     std = float(np.sqrt(var))
-    return SampleMoments(mean, std, var, std / np.sqrt(n),
+    return SampleMoments(mean, std, var, float(std / np.sqrt(n)),
                          var_error / (2 * std) if std > 0 else 0.0, var_error, n)
