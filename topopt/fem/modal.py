@@ -48,7 +48,7 @@ from .system import LinearSystem, products
 
 __all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "DENSE_MAX"]
 
-DENSE_MAX = 600
+DENSE_MAX = 200
 """Free dofs up to which the eigenpairs come from dense LAPACK (``scipy.linalg.eigh``)."""
 
 
