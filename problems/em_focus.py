@@ -24,6 +24,7 @@ result.json}`` and the design with its field (`topopt.io`: ``design.npz``,
 ``p_f >= eta`` that the projection tends to as ``beta -> inf``.
 
     python problems/em_focus.py [--h 4] [--maxeval 100] [--subcell] [--isolated] [--verify]
+                                [--perturb 0.01 --seed 1]
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ import nlopt
 import numpy as np
 
 from topopt import cli, fem
+from topopt._validate import check_range, check_seed
 from topopt.cli import Option, at_least, run_record, signals_held
 from topopt.filters import HelmholtzFilter
 from topopt.interpolation import blueprint, permittivity, project
 from topopt.optimize import Stage, minimize
-from topopt.problem import write_json
+from topopt.problem import plot_record, write_json
 from topopt.result import RunResult, grey_level
 from topopt.runio import check_writable_file, check_writable_folder
 
@@ -60,7 +62,26 @@ OPTIONS = (
     Option("isolated", bool, False, "PML at the left and right too (the tutorial's mesh): "
            "one particle instead of a periodic row"),
     Option("verify", bool, False, "also solve the binary blueprint on a mesh refined twice"),
+    Option("perturb", at_least(0.0, high=P_START), 0.0,
+           "start from p = 0.4 + PERTURB * U(-1, 1), U drawn with --seed"),
 )
+# the objective as minimized (-g) and as plotted (g)
+OBJECTIVE_NAME = "-g (g = |grad u(x0)|^2 maximized)"
+G_LABEL = "g = |grad u(x0)|^2"
+
+
+def start(n: int, perturb: float = 0.0, seed: int = 0) -> np.ndarray:
+    """The start ``p = 0.4`` (the tutorial's), plus ``perturb * U(-1, 1)`` drawn with `seed`.
+
+    Examples
+    --------
+    >>> start(3).tolist(), bool(np.all(np.abs(start(3, 0.01, 1) - 0.4) <= 0.01))
+    ([0.4, 0.4, 0.4], True)
+    """
+    p0 = np.full(n, P_START)
+    if perturb:
+        p0 += perturb * np.random.default_rng(seed).uniform(-1.0, 1.0, n)
+    return p0
 
 
 def solve_design(model, b, p_t):
@@ -195,7 +216,8 @@ class EMFocus:
 
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None, subcell: bool = False,
-        isolated: bool = False, verify: bool = False, solver: str = "auto") -> RunResult:
+        isolated: bool = False, verify: bool = False, solver: str = "auto",
+        perturb: float = 0.0, seed: int = 0) -> RunResult:
     """Optimize with the tutorial's continuation (`maxeval` per stage); a `RunResult`.
 
     Its metrics: ``g`` and ``field_enhancement`` of the design projected
@@ -204,8 +226,12 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     density per design element. `verify` also solves the blueprint on the
     cell refined twice (`EMFocus.refined_g`): its enhancement at half the
     element size. An interrupted run (``status="interrupted"``) returns and
-    writes the metrics of its last good design.
+    writes the metrics of its last good design. `perturb` > 0 starts from
+    ``p = 0.4 + perturb * U(-1, 1)`` per variable, ``U`` drawn with `seed`
+    (how much the result depends on the start: README).
     """
+    perturb = check_range("perturb", perturb, 0.0, P_START, what="start perturbation")
+    seed = check_seed("seed", seed)
     if isinstance(maxeval, bool) or not isinstance(maxeval, (int, np.integer)) or maxeval < 1:
         raise ValueError(f"maxeval must be an integer >= 1, got {maxeval!r}")
     if verify and subcell:
@@ -217,7 +243,7 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     t0 = time.perf_counter()
     prob = EMFocus(h, subcell, isolated, solver)
     S = prob.model.system
-    p0 = np.full(prob.n, P_START)
+    p0 = start(prob.n, perturb, seed)
     g_initial = float(prob.g(p0, BETAS[0]))
     stages = [Stage(maxeval=maxeval, params={"beta": beta}) for beta in BETAS]
     # NLopt's own MMA settings, as the tutorial (NLopt.jl defaults): raw g,
@@ -226,7 +252,8 @@ def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: boo
     res = minimize(prob.responses, p0, bounds=(0.0, 1.0), stages=stages, ftol_rel=1e-8,
                    verbose=verbose, checkpoint=checkpoint, resume=resume,
                    mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
-                   count_solves=lambda: S.counts["factorizations"])
+                   count_solves=lambda: S.counts["factorizations"],
+                   objective_name=OBJECTIVE_NAME)
     p_phys = prob.element_density(res.x, BETAS[-1])
     u = prob.field(res.x, BETAS[-1])
     g = float(intensity(u, prob.O))
@@ -282,14 +309,15 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 colorbar=True, **window)
-    history = [dict(h, objective=-h["objective"]) for h in result.history]
-    save_history(history, os.path.join(out, "history.png"), title="EM focusing",
-                 objective_label="g = |grad u(x0)|^2")
+    record = plot_record(result.history, G_LABEL, objective_scale=-1.0)   # minimized: -g
+    save_history(result.history, os.path.join(out, "history.png"), title="EM focusing",
+                 objective_label=G_LABEL, objective_scale=-1.0)
     setup = {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2, "d_pml": D_PML,
              "n_metal": [N_METAL.real, N_METAL.imag], "r_s": R_S, "r_d": R_D,
              "filter_r": R_FILTER, "eta": ETA, "betas": list(BETAS), "p_start": P_START}
     write_json(os.path.join(out, "result.json"),
-               {**result.record(), "setup": setup, "result": result.metrics | result.record()})
+               {**result.record(), "setup": setup, "result": result.metrics | result.record(),
+                **record})
     x = np.zeros(prob.mesh.t.shape[1])
     x[prob.design] = result.x
     u_nodes = prob.model.full(u)[prob.model.basis.nodal_dofs[0]]     # periodic dofs unfolded
@@ -317,7 +345,7 @@ def _check(kwargs: dict) -> None:
 
 
 def main(argv=None) -> RunResult:
-    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100,
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, seed=0,
                     maxeval_help="MMA evaluations per stage", solvers=cli.DIRECT_SOLVERS,
                     summary=summary, check=_check)
 

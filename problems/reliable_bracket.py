@@ -43,13 +43,15 @@ from topopt import cli, fem, reliability as rel
 from topopt.cli import Option, at_least, open_unit, run_record, signals_held
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
-from topopt.problem import ComplianceProblem, write_json
+from topopt.problem import ComplianceProblem, plot_record, write_json
 from topopt.result import RunResult
 from topopt.runio import check_writable_file, check_writable_folder
 
 DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "results", "reliable_bracket")
 SIGMA_V, SIGMA_H, PA, K_PENALTY = 0.1, 0.1, 1e-3, 100.0
+# the objective in compliance units: c_det (c / c_det + K [(ln pf - ln pa)^+]^2)
+OBJECTIVE_NAME = "c + c_det K [(ln pf - ln pa)^+]^2"
 DETERMINISTIC = ".deterministic"       # the deterministic phase's checkpoint: PATH's sibling
 OPTIONS = (
     Option("n", at_least(4, int, even=True), 40, "elements per side"),
@@ -185,9 +187,11 @@ def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "so
         return _interrupted_deterministic(out, prob, det_result)
     x_det, c_det = det_result.x, det_result["compliance"]
     prob.c_allow = allow * c_det
+    # minimized: c / c_det + K [(ln pf - ln pa)^+]^2; times c_det in compliance units
     res = minimize(lambda x: prob.responses(x, c_det, volfrac), x_det, bounds=(0.0, 1.0),
                    maxeval=maxeval, ftol_rel=1e-8, verbose=verbose, checkpoint=rel_ck,
-                   resume=rel_resume, count_solves=lambda: prob.system.counts["factorizations"])
+                   resume=rel_resume, count_solves=lambda: prob.system.counts["factorizations"],
+                   objective_scale=c_det, objective_name=OBJECTIVE_NAME)
     x_rel = res.x
     reliable = _pf_summary(prob, x_rel, samples, seed)
     deterministic = _pf_summary(prob, x_det, samples, seed + 1)
@@ -240,17 +244,25 @@ def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
     load, and the deterministic design as ``x_deterministic``,
     ``x_phys_deterministic``.
     """
-    from topopt.plot import save_design, save_history
+    from topopt.plot import boundary_markers, save_design, save_history
     os.makedirs(out, exist_ok=True)
     r, d = result["reliability_based"], result["deterministic"]
+    supports, loads = boundary_markers(prob.model, prob.f0)           # the nominal load
     save_design(prob.mesh, result.x_phys, os.path.join(out, "design.png"),
-                title=f"reliability-based: V = {r['volume']:.3f}, pf(MC) = {r['pf_mc']:.1e}")
+                title=f"reliability-based: V = {r['volume']:.3f}, pf(MC) = {r['pf_mc']:.1e}",
+                supports=supports, loads=loads)
     save_design(prob.mesh, result["x_phys_deterministic"],
                 os.path.join(out, "deterministic.png"),
-                title=f"deterministic: V = {d['volume']:.3f}, pf(MC) = {d['pf_mc']:.1e}")
+                title=f"deterministic: V = {d['volume']:.3f}, pf(MC) = {d['pf_mc']:.1e}",
+                supports=supports, loads=loads)
+    names = [f"volume V / {result['volfrac']:g} - 1"]
+    c_det = result["deterministic"]["nominal_compliance"]
     save_history(result.history, os.path.join(out, "history.png"),
-                 title="c / c_det + K [(ln pf - ln pa)^+]^2", objective_label="objective")
-    write_json(os.path.join(out, "result.json"), result.metrics | result.record())
+                 title="reliability-based design (from the deterministic one)",
+                 objective_label=OBJECTIVE_NAME, constraint_names=names, objective_scale=c_det)
+    record = plot_record(result.history, OBJECTIVE_NAME, c_det, names,
+                         supports=supports, loads=loads)
+    write_json(os.path.join(out, "result.json"), result.metrics | result.record() | record)
     from topopt.io import save_design as keep_design
     setup = {"problem": "reliable_bracket", **{k: result[k] for k in (
         "n", "volfrac", "allow", "method", "samples", "c_allow", "pa", "K", "sigma_v",

@@ -163,15 +163,32 @@ def _has_display() -> bool:
 
 
 def _history(record: dict) -> list[dict]:
+    """The history that ``result.json`` keeps (`topopt.problem.plot_record`)."""
     values = record.get("objective_history") or []
-    return [{"objective": v} for v in values if v is not None]
+    cons = record.get("constraint_history") or []
+    stages = record.get("stage_history") or []
+    out = []
+    for k, v in enumerate(values):
+        if v is None:
+            continue
+        h = {"objective": v}
+        if k < len(cons) and cons[k]:
+            h["constraints"] = cons[k]
+        if k < len(stages):
+            h["stage"] = stages[k]
+        out.append(h)
+    return out
 
 
 def show_image(design: dict, record: dict):
     """The design's picture above its history's, as one RGBA array (`topopt.plot`).
 
     `design` is `topopt.io.load_design`'s record, `record` the folder's
-    ``result.json``; the MBB half model is drawn whole (mirrored).
+    ``result.json``: its ``plot`` settings (`topopt.problem.plot_record`:
+    supports, loads, the mirrored half model, the objective's unit, the
+    constraints' names) make the pictures of the run itself. A
+    ``result.json`` without them gives the design alone and the objective
+    as minimized (the MBB half model drawn whole).
     """
     import numpy as np
     from matplotlib.image import imread
@@ -180,23 +197,28 @@ def show_image(design: dict, record: dict):
     mesh, x_phys = design["mesh"], np.asarray(design["x_phys"], dtype=float)
     setup = dict(record.get("setup") or {}, **(design.get("setup") or {}))
     result = record.get("result") or {}
+    settings = record.get("plot") or {}
     title = (f"{setup.get('problem', os.path.basename(record.get('folder', '')))}: "
              f"{result.get('status', record.get('status', ''))}, "
              f"{result.get('evaluations', record.get('evaluations', '?'))} evaluations")
+    markers = {k: settings[k] for k in ("supports", "loads") if settings.get(k)}
     images = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "design.png")
         if mesh.p.shape[0] == 3:
-            plot.save_design_3d(mesh, x_phys, path, title=title)
+            plot.save_design_3d(mesh, x_phys, path, title=title, **markers)
         else:
-            plot.save_design(mesh, x_phys, path, title=title,
-                             mirror=bool(setup.get("mirror", setup.get("problem") == "mbb_beam")))
+            mirror = settings.get("mirror", setup.get("problem") == "mbb_beam")
+            plot.save_design(mesh, x_phys, path, title=title, mirror=bool(mirror), **markers)
         images.append(imread(path))
         history = _history(record)
         if history:
             path = os.path.join(tmp, "history.png")
-            plot.save_history(history, path, title="objective history (result.json)",
-                              objective_label="objective, as minimized")
+            plot.save_history(history, path, title="history (result.json)",
+                              objective_label=settings.get("objective_label",
+                                                           "objective as minimized"),
+                              constraint_names=settings.get("constraint_names"),
+                              objective_scale=settings.get("objective_scale", 1.0))
             images.append(imread(path))
     width = max(im.shape[1] for im in images)
     padded = [np.pad(im, ((0, 0), (0, width - im.shape[1]), (0, 0)), constant_values=1.0)

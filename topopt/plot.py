@@ -147,7 +147,7 @@ def _support_markers(supports, bbox):
     """Marker and offset direction of each support: a triangle pointing at the node.
 
     A node fixed in every component (pinned, clamped): a filled triangle from
-    the nearest side of `bbox`; fixed in one component (a roller, a symmetry
+    the nearest side of `bbox` (at a corner, the side with more supports); fixed in one component (a roller, a symmetry
     line): a hollow triangle along that component; a fixed scalar (a
     temperature): a filled square on the node.
     """
@@ -155,7 +155,11 @@ def _support_markers(supports, bbox):
     x, y, mask = supports[:, 0], supports[:, 1], supports[:, 2:] > 0
     if mask.shape[1] == 1:
         return np.full(len(x), "s"), np.ones(len(x), dtype=bool)
-    side = np.argmin(np.column_stack([x - x0, x1 - x, y - y0, y1 - y]), axis=1)
+    dist = np.column_stack([x - x0, x1 - x, y - y0, y1 - y])
+    tol = 1e-9 * max(x1 - x0, y1 - y0)
+    on_side = (dist <= tol).sum(axis=0)             # a corner joins the side of its row
+    nearest = dist <= dist.min(axis=1, keepdims=True) + tol
+    side = np.argmax(np.where(nearest, on_side, -1), axis=1)
     pinned = mask.all(axis=1)
     only_x = mask[:, 0] & ~mask[:, 1]
     side = np.where(pinned, side, np.where(only_x, np.where(x - x0 <= x1 - x, 0, 1),
@@ -325,8 +329,12 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     if len(arrows):
         _draw_loads(ax, *arrows)
     width, height = np.ptp(ax_x), np.ptp(ax_y)
-    wide = width > 1.5 * height
-    fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if wide else 0.7))
+    wide = width > 1.5 * height                     # colour bar below, else on the right
+    if wide:
+        fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if colorbar else 0.7))
+    else:
+        tall = min(6.0, 8 * height / width)
+        fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
     if colorbar:
         fig.colorbar(art, ax=ax, label=label, location="bottom" if wide else "right",
                      shrink=0.5 if wide else 0.8, aspect=30 if wide else 20)

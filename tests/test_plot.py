@@ -1,0 +1,275 @@
+"""Pictures (`topopt.plot`), tested by what they draw, not by pixels.
+
+A design has a colour bar, a triangle at each fixed node and an arrow at each
+loaded node (its tip or tail on the node, along the force); a mirrored half
+model shows the whole structure without its symmetry condition; a 3-D design
+is the iso-surface of ``design.stl`` with the axis limits at its bounding box
+and the drawn box filling the frame; a history plots the objective in the
+user's unit, names each constraint, and its legend lies outside the axes.
+"""
+
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+import skfem
+
+from topopt import fem, plot
+from topopt.problem import ComplianceProblem, plot_record
+
+
+def markers_drawn(ax):
+    """The points of the support markers (lines with gid "supports")."""
+    pts = [np.column_stack(line.get_data()) for line in ax.lines
+           if line.get_gid() == "supports"]
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def arrows_drawn(ax):
+    """``(tail, tip)`` of each load arrow."""
+    return [tuple(np.asarray(p._posA_posB, dtype=float)) for p in ax.patches
+            if p.get_gid() == "load"]
+
+
+def same_rows(a, b):
+    a = np.asarray(a, dtype=float).round(9)
+    b = np.asarray(b, dtype=float).round(9)
+    return sorted(map(tuple, a)) == sorted(map(tuple, b))
+
+
+def cantilever(nelx=4, nely=2):
+    model = fem.elasticity(fem.rectangle(nelx, nely)).fix(nodes=lambda p: np.isclose(p[0], 0))
+    return model, model.point_load((nelx, 0), (0, -1))
+
+
+def half_mbb(nelx=6, nely=2):
+    from problems.mbb_beam import setup
+    _, model, f = setup(nelx, nely)
+    return model, f
+
+
+# --------------------------------------------------------------------------
+# boundary_markers
+
+
+def test_boundary_markers_are_the_fixed_dofs_and_the_loads():
+    """Rows: a node's coordinates, then 1 per fixed component / its nodal force."""
+    model, f = half_mbb(6, 2)
+    supports, loads = plot.boundary_markers(model, f)
+    # symmetry: u_x = 0 on x = 0 (3 nodes); roller: u_y = 0 at (6, 0)
+    assert same_rows(supports, [[0, 0, 1, 0], [0, 1, 1, 0], [0, 2, 1, 0], [6, 0, 0, 1]])
+    assert same_rows(loads, [[0, 2, 0, -1]])
+
+
+def test_boundary_markers_of_two_load_cases_and_of_a_heat_model():
+    model, f = cantilever(4, 2)
+    g = model.point_load((4, 2), (1, 0))
+    _, loads = plot.boundary_markers(model, np.column_stack([f, g]))
+    assert same_rows(loads, [[4, 0, 0, -1], [4, 2, 1, 0]])
+    heat = fem.heat(fem.rectangle(2, 2)).fix(nodes=(0, 0))
+    supports, loads = plot.boundary_markers(heat, heat.point_load((2, 2), (3.0,)))
+    assert same_rows(supports, [[0, 0, 1]]) and same_rows(loads, [[2, 2, 3]])
+
+
+@pytest.mark.parametrize("f, match", [
+    (np.zeros(5), r"f has shape \(5,\)"),
+    (np.zeros(30, dtype=complex), "expected real"),
+])
+def test_boundary_markers_refuse(f, match):
+    model, _ = cantilever(4, 2)
+    with pytest.raises(ValueError, match=match):
+        plot.boundary_markers(model, f)
+
+
+# --------------------------------------------------------------------------
+# 2-D designs
+
+
+# (model builder, mirror, expected support points, expected load (node, force))
+DESIGNS = {
+    "cantilever": (cantilever, False, [(0, 0), (0, 1), (0, 2)], [((4, 0), (0, -1))]),
+    "half MBB": (half_mbb, False, [(0, 0), (0, 1), (0, 2), (6, 0)], [((0, 2), (0, -1))]),
+    # the whole beam: rollers at both ends, the symmetry line not drawn, one load
+    "MBB mirrored": (half_mbb, True, [(6, 0), (-6, 0)], [((0, 2), (0, -1))]),
+}
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_design_has_colorbar_supports_and_loads(name):
+    build, mirror, points, loads = DESIGNS[name]
+    model, f = build()
+    s, l = plot.boundary_markers(model, f)
+    fig = plot.design_figure(model.mesh, np.linspace(0, 1, model.n_el), mirror=mirror,
+                             supports=s, loads=l, label="density x_phys")
+    ax, cax = fig.axes
+    assert cax.get_label() == "<colorbar>"
+    assert "density x_phys" in (cax.get_xlabel(), cax.get_ylabel())
+    assert same_rows(markers_drawn(ax), points)
+    arrows = arrows_drawn(ax)
+    assert len(arrows) == len(loads)
+    for (tail, tip), (node, force) in zip(arrows, loads):
+        d = np.subtract(tip, tail)
+        assert np.allclose(tip, node) or np.allclose(tail, node)
+        assert np.allclose(d / np.linalg.norm(d), force)
+    x0, x1 = (-6.0 if mirror else 0.0), model.mesh.p[0].max()
+    assert ax.images[0].get_extent() == pytest.approx([x0, x1, 0, model.mesh.p[1].max()])
+    lo, hi = np.array([ax.get_xlim(), ax.get_ylim()]).T
+    ends = np.concatenate([np.array(a) for a in arrows] + [np.array(points)])
+    assert np.all(ends >= lo) and np.all(ends <= hi)    # markers and arrows inside the frame
+
+
+def test_arrow_points_away_from_a_load_on_the_far_edge():
+    """A load whose arrow would cross the design starts at the node (cantilever tip)."""
+    model, f = cantilever(4, 2)
+    fig = plot.design_figure(model.mesh, np.ones(8), loads=plot.boundary_markers(model, f)[1])
+    (tail, tip), = arrows_drawn(fig.axes[0])
+    assert np.allclose(tail, (4, 0)) and tip[1] < 0
+
+
+def test_mirrored_polygons_and_no_colorbar():
+    """An unstructured mesh mirrored: the polygons and their reflection."""
+    mesh = skfem.MeshTri.init_tensor(np.array([0, 1, 3.0]), np.array([0, 1.0]))
+    x = np.arange(mesh.t.shape[1], dtype=float) / 4
+    fig = plot.design_figure(mesh, x, mirror=True, colorbar=False)
+    assert len(fig.axes) == 1
+    coll, = fig.axes[0].collections
+    polys = [p.vertices for p in coll.get_paths()]
+    assert len(polys) == 2 * mesh.t.shape[1]
+    assert min(p[:, 0].min() for p in polys) == pytest.approx(-3.0)
+    np.testing.assert_allclose(coll.get_array(), np.concatenate([x, x]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(supports=np.zeros((2, 7))), "supports has shape"),
+    (dict(loads=np.full((1, 4), np.nan)), "loads has shape"),
+    (dict(x=np.ones(3)), r"x has shape \(3,\)"),
+])
+def test_design_figure_refuses(kwargs, match):
+    model, _ = cantilever(4, 2)
+    kwargs = {"x": np.ones(8), **kwargs}
+    with pytest.raises(ValueError, match=match):
+        plot.design_figure(model.mesh, **kwargs)
+
+
+# --------------------------------------------------------------------------
+# 3-D designs
+
+
+def test_3d_design_is_the_iso_surface_filling_the_frame():
+    """Axis limits = the iso-surface's bounding box (mesh y up); equal axes; the box
+    as drawn fills the figure's width or height to 10 %, inside the figure."""
+    pytest.importorskip("skimage")
+    from topopt.io import iso_surface
+    mesh = fem.box(8, 4, 2)
+    c = plot.element_centroids(mesh)
+    x = ((c[:, 1] < 1) | (c[:, 0] < 1)).astype(float)          # an L: base and wall
+    fig = plot.design_figure_3d(mesh, x, title="L")
+    ax = fig.axes[0]
+    verts, _ = iso_surface(mesh, x, 0.5, refine=2)
+    lo, hi = verts.min(axis=0)[[0, 2, 1]], verts.max(axis=0)[[0, 2, 1]]
+    limits = np.array([ax.get_xlim(), ax.get_ylim(), ax.get_zlim()])
+    np.testing.assert_allclose(limits, np.column_stack([lo, hi]), atol=1e-12)
+    aspect = np.asarray(ax.get_box_aspect())
+    np.testing.assert_allclose(aspect / aspect[0], (hi - lo) / (hi - lo)[0], rtol=1e-9)
+    corners = np.array([[a, b, d] for a in limits[0] for b in limits[1] for d in limits[2]])
+    box = plot._projected_box(fig, ax, corners)
+    width, height = fig.bbox.width, fig.bbox.height
+    assert box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
+    assert (box[2] - box[0]) / width > 0.9 or (box[3] - box[1]) / height > 0.8
+
+
+def test_3d_supports_and_loads_drawn():
+    pytest.importorskip("skimage")
+    from problems.cantilever3d import setup
+    mesh, model, f = setup(4, 2, 2)
+    s, l = plot.boundary_markers(model, f)
+    fig = plot.design_figure_3d(mesh, np.ones(16), supports=s, loads=l)
+    ax = fig.axes[0]
+    gids = {a.get_gid() for a in ax.collections}
+    assert {"supports", "loads"} <= gids
+    quiver, = [a for a in ax.collections if a.get_gid() == "loads"]
+    assert len(quiver.get_segments()) >= len(l)            # a shaft per load (and heads)
+
+
+# --------------------------------------------------------------------------
+# histories
+
+
+HISTORY = [{"objective": 1.0 / k, "constraints": [0.1 / k - 0.05, -0.2], "stage": k // 4}
+           for k in range(1, 9)]
+
+
+def test_history_in_user_units_named_constraints_legend_outside():
+    fig = plot.history_figure(HISTORY, title="t", objective_label="compliance c",
+                              constraint_names=["volume V / 0.5 - 1", "g2 name"],
+                              objective_scale=250.0)
+    ax, ax2 = fig.axes
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [250.0 / k for k in range(1, 9)])
+    assert ax.get_ylabel() == "compliance c" and ax.get_xlabel() == "evaluation"
+    assert [line.get_label() for line in ax2.lines[:2]] == ["volume V / 0.5 - 1", "g2 name"]
+    legend, = fig.legends
+    assert [t.get_text() for t in legend.texts] == ["compliance c", "volume V / 0.5 - 1",
+                                                     "g2 name", "stage change"]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert not box.overlaps(ax.get_window_extent(renderer))  # covers no data
+    assert fig.bbox.contains(box.x0, box.y0) and fig.bbox.contains(box.x1, box.y1)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(constraint_names=["one"]), "1 names for 2 constraints"),
+    (dict(objective_scale=0.0), "objective_scale must be finite and non-zero"),
+    (dict(objective_scale=np.inf), "objective_scale must be finite and non-zero"),
+])
+def test_history_refuses(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plot.history_figure(HISTORY, **kwargs)
+
+
+def test_history_without_constraints_refuses_names():
+    with pytest.raises(ValueError, match="no constraints"):
+        plot.history_figure([{"objective": 1.0}], constraint_names=["g"])
+
+
+def test_pngs_are_written_0644_under_a_private_umask(tmp_path):
+    model, f = cantilever(4, 2)
+    old = os.umask(0o077)
+    try:
+        paths = [plot.save_design(model.mesh, np.ones(8), str(tmp_path / "d.png")),
+                 plot.save_history(HISTORY, str(tmp_path / "h.png"))]
+    finally:
+        os.umask(old)
+    for p in paths:
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o644
+    assert sorted(os.listdir(tmp_path)) == ["d.png", "h.png"]      # no temporary left
+
+
+# --------------------------------------------------------------------------
+# what a compliance run records for the pictures
+
+
+def test_compliance_run_records_units_names_and_markers(tmp_path):
+    """result.json: objective_scale * (c / c0) is c, with c0 the compliance of the
+    uniform start; the volume constraint named; the model's supports and loads."""
+    from problems import mbb_beam
+    mbb_beam.run(nelx=12, nely=4, maxeval=5, out=str(tmp_path))
+    saved = json.load(open(tmp_path / "result.json"))
+    _, model, f = mbb_beam.setup(12, 4)
+    c0 = float(ComplianceProblem(model, f, 0.5, 2.4).compliance(np.full(48, 0.5)))
+    settings = saved["plot"]
+    assert settings["objective_scale"] * saved["objective_history"][0] == pytest.approx(c0)
+    assert settings["objective_label"] == "compliance c"
+    assert settings["constraint_names"] == ["volume V / 0.5 - 1"]
+    assert settings["mirror"] is True
+    supports, loads = plot.boundary_markers(model, f)
+    np.testing.assert_array_equal(settings["supports"], supports)
+    np.testing.assert_array_equal(settings["loads"], loads)
+    assert len(saved["constraint_history"]) == len(saved["objective_history"]) == 5
+
+
+def test_plot_record_refuses_a_zero_scale():
+    with pytest.raises(ValueError, match="objective_scale"):
+        plot_record(HISTORY, "c", 0.0)
