@@ -1,4 +1,4 @@
-"""Volume-to-point heat conduction: Bendsøe & Sigmund (2003) Sec. 1.5, Gersborg-Hansen et al. (2006).
+"""Volume-to-point heat conduction (Bendsøe & Sigmund 2003, Sec. 1.5; Gersborg-Hansen et al. 2006).
 
 A square plate of ``nelx x nely`` unit bilinear elements generates heat
 uniformly, q = 0.01 per unit area; the heat leaves through a small sink held
