@@ -215,7 +215,8 @@ class ElementStress:
     def von_mises_squared(self, u):
         """``sigma_vm^2 = sigma^T V sigma`` per element; differentiable in `u`."""
         sigma = self.components(u)
-        return np.einsum("es,st,et->e", sigma, self.V, sigma)
+        # V is positive semidefinite: a negative value is rounding (of ~1e-16 sigma^2)
+        return np.maximum(np.einsum("es,st,et->e", sigma, self.V, sigma), 0.0)
 
     def von_mises(self, u):
         """The von Mises stress per element (``sqrt`` of `von_mises_squared`).
