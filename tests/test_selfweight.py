@@ -212,6 +212,10 @@ def test_scalar_model_and_bad_interpolation_name():
         element_loads(fem.heat(fem.rectangle(2, 2)), (1.0,))
     with pytest.raises(ValueError, match="interpolation"):
         load_ratio(0.5, "rational")
+    with pytest.raises(ValueError, match="x must be > 0 where Emin = 0"):
+        load_ratio(np.array([0.0, 0.5]), "ramp", Emin=0.0)
+    with pytest.raises(ValueError, match="q must be >= 0"):
+        save_load_ratio("unused.png", q=-1.0)
 
 
 def test_interpolations_agree_with_the_primitives():
@@ -243,3 +247,31 @@ def test_arch_design(tmp_path):
     assert isinstance(saved["result"]["volume_constraint_active"], bool)
     assert {"design.png", "history.png", "ratio.png", "design.npz", "design.vtu"} <= \
         {p.name for p in tmp_path.iterdir()}
+
+
+@pytest.mark.parametrize("where", ["out", "checkpoint"])
+def test_arch_checks_its_paths_before_any_solve(tmp_path, monkeypatch, where):
+    from problems import arch
+    solves = []
+    factorize = fem.LinearSystem.factorize
+    monkeypatch.setattr(fem.LinearSystem, "factorize",
+                        lambda *a, **k: solves.append(1) or factorize(*a, **k))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")                   # a path under a file cannot be written
+    paths = {"out": str(blocker / "out")} if where == "out" else \
+        {"out": str(tmp_path / "out"), "checkpoint": str(blocker / "ck.npz")}
+    with pytest.raises(OSError, match="cannot write"):
+        arch.run(nelx=8, nely=6, maxeval=2, **paths)
+    assert solves == []
+
+
+def test_arch_command_line(tmp_path, capsys):
+    from problems import arch
+    result = arch.main(["--nelx", "12", "--nely", "8", "--maxeval", "6", "--quiet",
+                        "--out", str(tmp_path)])
+    assert result.evaluations == 6
+    assert "self-weight share" in capsys.readouterr().out
+    saved = json.loads((tmp_path / "result.json").read_text())
+    assert saved["setup"]["nelx"] == 12 and saved["setup"]["interpolation"] == "ramp"
+    with pytest.raises(SystemExit):
+        arch.main(["--q", "-1", "--out", str(tmp_path)])
