@@ -48,6 +48,8 @@ from .system import LinearSystem, products
 
 __all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "DENSE_MAX"]
 
+DIRECT = ("auto", "cholmod", "umfpack", "superlu")
+
 DENSE_MAX = 200
 """Free dofs up to which the eigenpairs come from dense LAPACK (``scipy.linalg.eigh``)."""
 
@@ -153,11 +155,11 @@ class ModalSystem:
             if np.max(asym, initial=0.0) > 1e-12 * np.max(np.abs(M0.data), initial=0.0) \
                     or np.min(M0.diagonal(), initial=0.0) < 0:
                 raise ValueError("M0 must be symmetric with a non-negative diagonal")
+        if solver not in DIRECT:
+            raise ValueError(f"solver must be a direct backend {DIRECT} (its factorization is "
+                             f"the shift-invert operator), got {solver!r}")
         self.model = model
         self.stiffness = model.system(solver)
-        if self.stiffness.solver not in ("cholmod", "umfpack", "superlu"):
-            raise ValueError(f"solver must be a direct backend (cholmod, umfpack, superlu) for "
-                             f"shift-invert, got {self.stiffness.solver!r}")
         self.mass = LinearSystem(model.basis.element_dofs.T, element_mass(model, rho0),
                                  model.ndof, model.fixed, K0=M0, solver="superlu")
         self.n_el = model.n_el
@@ -195,8 +197,8 @@ class ModalSystem:
         k = self.n_modes + 1
         n = self.stiffness.free.size
         if k >= n:
-            raise ValueError(f"n_modes = {self.n_modes} needs more than {k} free dofs; "
-                             f"the model has {n}")
+            raise ValueError(f"n_modes = {self.n_modes} needs at least {k + 1} free dofs "
+                             f"(n_modes + 2); the model has {n}")
         K, M = self.stiffness.matrix(a), self.mass.matrix(m)
         lam, phi = _dense(K, M, k) if n <= DENSE_MAX else self._arpack(a, K, M, k)
         _check_pairs(K, M, lam, phi)
