@@ -144,8 +144,9 @@ class Passive:
         return (f"Passive({self.n_el} elements: {self.solid.size} solid, {self.void.size} "
                 f"void, {self.n_free} free)")
 
-    def __bool__(self) -> bool:
-        """Whether any element is passive."""
+    @property
+    def any(self) -> bool:
+        """Whether any element is passive (else `embed` and `fix` are the identity)."""
         return self.n_free < self.n_el
 
     def __call__(self, x):

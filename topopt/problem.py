@@ -117,13 +117,13 @@ class ComplianceProblem:
         """The free design variables of `x` (``(n,)``, or the full element vector)."""
         x = np.asarray(x, dtype=float)
         if x.shape not in ((self.n,), (self.n_el,)):
-            what = "one value per element" if not self.passive else \
+            what = "one value per element" if not self.passive.any else \
                 f"the {self.n} free variables or one value per element ({self.n_el})"
             raise ValueError(f"the design vector has shape {x.shape}; expected ({self.n},), "
                              f"{what}")
         if not np.all(np.isfinite(x)):
             raise ValueError("the design vector contains NaN or inf")
-        return self.passive.expand(x)[self.passive.free] if self.passive else x
+        return self.passive.expand(x)[self.passive.free] if self.passive.any else x
 
     def x_phys(self, x, beta: float | None = None):
         """Physical densities: filtered, then projected if `beta` is given.
@@ -132,9 +132,9 @@ class ComplianceProblem:
         vector holding the fixed values); the passive entries of the result
         are their fixed values.
         """
-        if self.passive and np.shape(ad.value(x)) == (self.n,):
+        if self.passive.any and np.shape(ad.value(x)) == (self.n,):
             x = self.passive(x)                          # the filter sees the fixed values
-        elif self.passive:
+        elif self.passive.any:
             self.passive.expand(x)                       # a full vector: its fixed values checked
         x_tilde = self.filter(x)
         if self.filter_name == "helmholtz":
@@ -144,7 +144,7 @@ class ComplianceProblem:
             # keep their derivative and simp sees a density in its range.
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
         x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
-        return self.passive.fix(x_phys) if self.passive else x_phys
+        return self.passive.fix(x_phys) if self.passive.any else x_phys
 
     def stiffness(self, x, beta: float | None = None):
         """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""
