@@ -24,10 +24,12 @@ differentiable and allowed). Second derivatives (which need the modes'
 derivatives) are not implemented: `ad.hvp` and nested gradients raise
 `ad.NoRuleError`.
 
-The eigenpairs come from shift-invert Lanczos (ARPACK through
-``scipy.sparse.linalg.eigsh``, ``sigma = 0``) whose operator ``K^{-1}`` is
-the stiffness system's own factorization (`LinearSystem.factorize`, any
-direct backend), or from LAPACK on small systems.
+The eigenpairs come from Lanczos on ``K^{-1} M`` -- shift-invert about 0
+-- (ARPACK through ``scipy.sparse.linalg.eigsh``, posed as ``M phi = mu K
+phi`` for the largest ``mu = 1 / lambda`` so that a singular ``M`` is
+allowed) whose operator ``K^{-1}`` is the stiffness system's own
+factorization (`LinearSystem.factorize`, any direct backend), or from
+LAPACK on small systems.
 """
 
 from __future__ import annotations
@@ -208,19 +210,28 @@ class ModalSystem:
         return lam, phi
 
     def _arpack(self, a, K, M, k):
-        """Shift-invert Lanczos about 0 with ``K^{-1}`` from the stiffness factorization."""
+        """Lanczos on ``M phi = mu K phi`` (``mu = 1 / lambda``, the largest) with ``K^{-1}``.
+
+        The Krylov space of ``K^{-1} M``, as shift-invert about 0, in the
+        ``K``-inner product: ``K`` is positive definite, ``M`` may be singular
+        (massless void dofs; ARPACK's shift-invert mode then failed to build
+        its factorization, error -9999, on a 32 x 4 beam).
+        """
         F = self.stiffness.factorize(a)
         op = spla.LinearOperator(K.shape, matvec=F.solve, dtype=float)
         v0 = np.random.default_rng(0).uniform(0.5, 1.5, K.shape[0])     # deterministic start
         try:
-            lam, phi = spla.eigsh(K, k=k, M=M, sigma=0.0, which="LM", OPinv=op, v0=v0, tol=0.0)
+            mu, phi = spla.eigsh(M, k=k, M=K, Minv=op, which="LA", v0=v0, tol=0.0)
         except spla.ArpackNoConvergence as e:
             raise ConvergenceError(f"ARPACK found {len(e.eigenvalues)} of {k} eigenvalues") \
                 from None
-        order = np.argsort(lam)
-        lam, phi = lam[order], phi[:, order]
+        if mu.min() <= 0:
+            raise ValueError(f"only {int(np.sum(mu > 0))} dofs carry mass; {k} eigenvalues "
+                             "needed")
+        order = np.argsort(-mu)
+        mu, phi = mu[order], phi[:, order]
         phi = phi / np.sqrt(np.einsum("ij,ij->j", phi, M @ phi))        # phi^T M phi = 1
-        return lam, phi
+        return 1.0 / mu, phi
 
     def groups(self, lam) -> list[range]:
         """Index ranges of eigenvalues within `gap_tol` of their neighbours (size > 1)."""
