@@ -11,20 +11,24 @@ about ``atan(0.7) = 35`` degrees of scatter in angle) and ``sigma_y = 0.05``
 
 * Deterministic design: minimum nominal compliance ``c(mu)`` (top88 chain,
   `topopt.problem.ComplianceProblem`).
-* Robust design: minimum ``E[c] + k std[c]`` at the same volume, from the
-  same uniform start. The compliance is quadratic in ``theta``, so the
-  second-order moments of `topopt.robust_stats.mean_std` (SOSM) are exact
-  (Guest & Igusa 2008; Dunning & Kim 2011): ``E[c] = c(mu) + tr(A Sigma)``,
-  ``Var[c] = 4 b^T Sigma b + 2 tr((A Sigma)^2)``; their design derivatives
-  come from nested AD.
+* Mean-optimal design: minimum ``E[c]`` (``k = 0``).
+* Robust design: minimum ``E[c] + k std[c]``.
 
-Both designs are evaluated under the same uncertainty (SOSM, and a Monte
-Carlo check of ``--samples`` draws); ``result.json`` holds the figures of both
-(``robust``, ``deterministic``). Writes ``results/robust_cantilever/
-{design.png, deterministic.png, history.png, result.json}`` and the robust
-design (``design.npz``, ``design.vtu``). ``--checkpoint``/``--resume`` apply
-to the robust phase; the deterministic one, run first, is repeated (an
-interruption there ends the run without results).
+All three at the same volume from the same uniform start. The compliance is
+quadratic in ``theta``, so the second-order moments of
+`topopt.robust_stats.mean_std` (SOSM) are exact: ``E[c] = c(mu) + tr(A
+Sigma)``, ``Var[c] = 4 b^T Sigma b + 2 tr((A Sigma)^2)`` (robust compliance
+under random loads: e.g. Guest & Igusa 2008, Dunning, Kim & Mullineux 2011);
+their design derivatives come from nested AD.
+
+The designs are evaluated under the same uncertainty (SOSM with the same
+``k``, and a Monte Carlo check of ``--samples`` draws, the same for each);
+``result.json`` holds the figures of each (``robust``, ``mean_optimal``,
+``deterministic``). Writes ``results/robust_cantilever/{design.png,
+mean_optimal.png, deterministic.png, history.png, result.json}`` and the
+robust design (``design.npz``, ``design.vtu``). ``--checkpoint``/
+``--resume`` apply to the robust phase, run last; the other two are
+repeated (an interruption there ends the run without results).
 
     python problems/robust_cantilever.py [--nelx 80 --nely 40 --k 3 --sigma_x 0.7 ...]
 """
@@ -96,6 +100,19 @@ class RobustCompliance:
         return (self.objective(x) / self.scale,
                 self.problem.volume(x) / self.problem.volfrac - 1.0)
 
+    def optimize(self, maxeval: int, verbose: bool, checkpoint: str | None = None,
+                 resume: str | None = None):
+        """MMA from the uniform design (the deterministic run's start); a `Result`."""
+        problem = self.problem
+        x0 = np.full(problem.n, problem.volfrac)
+        self.scale = float(self.objective(x0))
+        return minimize(self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
+                        maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
+                        resume=resume, mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10},
+                        count_solves=lambda: problem.system.counts["factorizations"],
+                        objective_scale=self.scale,
+                        objective_name=f"E[c] + {self.k:g} std[c]")
+
     def figures(self, x, samples: int, seed: int) -> dict:
         """SOSM moments, the nominal compliance and a Monte Carlo check of a design."""
         E = np.asarray(self.problem.stiffness(x))
@@ -109,17 +126,8 @@ class RobustCompliance:
                 "mc_std": mc.std, "mc_std_error": mc.std_error}
 
 
-def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
-        penal: float = 3.0, filter: str = "density", k: float = 3.0, sigma_x: float = 0.7,
-        sigma_y: float = 0.05, samples: int = 2000, maxeval: int = 200, seed: int = 0,
-        solver: str = "auto", out: str | None = None, verbose: bool = False,
-        checkpoint: str | None = None, resume: str | None = None) -> RunResult:
-    """Deterministic and robust designs at one volume, both evaluated under the uncertainty.
-
-    The `RunResult` holds ``robust_objective`` (E[c] + k std[c] of the robust
-    design), the figures ``robust`` and ``deterministic`` (`RobustCompliance.
-    figures`), ``x`` the robust design and ``x_deterministic``.
-    """
+def _check(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
+    """``(k, Sigma, samples)`` checked, and the paths, before any work."""
     k = check_range("k", k, 0.0, None, what="weight of std[c]")
     Sigma = np.diag([check_range("sigma_x", sigma_x, 0.0, None) ** 2,
                      check_range("sigma_y", sigma_y, 0.0, None) ** 2])
@@ -128,11 +136,29 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
                          "differentiable); give one > 0")
     samples = check_int("samples", samples, 100, what="Monte Carlo draws")
     if out is not None:
-        check_writable_folder(out, "out")                    # before any work
+        check_writable_folder(out, "out")
     if checkpoint is not None:
         check_writable_file(checkpoint, "checkpoint")
     if resume is not None:
         load_checkpoint(resume)                              # a readable checkpoint
+    return k, Sigma, samples
+
+
+def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
+        penal: float = 3.0, filter: str = "density", k: float = 3.0, sigma_x: float = 0.7,
+        sigma_y: float = 0.05, samples: int = 2000, maxeval: int = 200, seed: int = 0,
+        solver: str = "auto", out: str | None = None, verbose: bool = False,
+        checkpoint: str | None = None, resume: str | None = None) -> RunResult:
+    """Deterministic, mean-optimal and robust designs at one volume, under one uncertainty.
+
+    The `RunResult` holds ``robust_objective`` (E[c] + k std[c] of the robust
+    design) and the figures ``robust``, ``mean_optimal`` and ``deterministic``
+    (`RobustCompliance.figures`, all with the same `k` and Monte Carlo draws);
+    ``x`` is the robust design, ``x_mean_optimal`` and ``x_deterministic``
+    the others. A run interrupted before the robust phase returns that
+    phase's record.
+    """
+    k, Sigma, samples = _check(k, sigma_x, sigma_y, samples, out, checkpoint, resume)
     t0 = time.perf_counter()
     mesh, model, B = setup(nelx, nely)
     det = ComplianceProblem(model, B @ MU, volfrac, rmin, penal=penal, filter=filter,
@@ -140,24 +166,25 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
     det_result = det.run(maxeval=maxeval, verbose=verbose)
     if det_result.status == "interrupted":
         return det_result
+    mean_res = RobustCompliance(det, B, MU, Sigma, 0.0).optimize(maxeval, verbose)
+    if mean_res.status == "interrupted":
+        return RunResult.from_record(run_record(mean_res, None), {"phase": "mean_optimal"},
+                                     x=mean_res.x, x_phys=np.asarray(det.x_phys(mean_res.x)),
+                                     history=mean_res.history)
     robust = RobustCompliance(det, B, MU, Sigma, k)
-    x0 = np.full(det.n, volfrac)
-    robust.scale = float(robust.objective(x0))
-    res = minimize(robust.responses, x0, n_constraints=1, bounds=(0.0, 1.0), maxeval=maxeval,
-                   ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint, resume=resume,
-                   mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10},
-                   count_solves=lambda: det.system.counts["factorizations"],
-                   objective_scale=robust.scale, objective_name="E[c] + k std[c]")
-    figures = {"robust": robust.figures(res.x, samples, seed),
-               "deterministic": robust.figures(det_result.x, samples, seed)}
+    res = robust.optimize(maxeval, verbose, checkpoint, resume)
+    designs = {"robust": res.x, "mean_optimal": mean_res.x, "deterministic": det_result.x}
+    figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
     metrics = {"robust_objective": figures["robust"]["objective"], **figures,
                "k": k, "sigma_x": sigma_x, "sigma_y": sigma_y, "mu": MU.tolist(),
                "samples": samples, "seconds": time.perf_counter() - t0}
-    x_phys = np.asarray(det.x_phys(res.x))
+    arrays = {}
+    for name in ("mean_optimal", "deterministic"):
+        arrays[f"x_{name}"] = designs[name]
+        arrays[f"x_phys_{name}"] = np.asarray(det.x_phys(designs[name]))
     result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
-                                   x_phys=x_phys, history=res.history,
-                                   arrays={"x_deterministic": det_result.x,
-                                           "x_phys_deterministic": det_result.x_phys})
+                                   x_phys=np.asarray(det.x_phys(res.x)), history=res.history,
+                                   arrays=arrays)
     if out is not None:
         write(out, mesh, det, result, dict(problem="robust_cantilever", nelx=nelx, nely=nely,
                                            volfrac=volfrac, rmin=rmin, penal=penal,
@@ -167,27 +194,28 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
 
 
 def write(out: str, mesh, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
-    """The robust design (`write_results`) and ``deterministic.png``."""
+    """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
     from topopt.plot import save_design
-    d = result["deterministic"]
-    save_design(mesh, result["x_phys_deterministic"], os.path.join(out, "deterministic.png"),
-                title=f"deterministic: E[c] = {d['mean']:.4g}, std[c] = {d['std']:.4g}")
+    for name in ("mean_optimal", "deterministic"):
+        f = result[name]
+        save_design(mesh, result[f"x_phys_{name}"], os.path.join(out, f"{name}.png"),
+                    title=f"{name.replace('_', '-')}: E[c] = {f['mean']:.4g}, "
+                          f"std[c] = {f['std']:.4g}, c(mu) = {f['nominal_compliance']:.4g}")
     r = result["robust"]
     write_results(out, mesh, result, setup,
-                  title=f"robust (k = {setup['k']:g}), E[c] = {r['mean']:.4g}, "
-                        f"std[c] = {r['std']:.4g}",
+                  title=f"robust (k = {setup['k']:g}): E[c] = {r['mean']:.4g}, "
+                        f"std[c] = {r['std']:.4g}, c(mu) = {r['nominal_compliance']:.4g}",
                   point_data=det.displacement(result.x_phys), objective="robust_objective",
-                  symbol="E[c] + k std[c]", constraint_names=["volume"])
+                  symbol="E + k std", constraint_names=["volume"])
 
 
 def summary(result: RunResult) -> str:
     """The lines the script prints after its run."""
-    r, d = result["robust"], result["deterministic"]
-    return (f"robust:        E[c] {r['mean']:.4f}  std[c] {r['std']:.4f}  "
-            f"E + k std {r['objective']:.4f}  nominal c {r['nominal_compliance']:.4f}\n"
-            f"deterministic: E[c] {d['mean']:.4f}  std[c] {d['std']:.4f}  "
-            f"E + k std {d['objective']:.4f}  nominal c {d['nominal_compliance']:.4f}  "
-            f"({result['seconds']:.1f} s)")
+    lines = [f"{name + ':':14s} E[c] {f['mean']:.4f}  std[c] {f['std']:.4f}  "
+             f"E + k std {f['objective']:.4f}  nominal c {f['nominal_compliance']:.4f}"
+             for name, f in ((n, result[n]) for n in ("robust", "mean_optimal",
+                                                       "deterministic"))]
+    return "\n".join(lines) + f"  ({result['seconds']:.1f} s)"
 
 
 def main(argv=None) -> RunResult:

@@ -65,10 +65,10 @@ def test_short_run_follows_the_problem_contract(short_run):
     assert saved["status"] == "maxeval_reached" and saved["setup"]["problem"] == \
         "robust_cantilever"
     assert saved["result"]["robust_objective"] == pytest.approx(result["robust"]["objective"])
-    for name in ("design.png", "deterministic.png", "history.png", "design.npz",
-                 "design.vtu"):
+    for name in ("design.png", "mean_optimal.png", "deterministic.png", "history.png",
+                 "design.npz", "design.vtu"):
         assert (out / name).exists(), name
-    for design in ("robust", "deterministic"):
+    for design in ("robust", "mean_optimal", "deterministic"):
         assert result[design]["volume"] == pytest.approx(0.4, abs=2e-3)
 
 
@@ -81,7 +81,16 @@ def test_robust_design_beats_the_deterministic_one_in_its_objective(short_run):
     assert r["std"] < 0.95 * d["std"]
 
 
-@pytest.mark.parametrize("design", ["robust", "deterministic"])
+def test_robust_and_mean_optimal_designs_trade_mean_for_std(short_run):
+    """Each design is the best in its own objective; the robust one has a 7 % lower std
+    for a 0.4 % higher mean (measured on 24 x 12 elements, 40 evaluations)."""
+    result, _ = short_run
+    r, m = result["robust"], result["mean_optimal"]
+    assert r["objective"] < m["objective"] and m["mean"] < r["mean"]
+    assert r["std"] < 0.97 * m["std"]
+
+
+@pytest.mark.parametrize("design", ["robust", "mean_optimal", "deterministic"])
 def test_monte_carlo_agrees_with_the_sosm_figures(short_run, design):
     f = short_run[0][design]
     assert abs(f["mc_mean"] - f["mean"]) <= 4 * f["mc_mean_error"]
@@ -93,7 +102,8 @@ def test_main_runs_from_the_command_line(tmp_path, capsys):
                       "--samples", "100", "--out", str(tmp_path), "--quiet"])
     assert result.evaluations == 5
     printed = capsys.readouterr().out
-    assert "robust:" in printed and "deterministic:" in printed
+    for name in ("robust:", "mean_optimal:", "deterministic:"):
+        assert name in printed
 
 
 @pytest.mark.parametrize("kw, exc, match", [
