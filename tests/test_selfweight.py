@@ -275,3 +275,16 @@ def test_arch_command_line(tmp_path, capsys):
     assert saved["setup"]["nelx"] == 12 and saved["setup"]["interpolation"] == "ramp"
     with pytest.raises(SystemExit):
         arch.main(["--q", "-1", "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("nelx, nely, volfrac, weight", [(80, 60, 0.3, 4.0), (10, 6, 0.5, 1.0)])
+def test_arch_setup_weight_and_supports(nelx, nely, volfrac, weight):
+    """The half model's material at the volume bound weighs ``weight * P / 2``."""
+    from problems import arch
+    mesh, model, f, gravity = arch.setup(nelx, nely, volfrac, weight)
+    w = BodyLoad(model, gravity)(np.full(model.n_el, volfrac))
+    assert -np.sum(w[1::2]) == pytest.approx(weight * 0.5, rel=1e-12)
+    assert np.sum(f) == pytest.approx(-0.5, rel=1e-15)                 # P / 2 on the half
+    left = model.dofs(nodes=lambda x: np.isclose(x[0], 0.0), components=0)
+    pin = model.dofs(nodes=(nelx, 0.0))
+    np.testing.assert_array_equal(model.fixed, np.union1d(left, pin))
