@@ -259,9 +259,9 @@ def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):
     """``PN = (sum_e (x_e^q sigma_vm,e)^P)^(1/P)`` from ``sigma_vm^2`` (Le et al. 2010, eq. (16)).
 
     Written ``(sum_e x_e^(qP) (sigma_vm,e^2)^(P/2))^(1/P)``: smooth where an
-    element has no stress (``P >= 2``) or no material (``qP >= 1``). The sum
-    is scaled by its largest term, a constant (``PN`` is homogeneous of
-    degree one), so large ``P`` does not overflow.
+    element has no stress (``P >= 2``) or no material (``qP >= 1``). The
+    stresses are divided by the largest one, a constant (``PN`` is
+    homogeneous of degree one), so large ``P`` or stresses do not overflow.
 
     Examples
     --------
@@ -278,11 +278,14 @@ def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):
     _same(x_phys, von_mises_squared)
     check_array_range("x_phys", x_phys, 0.0, 1.0, tol=1e-9, what="physical densities")
     check_array_range("von_mises_squared", von_mises_squared, 0.0, None)
-    terms = np.maximum(x_phys, 0.0) ** (q * P) * von_mises_squared ** (P / 2)
-    top = float(np.max(ad.value(terms)))
-    if top == 0.0:
+    x_phys = np.maximum(x_phys, 0.0)
+    # the largest squared relaxed stress, a constant: PN = m (sum (s_e / m)^P)^(1/P)
+    m2 = float(np.max(np.asarray(ad.value(x_phys)) ** (2 * q)
+                      * np.asarray(ad.value(von_mises_squared))))
+    if m2 == 0.0:
         raise ValueError("every relaxed stress is zero: the aggregate has no derivative")
-    return top ** (1.0 / P) * np.sum(terms / top) ** (1.0 / P)
+    terms = x_phys ** (q * P) * (von_mises_squared / m2) ** (P / 2)
+    return np.sqrt(m2) * np.sum(terms) ** (1.0 / P)
 
 
 class AdaptiveNormalization:
