@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
+import scipy.sparse as sps
 import skfem
 from skfem.helpers import dot
 from skfem.models.elasticity import lame_parameters, linear_elasticity
@@ -33,6 +34,8 @@ class Model:
     mesh, basis : scikit-fem mesh and basis
     Ke : (n_el, n_loc, n_loc) element matrices at unit coefficient
     fixed : int array of supported dofs
+    K0 : sparse (ndof, ndof) or None
+        The constant stiffness of the grounded springs (`spring`).
     """
 
     def __init__(self, basis: skfem.CellBasis, Ke: np.ndarray, components: int):
@@ -43,6 +46,7 @@ class Model:
         self.ndof = basis.N
         self.n_el = self.mesh.t.shape[1]
         self.fixed = np.array([], dtype=np.int64)
+        self._springs = np.zeros(self.ndof)          # grounded spring stiffness per dof
         self._systems: dict = {}
 
     def __repr__(self):
@@ -141,6 +145,42 @@ class Model:
         self._systems.clear()
         return self
 
+    def spring(self, nodes: Where, components, k: float) -> "Model":
+        """Add grounded linear springs of stiffness `k` at the selected dofs.
+
+        Each selected dof gets ``k`` on its diagonal of the constant part ``K0``
+        of ``K(E) = K0 + sum_e E_e K_e`` (the input and output springs of a
+        compliant mechanism, Sigmund 1997): a term of the stiffness matrix,
+        not an element, so neither the design nor the sensitivities see it.
+        Springs at one dof add up. `nodes` as in `dofs`; `components` the
+        spring's directions (None: all). Returns the model for chaining.
+
+        Examples
+        --------
+        A unit square clamped on its left edge, with a spring of stiffness 2 at
+        the right corners in x:
+
+        >>> import numpy as np
+        >>> from topopt.fem import elasticity, rectangle
+        >>> model = elasticity(rectangle(1, 1)).fix(nodes=lambda x: x[0] == 0)
+        >>> model = model.spring(lambda x: x[0] == 1, 0, k=2.0)
+        >>> float(model.K0.sum()), model.K0.nnz
+        (4.0, 2)
+        """
+        k = check_positive("k", k, "spring stiffness")
+        dofs = self.dofs(nodes=nodes, components=components)
+        np.add.at(self._springs, dofs, k)
+        self._systems.clear()
+        return self
+
+    @property
+    def K0(self):
+        """The springs' constant stiffness, a sparse ``(ndof, ndof)`` diagonal (None without)."""
+        dofs = np.flatnonzero(self._springs)
+        if dofs.size == 0:
+            return None
+        return sps.csr_matrix((self._springs[dofs], (dofs, dofs)), shape=(self.ndof, self.ndof))
+
     # --------------------------------------------------------------- loads
     def _value(self, value) -> np.ndarray:
         value = np.atleast_1d(check_finite_array("value", value))
@@ -187,7 +227,8 @@ class Model:
 
     # --------------------------------------------------------------- solve
     def system(self, solver: str = "auto", solver_options: dict | None = None) -> LinearSystem:
-        """The `LinearSystem` for the current supports (built once per solver and options).
+        """The `LinearSystem` for the current supports and springs (built once per solver
+        and options).
 
         `solver_options` go to the iterative solvers (see `topopt.fem.multigrid`).
         """
@@ -197,8 +238,8 @@ class Model:
         key = (solver, tuple(sorted(solver_options.items()))) if solver_options else solver
         if key not in self._systems:
             self._systems[key] = LinearSystem(
-                self.basis.element_dofs.T, self.Ke, self.ndof, self.fixed, solver=solver,
-                requires_support=True, geometry=(self.mesh.p, self.basis.nodal_dofs),
+                self.basis.element_dofs.T, self.Ke, self.ndof, self.fixed, K0=self.K0,
+                solver=solver, requires_support=True, geometry=(self.mesh.p, self.basis.nodal_dofs),
                 solver_options=solver_options)
         return self._systems[key]
 
