@@ -302,14 +302,16 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
     density = np.zeros(prob.mesh.t.shape[1])
     density[prob.design] = result.x_phys
     save_design(prob.mesh, density, os.path.join(out, "design.png"),
-                title=f"projected density, h = {result['resolution_nm']} nm", **window)
+                title=f"projected density, h = {result['resolution_nm']} nm: |E(x0)|/|E_inc| = "
+                      f"{result['field_enhancement']:.2f}",
+                label="density (0 air, 1 silver)", **window)
     eps = np.ones(prob.mesh.t.shape[1], dtype=complex)
     eps[prob.design] = permittivity(result.x_phys, N_METAL, N_AIR)
     E = 2.0 * np.linalg.norm(np.abs(prob.model.element_gradients(u)), axis=1) / np.abs(eps)
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
-                colorbar=True, **window)
-    record = plot_record(result.history, G_LABEL, objective_scale=-1.0)   # minimized: -g
+                label="|E| / |E_inc|", **window)
+    record = plot_record(result.history, G_LABEL, objective_scale=-1.0, **window)  # -g
     save_history(result.history, os.path.join(out, "history.png"), title="EM focusing",
                  objective_label=G_LABEL, objective_scale=-1.0)
     setup = {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2, "d_pml": D_PML,

@@ -185,8 +185,8 @@ def show_image(design: dict, record: dict):
 
     `design` is `topopt.io.load_design`'s record, `record` the folder's
     ``result.json``: its ``plot`` settings (`topopt.problem.plot_record`:
-    supports, loads, the mirrored half model, the objective's unit, the
-    constraints' names) make the pictures of the run itself. A
+    supports, loads, the mirrored half model, a window, the objective's
+    unit, the constraints' names) make the pictures of the run itself. A
     ``result.json`` without them gives the design alone and the objective
     as minimized (the MBB half model drawn whole).
     """
@@ -202,6 +202,7 @@ def show_image(design: dict, record: dict):
              f"{result.get('status', record.get('status', ''))}, "
              f"{result.get('evaluations', record.get('evaluations', '?'))} evaluations")
     markers = {k: settings[k] for k in ("supports", "loads") if settings.get(k)}
+    window = {k: settings[k] for k in ("xlim", "ylim") if settings.get(k)}
     images = []
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "design.png")
@@ -209,7 +210,8 @@ def show_image(design: dict, record: dict):
             plot.save_design_3d(mesh, x_phys, path, title=title, **markers)
         else:
             mirror = settings.get("mirror", setup.get("problem") == "mbb_beam")
-            plot.save_design(mesh, x_phys, path, title=title, mirror=bool(mirror), **markers)
+            plot.save_design(mesh, x_phys, path, title=title, mirror=bool(mirror), **markers,
+                             **window)
         images.append(imread(path))
         history = _history(record)
         if history:

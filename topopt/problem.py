@@ -317,13 +317,13 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
 
 def plot_record(history: Sequence[dict], objective_label: str, objective_scale: float = 1.0,
                 constraint_names: Sequence[str] | None = None, mirror: bool = False,
-                supports=None, loads=None) -> dict:
+                supports=None, loads=None, xlim=None, ylim=None) -> dict:
     """The histories and plot settings that ``result.json`` keeps (``topopt show``).
 
     ``objective_history`` (as minimized), ``constraint_history``,
     ``stage_history`` (continuation runs) and ``plot``: the keywords of
     `topopt.plot.history_figure` and `topopt.plot.design_figure` (``mirror``,
-    ``supports``, ``loads``).
+    ``supports``, ``loads``, the window ``xlim``, ``ylim``).
 
     Examples
     --------
@@ -341,7 +341,8 @@ def plot_record(history: Sequence[dict], objective_label: str, objective_scale: 
     if any(stages):
         record["stage_history"] = stages
     arrays = {k: np.asarray(v, dtype=float).tolist() for k, v in
-              (("supports", supports), ("loads", loads)) if v is not None}
+              (("supports", supports), ("loads", loads), ("xlim", xlim), ("ylim", ylim))
+              if v is not None}
     record["plot"] = {"objective_label": objective_label, "objective_scale": scale,
                       "constraint_names": None if constraint_names is None else
                       list(constraint_names), "mirror": bool(mirror), **arrays}
