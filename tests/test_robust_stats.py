@@ -271,6 +271,7 @@ BAD = [
     (dict(R=3), TypeError, "R must be callable"),
     (dict(x=np.ones(2, dtype=int)), TypeError, "x must be a float array"),
     (dict(x=np.array([1.0, np.nan])), ValueError, "x contains NaN"),
+    (dict(x=np.ones(2) + 0j), TypeError, "x must be real"),
     (dict(mu=np.zeros((2, 1))), ValueError, "mu must be a 1-D array"),
     (dict(mu=np.array([0.0, np.inf])), ValueError, "mu must be finite"),
     (dict(mu=np.zeros(3)), ValueError, "mu has size 3"),

@@ -96,6 +96,8 @@ def _inputs(R, x, mu, Sigma, factor, order):
     if not ad.differentiable(x):
         raise TypeError(f"x must be a float array (the design) or a traced value, got "
                         f"{type(x).__name__}")
+    if np.iscomplexobj(ad.value(x)):
+        raise TypeError("x must be real: the moments are differentiated in a real design")
     if not np.all(np.isfinite(ad.value(x))):
         raise ValueError("x contains NaN or inf")
     mu = check_finite_array("mu", mu)
