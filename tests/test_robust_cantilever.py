@@ -116,3 +116,21 @@ def test_main_runs_from_the_command_line(tmp_path, capsys):
 def test_bad_options_are_refused(kw, exc, match):
     with pytest.raises(exc, match=match):
         rc.run(nelx=8, nely=4, maxeval=2, **kw)
+
+
+def test_the_robust_phase_resumes_from_its_checkpoint(tmp_path):
+    """6 evaluations with a checkpoint, then resumed to 12: the first 6 are kept."""
+    ck = str(tmp_path / "ck.npz")
+    kw = dict(nelx=12, nely=6, rmin=1.5, samples=100)
+    first = rc.run(maxeval=6, checkpoint=ck, **kw)
+    assert first.evaluations == 6 and first.resume == f"--resume {ck}"
+    resumed = rc.run(maxeval=12, resume=ck, **kw)
+    assert resumed.evaluations == 12 and resumed.status == "maxeval_reached"
+    objectives = lambda r: [h["objective"] for h in r.history]         # noqa: E731
+    assert objectives(resumed)[:6] == objectives(first)
+    assert objectives(resumed)[-1] < objectives(first)[-1]      # MMA went on from there
+
+
+def test_a_missing_resume_file_fails_before_any_work(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        rc.run(nelx=8, nely=4, maxeval=2, resume=str(tmp_path / "none.npz"))
