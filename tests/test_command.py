@@ -193,3 +193,22 @@ def stl_triangles(data):
     n = int(np.frombuffer(data[80:84], "<u4")[0])      # 80-byte header, uint32 count,
     assert len(data) == 84 + 50 * n                    # 50 bytes a triangle
     return n
+
+
+def test_show_draws_the_runs_own_history_and_markers(mbb_run):
+    """``show`` reads result.json's plot settings: the objective times its scale is
+    the compliance of the history's first design (c0 * 1), the constraint is named,
+    and the supports and loads are the model's."""
+    from topopt import command
+    from topopt.plot import boundary_markers
+    from problems.mbb_beam import setup
+    out, _ = mbb_run
+    record = json.loads((out / "result.json").read_text())
+    history = command._history(record)
+    assert len(history) == 20 and all(len(h["constraints"]) == 1 for h in history)
+    settings = record["plot"]
+    assert settings["objective_label"] == "compliance c"
+    assert settings["constraint_names"] == ["volume V / 0.5 - 1"]
+    _, model, f = setup(60, 20)
+    for got, want in zip((settings["supports"], settings["loads"]), boundary_markers(model, f)):
+        np.testing.assert_array_equal(got, want)
