@@ -25,8 +25,8 @@ MARGINALS = [
     (rel.Lognormal.from_moments(100.0, 30.0), st.lognorm(
         s=np.sqrt(np.log1p(0.09)), scale=100.0 / np.sqrt(1.09))),
     (rel.Gumbel(50.0, 7.0), st.gumbel_r(50.0, 7.0)),
-    (rel.Gumbel.from_moments(4.0, 1.0), st.gumbel_r(4.0 - 0.5772156649015329 * np.sqrt(6) / np.pi,
-                                                    np.sqrt(6) / np.pi)),
+    (rel.Gumbel.from_moments(4.0, 1.0),
+     st.gumbel_r(4.0 - 0.5772156649015329 * np.sqrt(6) / np.pi, np.sqrt(6) / np.pi)),
     (rel.Weibull(2.0, 1.5), st.weibull_min(1.5, scale=2.0)),
     (rel.Weibull(41721.5, 12.0), st.weibull_min(12.0, scale=41721.5)),
     (rel.Uniform(-1.0, 3.0), st.uniform(-1.0, 4.0)),
@@ -37,7 +37,8 @@ IDS = [repr(d) for d, _ in MARGINALS]
 
 def _reference_x(ref, u):
     """``F^{-1}(Phi(u))`` by scipy.stats: ppf in the lower half, isf in the upper."""
-    return np.where(u <= 0, ref.ppf(sp.ndtr(np.minimum(u, 0))), ref.isf(sp.ndtr(-np.maximum(u, 0))))
+    return np.where(u <= 0, ref.ppf(sp.ndtr(np.minimum(u, 0))),
+                    ref.isf(sp.ndtr(-np.maximum(u, 0))))
 
 
 @pytest.mark.parametrize("dist, ref", MARGINALS, ids=IDS)
@@ -112,8 +113,9 @@ def _pearson(marginals, i, j, rho0):
     """Pearson correlation of x_i, x_j by scipy's dblquad over the bivariate normal."""
     di, dj = marginals[i], marginals[j]
     pdf = st.multivariate_normal([0.0, 0.0], [[1.0, rho0], [rho0, 1.0]]).pdf
-    f = lambda b, a: ((di.x_from_u(a) - di.mean) / di.std * (dj.x_from_u(b) - dj.mean)  # noqa: E731
-                      / dj.std * pdf([a, b]))
+    def f(b, a):
+        return ((di.x_from_u(a) - di.mean) / di.std * (dj.x_from_u(b) - dj.mean) / dj.std
+                * pdf([a, b]))
     return scipy.integrate.dblquad(f, -9, 9, -9, 9, epsabs=1e-11)[0]
 
 

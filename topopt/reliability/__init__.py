@@ -73,12 +73,12 @@ from .base import ASYMPTOTIC, LN_PF_FLOOR, METHODS, SAMPLING, MPPError, Reliabil
 from .estimate import FailureProbability, failure_probability, ln_pf
 from .limit_state import LimitState, as_limit_state
 from .mpp import MPPResult, find_mpp
-from .nataf import Nataf, TransformedLimitState
+from .nataf import Nataf, TransformedLimitState, as_distribution
 from .penalty import failure_penalty
 from .quadratic import QuadraticLimitState
 from .sampling import CRNDerivative, crn_directional_derivative, sampling_estimate
 from .subset import subset_simulation
-from .systems import system_failure_probability
+from .systems import ditlevsen_bounds, ln_bivariate_upper, system_failure_probability
 
 __all__ = [
     "LN_PF_FLOOR", "METHODS", "ASYMPTOTIC", "SAMPLING", "ReliabilityError", "MPPError",
@@ -87,5 +87,6 @@ __all__ = [
     "sampling_estimate", "crn_directional_derivative", "CRNDerivative",
     "failure_penalty",
     "Marginal", "Normal", "Lognormal", "Gumbel", "Weibull", "Uniform", "Nataf",
-    "TransformedLimitState", "subset_simulation", "system_failure_probability",
+    "TransformedLimitState", "as_distribution", "subset_simulation",
+    "system_failure_probability", "ditlevsen_bounds", "ln_bivariate_upper",
 ]

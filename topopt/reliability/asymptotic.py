@@ -17,7 +17,8 @@ import scipy.special as sp
 
 from .. import ad
 from .base import ASYMPTOTIC, CURVED, LN_PF_FLOOR, METHODS, MPPError, ReliabilityError
-from .curvature import SORM_VARIANTS, curvature_term, defined, log_factor
+from .curvature import SORM_VARIANTS, _defined, _log_factor
+from .curvature import _curvature_term as _sorm_term
 from .limit_state import LimitState, _float_like, _tangent_basis
 from .mpp import MPPResult, _solve_mpp
 
@@ -142,7 +143,7 @@ def _curvature_correction(ls, q, mpp: MPPResult, pt: dict, on_failure: str) -> f
     if variant == "breitung":
         ok = bool(np.all(1.0 - lam * mu > 1e-12))
     else:
-        ok = defined(variant, beta, kappa)
+        ok = _defined(variant, beta, kappa)
     if not ok:
         err = MPPError("sorm_singular", f"the {variant} curvature factor is undefined "
                        "(1 + beta kappa_i <= 0: the MPP is not an isolated minimum, or "
@@ -154,7 +155,7 @@ def _curvature_correction(ls, q, mpp: MPPResult, pt: dict, on_failure: str) -> f
         return 0.0
     if variant == "breitung":        # also the LDT prefactor's det(I - lam P H P)^(-1/2)
         return -0.5 * float(np.sum(np.log(1.0 - lam * mu)))
-    return float(log_factor(variant, beta, kappa))
+    return float(_log_factor(variant, beta, kappa))
 
 
 def _asymptotic(ls: LimitState, q: tuple, z: float, method: str, on_failure: str,
@@ -228,7 +229,7 @@ def _bound_result(ls, q, z, method, err: MPPError) -> ReliabilityResult:
 
 def _curvature_term(ls: LimitState, theta, lam, *q):
     """``G = -1/2 ln det(I - lam P H P)``, traceable in theta, lam and q (Breitung)."""
-    return curvature_term(ls, "breitung", theta, lam, *q)
+    return _sorm_term(ls, "breitung", theta, lam, *q)
 
 
 def _point_cotangents(ls: LimitState, q: tuple, idx: list, pt: dict):
@@ -244,7 +245,7 @@ def _point_cotangents(ls: LimitState, q: tuple, idx: list, pt: dict):
     if gm in CURVED:
         variant = SORM_VARIANTS.get(gm, "breitung")
         argnums = (0, 1) + tuple(2 + i for i in idx)
-        grads = ad.gradient(lambda t, la, *qq: curvature_term(ls, variant, t, la, *qq),
+        grads = ad.gradient(lambda t, la, *qq: _sorm_term(ls, variant, t, la, *qq),
                             theta, float(lam), *q, argnums=argnums)
         Gt, Gl = np.asarray(grads[0], float), float(grads[1])
         for k, i in enumerate(idx):

@@ -19,8 +19,8 @@ Tvedt (1988, 1990), the three-term formula
     with ``Re P(beta + i) = prod ((1 + beta kappa)^2 + kappa^2)^(-1/4) cos(1/2
     sum atan(kappa/(1 + beta kappa)))``.
 
-`log_factor` evaluates ``L`` on plain or traced values (the same numpy code);
-`curvature_term` is ``L`` as a function of ``(theta, lam, q)`` at the MPP, with
+`_log_factor` evaluates ``L`` on plain or traced values (the same numpy code);
+`_curvature_term` is ``L`` as a function of ``(theta, lam, q)`` at the MPP, with
 the curvatures from ``ad.eigh`` of ``P H P`` (one zero eigenvalue along the
 normal, which adds nothing), for the KKT adjoint of the pullback.
 """
@@ -33,7 +33,7 @@ import scipy.special as sp
 from .. import ad
 from .base import ReliabilityError
 
-__all__ = ["SORM_VARIANTS", "log_factor", "curvature_term"]
+__all__ = ["SORM_VARIANTS"]
 
 #: method name -> formula
 SORM_VARIANTS = {"sorm": "breitung", "sorm-hohenbichler": "hohenbichler",
@@ -46,17 +46,17 @@ def _psi(beta):
     return np.exp(-0.5 * beta * beta - _HALF_LN_2PI - sp.log_ndtr(-beta))
 
 
-def log_factor(variant: str, beta, kappa):
+def _log_factor(variant: str, beta, kappa):
     """``L = ln(pf / Phi(-beta))`` of `variant` for curvatures `kappa` (plain or traced).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from topopt.reliability.curvature import log_factor
+    >>> from topopt.reliability.curvature import _log_factor
     >>> k = np.full(9, 0.1)
-    >>> round(float(log_factor("breitung", 3.0, k)), 6)     # -9/2 ln 1.3
+    >>> round(float(_log_factor("breitung", 3.0, k)), 6)     # -9/2 ln 1.3
     -1.180639
-    >>> [abs(float(log_factor(v, 3.0, 0 * k))) < 1e-15 for v in ("hohenbichler", "tvedt")]
+    >>> [abs(float(_log_factor(v, 3.0, 0 * k))) < 1e-15 for v in ("hohenbichler", "tvedt")]
     [True, True]
     """
     if variant == "breitung":
@@ -76,7 +76,7 @@ def log_factor(variant: str, beta, kappa):
     return np.log(bracket)
 
 
-def defined(variant: str, beta: float, kappa: np.ndarray) -> bool:
+def _defined(variant: str, beta: float, kappa: np.ndarray) -> bool:
     """Whether `variant`'s formula is defined (every root argument > 0, pf > 0)."""
     kappa = np.asarray(kappa, float)
     if variant == "breitung":
@@ -87,10 +87,10 @@ def defined(variant: str, beta: float, kappa: np.ndarray) -> bool:
     if not ok:
         return False
     with np.errstate(invalid="ignore", divide="ignore"):
-        return bool(np.isfinite(log_factor("tvedt", beta, kappa)))
+        return bool(np.isfinite(_log_factor("tvedt", beta, kappa)))
 
 
-def curvature_term(ls, variant: str, theta, lam, *q):
+def _curvature_term(ls, variant: str, theta, lam, *q):
     """``L`` at ``(theta, lam)``, traceable in theta, lam and q.
 
     Breitung (and the LDT prefactor) use ``-1/2 ln det(I - lam P H P)``,
@@ -112,6 +112,6 @@ def curvature_term(ls, variant: str, theta, lam, *q):
     mu, _ = ad.eigh(P @ (H @ P))
     kappa = -mu / gn
     beta = np.sqrt(theta @ theta)
-    if not defined(variant, float(ad.value(beta)), np.asarray(ad.value(kappa), float)):
+    if not _defined(variant, float(ad.value(beta)), np.asarray(ad.value(kappa), float)):
         raise ReliabilityError(f"the {variant} factor is undefined at the MPP")
-    return log_factor(variant, beta, kappa)
+    return _log_factor(variant, beta, kappa)

@@ -34,7 +34,7 @@ from .._validate import check_callable, check_finite_array, check_int
 from .distributions import Marginal
 from .limit_state import LimitState
 
-__all__ = ["Nataf", "TransformedLimitState"]
+__all__ = ["Nataf", "TransformedLimitState", "as_distribution"]
 
 
 class Nataf:

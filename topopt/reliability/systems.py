@@ -19,15 +19,18 @@ Ditlevsen (1979) bounds (series, ``info["bounds"]``)
     sum_{k>=2} max_{l<k} P_kl``, the components ordered by decreasing
     ``P_k = Phi(-beta_k)``.
 Sampling (``"mc"``, ``"is"``)
-    The system indicator counted over samples of ``N(0, I)``, or of the
-    equal-weight mixture of ``N(theta*_k, I)`` centred at every component MPP
-    (`sampling_estimate`'s weights).
+    The system indicator counted over samples of ``N(0, I)``, or for ``"is"``
+    of the equal-weight mixture of ``N(theta*_k, I)`` centred at every
+    component MPP (series), or of ``N(theta*_J, I)`` at the joint design point
+    ``argmin |theta|`` s.t. all ``F_k >= z_k`` (parallel), with
+    `sampling_estimate`'s weights.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.integrate
+import scipy.optimize
 import scipy.special as sp
 import scipy.stats
 
@@ -39,7 +42,7 @@ from .limit_state import as_limit_state
 from .mpp import _mpp_options, _solve_mpp
 from .sampling import _draw, _summarize
 
-__all__ = ["system_failure_probability"]
+__all__ = ["system_failure_probability", "ditlevsen_bounds", "ln_bivariate_upper"]
 
 SYSTEM_METHODS = ("form", "mc", "is")
 
@@ -66,7 +69,8 @@ def system_failure_probability(limit_states, design, z, kind: str = "series",
     m : int, optional
         Number of random variables (plain functions).
     n_samples, seed
-        For ``"mc"``/``"is"``.
+        For ``"mc"``/``"is"``; `seed` also seeds the quasi-random points of the
+        multinormal cdf (``"form"`` with more than two components).
     **mpp_options
         Of `find_mpp` (``"form"``, ``"is"``).
 
@@ -89,17 +93,8 @@ def system_failure_probability(limit_states, design, z, kind: str = "series",
     >>> round(float(r.info["rho"][0, 1]), 6), round(r.pf, 7)    # 2 Phi(-3) - P_12
     (0.707107, 0.0024617)
     """
-    check_choice("kind", kind, ("series", "parallel"))
-    check_choice("method", method, SYSTEM_METHODS)
-    if ad.is_traced(design):
-        raise TypeError("system_failure_probability takes a plain design (not differentiated)")
-    comps = _components(limit_states, m)
-    zs = _thresholds(z, len(comps))
-    if method == "mc" and mpp_options:
-        raise TypeError(f"MPP options {sorted(mpp_options)} do not apply to method='mc'")
-    opts = _mpp_options(mpp_options)
-    n_samples = check_int("n_samples", n_samples, 1)
-    check_seed("seed", seed)
+    comps, zs, opts, n_samples = _system_args(limit_states, design, z, kind, method, m,
+                                              n_samples, seed, mpp_options)
     qs = [tuple(ls.params(design)) for ls in comps]
     if method == "mc":
         return _sampled(comps, qs, zs, kind, "mc", None, n_samples, seed)
@@ -113,16 +108,51 @@ def system_failure_probability(limit_states, design, z, kind: str = "series",
     np.fill_diagonal(rho, 1.0)
     info = dict(betas=betas, alphas=alphas, rho=rho, mpps=mpps)
     if method == "is":
-        res = _sampled(comps, qs, zs, kind, "is", np.array([r.theta for r in mpps]),
-                       n_samples, seed)
+        centers = np.array([r.theta for r in mpps])
+        if kind == "parallel":
+            info["joint_mpp"] = centers = _joint_mpp(comps, qs, zs, centers)[None, :]
+        res = _sampled(comps, qs, zs, kind, "is", centers, n_samples, seed)
         res.info.update(info)
         return res
-    ln = _ln_first_order(kind, betas, rho)
+    ln = _ln_first_order(kind, betas, rho, seed)
     res = ReliabilityResult("form", ln, float(np.exp(ln)), beta=float(-sp.ndtri(np.exp(ln))),
                             n_mpp=len(comps), info=info)
     if kind == "series":
         res.info["bounds"] = ditlevsen_bounds(betas, rho)
     return res
+
+
+def _system_args(limit_states, design, z, kind, method, m, n_samples, seed, mpp_options):
+    """The arguments of `system_failure_probability`, checked before any solve."""
+    check_choice("kind", kind, ("series", "parallel"))
+    check_choice("method", method, SYSTEM_METHODS)
+    if ad.is_traced(design):
+        raise TypeError("system_failure_probability takes a plain design (not differentiated)")
+    comps = _components(limit_states, m)
+    zs = _thresholds(z, len(comps))
+    if method == "mc" and mpp_options:
+        raise TypeError(f"MPP options {sorted(mpp_options)} do not apply to method='mc'")
+    opts = _mpp_options(mpp_options)
+    n_samples = check_int("n_samples", n_samples, 1)
+    check_seed("seed", seed)
+    return comps, zs, opts, n_samples
+
+
+def _joint_mpp(comps, qs, zs, starts) -> np.ndarray:
+    """``argmin 1/2|theta|^2`` s.t. every ``F_k >= z_k`` (SLSQP): a parallel system's
+    design point, the centre of its importance sampling."""
+    def con(ls, q, zk):
+        return {"type": "ineq", "fun": lambda t: ls.value_and_gradient(t, *q)[0] - zk,
+                "jac": lambda t: ls.value_and_gradient(t, *q)[1]}
+    cons = [con(ls, q, zk) for ls, q, zk in zip(comps, qs, zs)]
+    start = starts[np.argmax(np.linalg.norm(starts, axis=1))]
+    res = scipy.optimize.minimize(lambda t: 0.5 * t @ t, start, jac=lambda t: t,
+                                  method="SLSQP", constraints=cons,
+                                  options=dict(ftol=1e-14, maxiter=500))
+    if not res.success:
+        raise ReliabilityError(f"the joint design point of the parallel system was not "
+                               f"found ({res.message})")
+    return np.asarray(res.x, float)
 
 
 def _components(limit_states, m):
@@ -155,31 +185,61 @@ def _sampled(comps, qs, zs, kind, method, centers, n_samples, seed) -> Reliabili
     return _summarize(result, ind.astype(float), logw, 0.5, 0.0)
 
 
-def bivariate_upper(b1: float, b2: float, rho: float) -> float:
-    """``P(Y_1 >= b1, Y_2 >= b2)`` for standard normals of correlation `rho`."""
+def ln_bivariate_upper(b1: float, b2: float, rho: float) -> float:
+    """``ln P(Y_1 >= b1, Y_2 >= b2)`` for standard normals of correlation `rho`.
+
+    ``int_lo^inf exp(L(y)) dy`` with the concave ``L(y) = ln phi(y) + ln Phi((rho y -
+    hi)/sqrt(1 - rho^2))`` (``lo = max(b1, b2)``, ``hi`` the other): its maximum
+    ``L*`` is factored out before adaptive quadrature, so tiny probabilities keep
+    their relative accuracy.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.special as sp
+    >>> from topopt.reliability.systems import ln_bivariate_upper
+    >>> bool(abs(ln_bivariate_upper(3.0, 2.0, 0.0) - sp.log_ndtr(-3.0) - sp.log_ndtr(-2.0))
+    ...      < 1e-12)
+    True
+    """
+    lo, hi = (b1, b2) if b1 >= b2 else (b2, b1)
     if abs(rho) >= 1 - 1e-14:
-        return float(sp.ndtr(-max(b1, b2))) if rho > 0 else \
-            float(max(0.0, sp.ndtr(-b1) - sp.ndtr(b2)))
+        if rho > 0:
+            return float(sp.log_ndtr(-lo))
+        p = sp.ndtr(-b1) - sp.ndtr(b2)
+        return float(np.log(p)) if p > 0 else -np.inf
     s = np.sqrt(1 - rho * rho)
-    lo, hi = (b1, b2) if b1 >= b2 else (b2, b1)     # integrate over the rarer one
-    val, _ = scipy.integrate.quad(
-        lambda y: np.exp(-0.5 * y * y + sp.log_ndtr((rho * y - hi) / s)) / np.sqrt(2 * np.pi),
-        lo, np.inf, epsabs=0.0, epsrel=1e-12, limit=200)
-    return float(val)
+
+    def L(y):
+        return -0.5 * y * y - 0.5 * np.log(2 * np.pi) + sp.log_ndtr((rho * y - hi) / s)
+    opt = scipy.optimize.minimize_scalar(lambda y: -L(y), bounds=(lo, lo + 50.0),
+                                         method="bounded", options=dict(xatol=1e-10))
+    y_star = float(opt.x)
+    top = float(L(y_star))
+    f = lambda y: np.exp(L(y) - top)            # noqa: E731
+    mid = y_star + 12.0
+    v1, _ = scipy.integrate.quad(f, lo, mid, points=[y_star], epsabs=0.0, epsrel=1e-12,
+                                 limit=200)
+    v2, _ = scipy.integrate.quad(f, mid, np.inf, epsabs=0.0, epsrel=1e-12, limit=200)
+    return top + float(np.log(v1 + v2))
 
 
-def _ln_first_order(kind: str, betas: np.ndarray, rho: np.ndarray) -> float:
+def _bivariate_upper(b1: float, b2: float, rho: float) -> float:
+    """``P(Y_1 >= b1, Y_2 >= b2)`` (see `ln_bivariate_upper`)."""
+    return float(np.exp(ln_bivariate_upper(b1, b2, rho)))
+
+
+def _ln_first_order(kind: str, betas: np.ndarray, rho: np.ndarray, seed) -> float:
     k = len(betas)
     if k == 2:
-        p12 = bivariate_upper(betas[0], betas[1], rho[0, 1])
+        ln12 = ln_bivariate_upper(betas[0], betas[1], rho[0, 1])
         if kind == "parallel":
-            return float(np.log(p12)) if p12 > 0 else -np.inf
-        return float(np.log(sp.ndtr(-betas[0]) + sp.ndtr(-betas[1]) - p12))
-    mvn = scipy.stats.multivariate_normal(mean=np.zeros(k), cov=rho, allow_singular=True)
-    kw = dict(maxpts=200_000 * k, abseps=1e-12, releps=1e-8)
+            return ln12
+        return float(np.log(sp.ndtr(-betas[0]) + sp.ndtr(-betas[1]) - np.exp(ln12)))
+    kw = dict(mean=np.zeros(k), cov=rho, allow_singular=True, maxpts=200_000 * k,
+              abseps=1e-12, releps=1e-8, rng=np.random.default_rng(seed))
     if kind == "parallel":
-        return float(np.log(mvn.cdf(-betas, **kw)))
-    return float(np.log1p(-mvn.cdf(betas, **kw)))
+        return float(np.log(scipy.stats.multivariate_normal.cdf(-betas, **kw)))
+    return float(np.log1p(-scipy.stats.multivariate_normal.cdf(betas, **kw)))
 
 
 def ditlevsen_bounds(betas, rho) -> tuple[float, float]:
@@ -199,7 +259,7 @@ def ditlevsen_bounds(betas, rho) -> tuple[float, float]:
     P = sp.ndtr(-b)
     lower, upper = P[0], P[0]
     for k in range(1, len(b)):
-        pkl = np.array([bivariate_upper(b[k], b[j], r[k, j]) for j in range(k)])
+        pkl = np.array([_bivariate_upper(b[k], b[j], r[k, j]) for j in range(k)])
         lower += max(0.0, P[k] - np.sum(pkl))
         upper += P[k] - np.max(pkl)
     return float(lower), float(upper)
