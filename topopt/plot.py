@@ -147,9 +147,10 @@ def _support_markers(supports, bbox):
     """Marker and offset direction of each support: a triangle pointing at the node.
 
     A node fixed in every component (pinned, clamped): a filled triangle from
-    the nearest side of `bbox` (at a corner, the side with more supports); fixed in one component (a roller, a symmetry
-    line): a hollow triangle along that component; a fixed scalar (a
-    temperature): a filled square on the node.
+    the nearest side of `bbox` (at a corner, the side with more supports);
+    fixed in one component (a roller, a symmetry line): a hollow triangle
+    along that component; a fixed scalar (a temperature): a filled square on
+    the node.
     """
     x0, x1, y0, y1 = bbox
     x, y, mask = supports[:, 0], supports[:, 1], supports[:, 2:] > 0
@@ -193,6 +194,8 @@ def _load_arrows(loads, bbox, length):
     size = np.linalg.norm(v, axis=1)
     keep = size > 0
     p, v, size = loads[keep, :2], v[keep], size[keep]
+    if not keep.any():
+        return np.zeros((0, 2)), np.zeros((0, 2))
     d = v / size[:, None] * (length * np.maximum(size / size.max(), 0.25))[:, None]
     tail = p - d
     x0, x1, y0, y1 = bbox
