@@ -516,3 +516,26 @@ def test_sorm_when_the_nominal_point_fails_is_not_small():
     assert r.ln_pf > np.log(0.5)
     mc = rel.sampling_estimate(ls, None, 7.67, method="mc", n_samples=10**4, seed=0)
     assert mc.pf == pytest.approx(1.0)
+
+
+# ------------------------------------ SORM variants: their curvature term's rules
+@pytest.mark.parametrize("modes", [("reverse",), ("forward",), ("hvp",), ("nested",)])
+@pytest.mark.parametrize("variant", ["hohenbichler", "tvedt"])
+def test_sorm_variant_curvature_term_in_every_mode(variant, modes):
+    """L(theta, lam, q) of Hohenbichler and Tvedt (through ad.eigh of P H P and
+    beta = |theta|) against central differences, as for Breitung's term above."""
+    from topopt.reliability.curvature import _curvature_term
+    ls = rel.LimitState(_cubic, m=4)
+    theta, p = np.array([1.2, -0.2, 0.3, 0.1]), np.array([1.2, 0.3, 0.8])
+    report = ad.check_modes(lambda t, la, q: _curvature_term(ls, variant, t, la, q),
+                            theta, 0.6, p, modes=modes)
+    assert report and max(report.values()) < 1e-6
+
+
+def test_nataf_map_in_every_mode():
+    """x = T(u) of a correlated lognormal/Gumbel/Weibull/uniform model, all AD modes."""
+    nat = rel.Nataf([rel.Lognormal(0.1, 0.3), rel.Gumbel(2.0, 0.5), rel.Weibull(1.0, 3.0),
+                     rel.Uniform(-1.0, 2.0)],
+                    [[1, 0.3, 0, 0.1], [0.3, 1, -0.2, 0], [0, -0.2, 1, 0.4], [0.1, 0, 0.4, 1]])
+    report = ad.check_modes(lambda u: nat.x_from_u(u), np.array([0.4, -1.1, 0.7, 1.9]))
+    assert report and max(report.values()) < 1e-6
