@@ -1,7 +1,12 @@
-r"""Failure probabilities of a design under Gaussian uncertainty, with gradients.
+r"""Failure probabilities of a design under uncertainty, with gradients.
 
-The random inputs are standard normal, ``theta ~ N(0, I_m)``; a scalar *limit
-state* ``F(theta, design)`` fails when ``F >= z``; ``pf = P(F(theta) >= z)``.
+The solvers work with standard-normal inputs ``theta ~ N(0, I_m)``; a scalar
+*limit state* ``F(theta, design)`` fails when ``F >= z``; ``pf = P(F(theta) >=
+z)``. Physical inputs -- marginals `Normal`, `Lognormal`, `Gumbel`, `Weibull`,
+`Uniform` and a correlation matrix -- reach ``theta`` through the Nataf
+transform (`Nataf`, with the exact correlation correction):
+``TransformedLimitState(F_x, distribution)`` is the limit state ``F_x(x(theta),
+design)`` in ``theta``, and every estimate and gradient below applies to it.
 
 Most probable failure point (MPP)
     ``theta* = argmin 1/2 |theta|^2  s.t.  F(theta) >= z``;  ``beta = |theta*|``
@@ -20,6 +25,12 @@ SORM (Breitung 1984)
     ``kappa_i = eig(-T^T H T) / |grad F|`` (``H`` the Hessian of ``F`` in
     ``theta``, ``T`` an orthonormal basis of the tangent plane). Equivalently
     ``prod_i (1 + beta kappa_i) = det(I - lam P H P)``, ``P = I - n n^T``.
+SORM variants (``"sorm-hohenbichler"``, ``"sorm-tvedt"``)
+    Hohenbichler & Rackwitz (1988): ``1 + psi kappa_i`` with ``psi =
+    phi(beta)/Phi(-beta)`` in place of ``1 + beta kappa_i``; Tvedt's (1988)
+    three-term formula (see `curvature`). Importance factors ``alpha**2``
+    (``alpha = theta*/beta``) and the physical design point come with every
+    asymptotic result.
 LDT prefactor (Tong, Vanden-Eijnden & Stadler 2021, eq. for the sharp
     estimate; also Schorlepp, Tong, Grafke & Stadler 2023)
     ``pf ~ (2 pi)^(-1/2) beta^(-1) exp(-beta^2/2) det(I - lam P H P)^(-1/2)``:
@@ -46,13 +57,24 @@ never NaN. A limit state is any ``F(theta, design)`` that `topopt.ad` can
 differentiate, or a `LimitState` subclass; `QuadraticLimitState` (compliance
 under Gaussian loads) has an exact MPP and counts every local MPP.
 
+Several MPPs: `QuadraticLimitState` finds every local one exactly; any other
+limit state with ``n_starts=k`` (multi-start search from the mirror image of
+the first MPP and the coordinate directions). FORM/SORM add the contributions
+of all of them, importance sampling uses them all as mixture centres.
+Systems: `system_failure_probability` (series/parallel; first-order
+multinormal, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
+`subset_simulation` (Au & Beck 2001) with its coefficient of variation.
+
 Modules, in import order: `base` (method names, ``LN_PF_FLOOR``, the errors),
-`limit_state` (`LimitState`, the interface the solvers use), `quadratic`
+`limit_state` (`LimitState`, the interface the solvers use), `distributions`
+(the marginals), `nataf` (`Nataf`, `TransformedLimitState`), `quadratic`
 (`QuadraticLimitState` and its exact MPPs), `mpp` (`find_mpp`: HL-RF, SLSQP,
-Newton on the KKT system), `asymptotic` (the LDT/FORM/SORM/prefactor formulas,
+Newton on the KKT system, multi-start), `curvature` (Breitung, Hohenbichler,
+Tvedt), `asymptotic` (the LDT/FORM/SORM/prefactor formulas,
 `ReliabilityResult`, the envelope-theorem cotangents), `sampling` (MC, IS,
 `crn_directional_derivative`), `estimate` (`failure_probability`, `ln_pf` and
-its rules, `FailureProbability`) and `penalty` (`failure_penalty`).
+its rules, `FailureProbability`), `systems`, `subset` and `penalty`
+(`failure_penalty`).
 
 Examples
 --------

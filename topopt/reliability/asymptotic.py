@@ -1,8 +1,8 @@
 """Asymptotic estimates of ``ln pf`` from the MPP, and the derivatives of each.
 
-LDT ``-beta^2/2``, FORM ``ln Phi(-beta)``, SORM (Breitung 1984) and the LDT
-prefactor (Tong, Vanden-Eijnden & Stadler 2021) at each local MPP, added by
-logsumexp; ``on_failure="bound"`` gives the documented bounds of
+LDT ``-beta^2/2``, FORM ``ln Phi(-beta)``, SORM (Breitung 1984; Hohenbichler
+& Rackwitz 1988; Tvedt 1988, see `curvature`) and the LDT prefactor (Tong,
+Vanden-Eijnden & Stadler 2021) at each local MPP, added by logsumexp; ``on_failure="bound"`` gives the documented bounds of
 `ReliabilityResult`. `_cotangents` gives ``d ln pf/dz`` and ``d ln pf/dq`` by
 the envelope theorem plus, for the curvature factor, the KKT adjoint (see the
 package docstring); `ln_pf`'s rules call it.

@@ -53,8 +53,11 @@ def failure_probability(limit_state, design, z: float, method: str = "sorm",
         Plain design (use `ln_pf` to differentiate).
     z : float
         Threshold.
-    method : {"ldt", "form", "sorm", "ldt-prefactor", "mc", "is"}
-        See the module docstring; ``"mc"``/``"is"`` go to `sampling_estimate`.
+    method : str
+        One of `METHODS`: ``"ldt"``, ``"form"``, ``"sorm"``,
+        ``"sorm-hohenbichler"``, ``"sorm-tvedt"``, ``"ldt-prefactor"``, ``"mc"``,
+        ``"is"``. See the module docstring (``"sorm"`` is Breitung's); ``"mc"``/``"is"``
+        go to `sampling_estimate`.
     **options
         ``m``, ``batch``, ``on_failure`` (``"raise"``, the default, or
         ``"bound"``: return the documented bound described in
@@ -152,7 +155,7 @@ design : float array, float or None
     its shape).
 z : float
     Threshold, also differentiable (``d ln pf / dz``).
-method : {"ldt", "form", "sorm", "ldt-prefactor"}
+method : {"ldt", "form", "sorm", "sorm-hohenbichler", "sorm-tvedt", "ldt-prefactor"}
     ``"mc"``/``"is"`` evaluate but refuse to be differentiated.
 **options
     As for `failure_probability` (``on_failure="bound"``: the documented
