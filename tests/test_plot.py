@@ -193,6 +193,31 @@ def test_3d_supports_and_loads_drawn():
     assert len(quiver.get_segments()) >= len(l)            # a shaft per load (and heads)
 
 
+def test_3d_without_solid_draws_the_domain_and_says_so():
+    """Early in a run no element may reach 0.5: the domain's 12 edges, a note."""
+    fig = plot.design_figure_3d(fem.box(4, 2, 2), np.full(16, 0.3), title="early")
+    ax = fig.axes[0]
+    assert len(ax.lines) == 12 and "no element has x_phys >= 0.5" in fig._suptitle.get_text()
+    limits = np.array([ax.get_xlim(), ax.get_ylim(), ax.get_zlim()])
+    np.testing.assert_allclose(limits, [[0, 4], [0, 2], [0, 2]])
+
+
+def test_3d_without_scikit_image_draws_voxels(monkeypatch):
+    """The ``io`` extra missing: voxels of the elements x >= 0.5, their bounding box."""
+    import topopt.io
+
+    def missing(module, what):
+        raise ImportError(f"{what} needs {module} ({topopt.io.EXTRA})")
+    monkeypatch.setattr(topopt.io, "_require", missing)
+    mesh = fem.box(4, 2, 2)
+    x = (plot.element_centroids(mesh)[:, 0] < 2).astype(float)      # the half x < 2
+    fig = plot.design_figure_3d(mesh, x, title="v")
+    ax = fig.axes[0]
+    assert "voxels" in fig._suptitle.get_text() and "topopt[io]" in fig._suptitle.get_text()
+    limits = np.array([ax.get_xlim(), ax.get_ylim(), ax.get_zlim()])
+    np.testing.assert_allclose(limits, [[0, 2], [0, 2], [0, 2]])
+
+
 # --------------------------------------------------------------------------
 # histories
 

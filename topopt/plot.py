@@ -374,8 +374,10 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     elements with ``x >= level``, closed); the axis limits are its bounding
     box, so the design fills the frame. The mesh's y axis points up.
     `supports` (blue dots) and `loads` (red arrows, the longest a tenth of
-    the box) are `boundary_markers`' arrays. Needs scikit-image (the ``io``
-    extra); without it an ImportError names the extra.
+    the box) are `boundary_markers`' arrays. The surface needs scikit-image
+    (the ``io`` extra): without it the elements ``x >= level`` are drawn as
+    voxels, and a design without such an element as the domain's edges, each
+    said in the title.
 
     Examples
     --------
@@ -386,19 +388,18 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     >>> [tuple(map(float, lim())) for lim in (ax.get_xlim, ax.get_ylim, ax.get_zlim)]
     [(0.0, 4.0), (0.0, 2.0), (0.0, 2.0)]
     """
-    from .io import iso_surface
+    x = np.asarray(x, dtype=float)
     if mesh.p.shape[0] != 3:
         raise ValueError("design_figure_3d draws 3-D meshes; use design_figure")
-    verts, faces = iso_surface(mesh, np.asarray(x, dtype=float), level, refine=2)
-    v = _to_view(verts)
-    lo, hi = v.min(axis=0), v.max(axis=0)
+    if x.shape != (mesh.t.shape[1],):
+        raise ValueError(f"x has shape {x.shape}; expected ({mesh.t.shape[1]},), one value "
+                         "per element")
     fig = Figure(figsize=(8, 8))
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1), projection="3d")
-    surface = ax.plot_trisurf(v[:, 0], v[:, 1], v[:, 2], triangles=faces, color="0.78",
-                              shade=True, lightsource=LightSource(azdeg=300, altdeg=50),
-                              linewidth=0, antialiased=False)
-    artists, ends = [surface], [lo, hi]
+    artists, lo, hi, note = _draw_solid(ax, mesh, x, level)
+    title = f"{title} ({note})" if note and title else title or note
+    ends = [lo, hi]
     if supports is not None and len(supports):
         s = _to_view(_marker_array("supports", supports, 3)[:, :3])
         artists.append(ax.scatter(*s.T, s=6, c=SUPPORT_COLOR, depthshade=False,
@@ -420,6 +421,45 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
         art.set_clip_on(False)
     _fill_frame(fig, ax, hi - lo, np.array(ends), title)
     return fig
+
+
+def _draw_solid(ax, mesh, x, level: float):
+    """The shaded iso-surface (or voxels, or the domain's edges): (artists, lo, hi, note)."""
+    if not np.any(x >= level):
+        lo, hi = _to_view(mesh.p.T.min(axis=0)), _to_view(mesh.p.T.max(axis=0))
+        corners = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+        edges = [(i, j) for i in range(8) for j in range(i + 1, 8)
+                 if np.sum(corners[i] != corners[j]) == 1]
+        box = lo + corners * (hi - lo)
+        lines = [ax.plot(*box[[i, j]].T, color="0.6", lw=0.8)[0] for i, j in edges]
+        return lines, lo, hi, f"no element has x_phys >= {level:g}"
+    from .io import iso_surface
+    try:
+        verts, faces = iso_surface(mesh, x, level, refine=2)
+    except ImportError as e:
+        return _draw_voxels(ax, mesh, x, level) + (f"voxels; {e}",)
+    v = _to_view(verts)
+    surface = ax.plot_trisurf(v[:, 0], v[:, 1], v[:, 2], triangles=faces, color="0.78",
+                              shade=True, lightsource=LightSource(azdeg=300, altdeg=50),
+                              linewidth=0, antialiased=False)
+    return [surface], v.min(axis=0), v.max(axis=0), ""
+
+
+def _draw_voxels(ax, mesh, x, level: float):
+    """The elements ``x >= level`` of a uniform grid as voxels: (artists, lo, hi)."""
+    idx = grid_indices(mesh)
+    if idx is None or len(idx) != 3:
+        raise ValueError("design_figure_3d needs a structured 3-D (hexahedral) grid")
+    filled = np.zeros(tuple(int(i.max()) + 1 for i in idx), dtype=bool)
+    filled[idx] = x >= level
+    filled = filled.transpose(0, 2, 1)                        # plot (x, z, y)
+    lo, hi = _to_view(mesh.p.T.min(axis=0)), _to_view(mesh.p.T.max(axis=0))
+    grid = np.meshgrid(*(np.linspace(a, b, n + 1) for a, b, n in zip(lo, hi, filled.shape)),
+                       indexing="ij")
+    faces = ax.voxels(*grid, filled, facecolors="0.7", edgecolors="0.4", linewidth=0.1)
+    cells = np.argwhere(filled)
+    step = (hi - lo) / filled.shape
+    return list(faces.values()), lo + cells.min(axis=0) * step, lo + (cells.max(axis=0) + 1) * step
 
 
 def _projected_box(fig, ax, points):
