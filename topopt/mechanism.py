@@ -26,14 +26,16 @@ from . import fem
 from ._validate import check_positive, check_range
 from .cli import run_record
 from .design import Passive
-from .interpolation import simp
+from .interpolation import blueprint, simp
 from .objectives import output_displacement, volume
 from .optimize import Stage, minimize
 from .problem import ComplianceProblem, write_results
 from .result import RunResult, grey_level
+from .robust import DESIGNS, RobustFormulation, robust_stages
 from .runio import check_writable_file, check_writable_folder
 
-__all__ = ["MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "MMA_OPTIONS"]
+__all__ = ["MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "robust_run",
+           "robust_constraint_names", "MMA_OPTIONS"]
 
 #: NLopt options of the mechanism runs: classic MMA steps (one solve per iteration) and
 #: NLopt's own MMA dual: the SLSQP dual of `topopt.optimize` stops with
@@ -285,3 +287,70 @@ def run_mechanism(name: str, problem: MechanismProblem, *, title: str, sizes: di
                       point_data=problem.nodal_state(result["u"]), objective="u_out",
                       symbol="u_out", constraint_names=problem.constraint_names)
     return result
+
+
+def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 16),
+               evaluations: int = 100, every: int = 20, x0=None, verbose: bool = True,
+               checkpoint: str | None = None, resume: str | None = None,
+               mma_params: dict | None = None) -> RunResult:
+    """The robust mechanism: min-max of ``u_out`` over the eroded/intermediate/dilated designs.
+
+    `topopt.robust.RobustFormulation` on `problem` (its filter, ``analysis``
+    with the port constraints of each design, ``u_scale``), ``z`` in (-1,
+    1); `evaluations` per ``beta`` of `betas`, the dilated volume limit
+    updated every `every` (`topopt.robust.robust_stages`).
+
+    Metrics: those of `MechanismProblem.run` for the intermediate design at
+    the last ``beta`` (``u_out``, ``abs_u_out``, ...), ``designs`` (``u_out``
+    and ``volume`` of the three projected designs) and ``blueprints`` (the
+    same for the 0/1 designs ``x_tilde >= eta``, solved afresh:
+    `topopt.interpolation.blueprint`), ``blueprints_invert`` (``u_out < 0``
+    for all three), ``volume_limits`` and ``betas``.
+    """
+    robust = RobustFormulation(problem.x_phys, problem.analysis, problem.volfrac,
+                               problem.weights, z_bounds=(-1.0, 1.0))
+    stages = robust_stages(betas, evaluations, every)
+    x0 = problem.start(x0)
+    if checkpoint is not None:
+        check_writable_file(checkpoint, "checkpoint")
+    solves0 = problem.system.counts["factorizations"]
+    t0 = time.perf_counter()
+    res = robust.minimize(
+        x0, stages, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint, resume=resume,
+        mma_params={**MMA_OPTIONS, **(mma_params or {})}, objective_scale=problem.u_scale,
+        count_solves=lambda: problem.system.counts["factorizations"], objective_name="u_out")
+    seconds = time.perf_counter() - t0
+    x, beta = res.x[:-1], float(stages[-1].params["beta"])
+    designs = [np.asarray(d) for d in robust.designs(x, beta)]
+    x_tilde = np.asarray(problem.x_phys(x))
+    blueprints = [blueprint(x_tilde, eta) for eta in robust.etas]
+    states = [np.asarray(problem.state(d)) for d in designs + blueprints]
+    fe_solves = problem.system.counts["factorizations"] - solves0
+    metrics = problem.output_metrics(states[1]) | {
+        "volume": float(volume(designs[1], problem.weights)),
+        "grey_level": grey_level(designs[1]),
+        "designs": _robust_summary(problem, designs, states[:3]),
+        "blueprints": _robust_summary(problem, blueprints, states[3:]),
+        "blueprints_invert": bool(all(problem.l_out @ u < 0 for u in states[3:])),
+        "betas": [float(b) for b in betas], "volume_limits": robust.volume.limits,
+        "fe_solves": fe_solves, "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
+        "seconds": seconds, "solver": problem.system.solver, "filter": problem.filter_name,
+        "u_scale": problem.u_scale, "hold": problem.hold, "z": float(res.x[-1]),
+    }
+    return RunResult.from_record(
+        run_record(res, checkpoint), metrics, x=problem.passive.expand(x), x_phys=designs[1],
+        history=res.history, arrays={"u": states[1], "eroded": designs[0],
+                                     "dilated": designs[2], "blueprint_designs": blueprints})
+
+
+def _robust_summary(problem: MechanismProblem, designs, states) -> dict:
+    return {name: {"u_out": float(problem.l_out @ u),
+                   "volume": float(volume(d, problem.weights))}
+            for name, d, u in zip(DESIGNS, designs, states)}
+
+
+def robust_constraint_names(problem: MechanismProblem) -> list:
+    """The labels of the robust run's constraints (`robust_run`)."""
+    ports = ["input port", "output port"] if problem.hold > 0 else []
+    return ([f"u_out {d} - z" for d in DESIGNS] + ["volume (dilated)"]
+            + [f"{p} ({d})" for d in DESIGNS for p in ports])
