@@ -301,3 +301,25 @@ def test_transformed_limit_state_arguments():
     assert ls.m == 1
     with pytest.raises(ValueError, match="contradicts"):
         rel.failure_probability(ls, None, 1.0, "form", m=2)
+
+
+def test_distribution_keyword_of_the_front_door():
+    """failure_probability / ln_pf / FailureProbability with distribution=: the same
+    numbers as the TransformedLimitState, d ln pf/dd against the closed form
+    d/dd ln Phi(-beta(d)) for F = ln S - d ln R (linear in u: FORM exact)."""
+    R, S = rel.Lognormal(np.log(5.0), 0.2), rel.Lognormal(np.log(2.0), 0.3)
+    f = lambda x, d: np.log(x[1]) - d * np.log(x[0])          # noqa: E731
+
+    def exact(d):                   # F = (ln2 + 0.3 u2) - d (ln5 + 0.2 u1) >= 0
+        return sp.log_ndtr(-(d * np.log(5.0) - np.log(2.0)) / np.hypot(0.2 * d, 0.3))
+    v = rel.failure_probability(f, 1.0, 0.0, "form", distribution=[R, S]).ln_pf
+    assert v == pytest.approx(exact(1.0), abs=1e-10)
+    g = ad.gradient(lambda d: rel.ln_pf(f, d, 0.0, "sorm-tvedt", distribution=[R, S]), 1.0)
+    h = 1e-5
+    assert g == pytest.approx((exact(1 + h) - exact(1 - h)) / (2 * h), rel=1e-6)
+    fp = rel.FailureProbability(f, 0.0, "form", distribution=rel.Nataf([R, S]))
+    assert fp(1.0) == pytest.approx(exact(1.0), abs=1e-10)
+    with pytest.raises(TypeError, match="distribution= takes a plain function"):
+        rel.failure_probability(_lognormal_rs(), None, 0.0, "form", distribution=[R, S])
+    with pytest.raises(TypeError, match="distribution must be a Nataf"):
+        rel.failure_probability(f, 1.0, 0.0, "form", distribution="lognormal")

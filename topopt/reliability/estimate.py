@@ -15,6 +15,7 @@ from .asymptotic import ReliabilityResult, _asymptotic, _cotangents
 from .base import ASYMPTOTIC, METHODS, SAMPLING
 from .limit_state import _check_m, _check_z, _float_like, as_limit_state
 from .mpp import _MPP_DEFAULTS, _mpp_options
+from .nataf import _with_distribution, as_distribution
 from .sampling import sampling_estimate
 
 __all__ = ["failure_probability", "ln_pf", "FailureProbability"]
@@ -24,13 +25,16 @@ def _split_options(options: dict):
     options = dict(options)
     common = dict(m=options.pop("m", None), batch=options.pop("batch", False),
                   on_failure=options.pop("on_failure", "raise"),
-                  callback=options.pop("callback", None))
+                  callback=options.pop("callback", None),
+                  distribution=options.pop("distribution", None))
     sampling = {k: options.pop(k) for k in ("n_samples", "seed", "center", "smoothing", "chunk")
                 if k in options}
     _check_m(common["m"])
     check_bool("batch", common["batch"])
     check_choice("on_failure", common["on_failure"], ("raise", "bound"))
     check_callable("callback", common["callback"], allow_none=True)
+    if common["distribution"] is not None:
+        as_distribution(common["distribution"])          # a bad one fails here
     return common, sampling, _mpp_options(options)
 
 
@@ -59,7 +63,10 @@ def failure_probability(limit_state, design, z: float, method: str = "sorm",
         ``"is"``. See the module docstring (``"sorm"`` is Breitung's); ``"mc"``/``"is"``
         go to `sampling_estimate`.
     **options
-        ``m``, ``batch``, ``on_failure`` (``"raise"``, the default, or
+        ``m``, ``batch``, ``distribution`` (a `Nataf`, a `Marginal` or a list
+        of marginals: `limit_state` is then ``F(x, design)`` in the physical
+        variables, seen through `TransformedLimitState`), ``on_failure``
+        (``"raise"``, the default, or
         ``"bound"``: return the documented bound described in
         `ReliabilityResult.bound`, never NaN), the MPP options of `find_mpp`,
         and for sampling ``n_samples``, ``seed``, ``center``, ``smoothing``.
@@ -81,6 +88,7 @@ def failure_probability(limit_state, design, z: float, method: str = "sorm",
     _check_z(z)
     common, sampling, mpp_opts = _split_options(options)
     _no_sampling_options(method, sampling)
+    limit_state = _with_distribution(limit_state, common["distribution"], common["batch"])
     if method in SAMPLING:
         given = {k: v for k, v in options.items() if k in _MPP_DEFAULTS}
         result = sampling_estimate(limit_state, design, z, method, m=common["m"],
@@ -120,6 +128,7 @@ def _ln_pf_setup(limit_state, design, z, method, options):
     _check_z(z)
     common, sampling, mpp_opts = _split_options(options)
     _no_sampling_options(method, sampling)
+    limit_state = _with_distribution(limit_state, common["distribution"], common["batch"])
     ls = as_limit_state(limit_state, m=common["m"], batch=common["batch"])
     if _float_like(design):
         q, q_back = ad.pullback(lambda d: tuple(ls.params(d)), design)

@@ -248,3 +248,14 @@ class TransformedLimitState(LimitState):
     def physical(self, theta) -> np.ndarray:
         """``x = T(theta)``, the physical point of a standard-normal point."""
         return np.asarray(self.distribution.x_from_u(np.asarray(theta, float)), float)
+
+
+def _with_distribution(limit_state, distribution, batch: bool = False):
+    """`limit_state` in standard normals: wrapped when a `distribution` is given."""
+    if distribution is None:
+        return limit_state
+    if isinstance(limit_state, LimitState):
+        raise TypeError("distribution= takes a plain function F(x, design) of the physical "
+                        f"variables, not a {type(limit_state).__name__} (build a "
+                        "TransformedLimitState instead)")
+    return TransformedLimitState(limit_state, distribution, batch=batch)
