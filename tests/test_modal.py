@@ -11,7 +11,7 @@ from scipy.optimize import brentq
 from topopt import ad, fem
 from topopt.fem import modal
 from topopt.fem.errors import SingularSystemError
-from topopt.fem.modal import ModalSystem, eigenvalues, element_mass, point_mass
+from topopt.fem.modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
 
 # ------------------------------------------------------------------ mass matrix
 
@@ -182,13 +182,27 @@ def path(request, monkeypatch):
 
 @pytest.mark.parametrize("seed, mass, n_modes", [(0, 0.0, 1), (1, 0.0, 3), (2, 4.0, 3),
                                                  (3, 4.0, 2)])
-def test_eigenvalue_rules_against_finite_differences(path, seed, mass, n_modes):
+def test_eigenvalue_rules_in_every_mode(path, seed, mass, n_modes):
+    """Reverse, forward, Hessian-vector products and nested gradients of the eigenvalues
+    against central differences, in both stiffness and mass coefficients."""
     model, M0 = clamped_beam(mass=mass)
     S = ModalSystem(model, n_modes=n_modes, M0=M0, solver="superlu")
     a, m = random_design(model.n_el, seed)
     report = ad.check_rule(eigenvalues, S, a, m, seed=seed)
     assert set(report) == {"arg 1 reverse", "arg 1 forward", "arg 2 reverse", "arg 2 forward"}
-    report = ad.check_modes(lambda a, m: eigenvalues(S, a, m), a, m,
+    report = ad.check_modes(lambda a, m: eigenvalues(S, a, m), a, m, seed=seed)
+    assert len(report) == 8 and max(report.values()) < 1e-6
+
+
+@pytest.mark.parametrize("seed, mass", [(0, 0.0), (2, 4.0)])
+def test_eigenmode_rules(path, seed, mass):
+    """Nelson's mode derivatives (reverse and forward) against central differences."""
+    model, M0 = clamped_beam(mass=mass)
+    S = ModalSystem(model, n_modes=3, M0=M0, solver="superlu")
+    a, m = random_design(model.n_el, seed)
+    report = ad.check_rule(eigenmodes, S, a, m, seed=seed)
+    assert len(report) == 4
+    report = ad.check_modes(lambda a, m: eigenmodes(S, a, m)[:, 2] ** 2, a, m,
                             modes=("reverse", "forward"), seed=seed)
     assert max(report.values()) < 1e-6
 
@@ -243,6 +257,9 @@ def test_repeated_eigenvalue_refuses_a_derivative_of_its_own():
         ad.gradient(lambda a: eigenvalues(S, a, m)[0], a)
     with pytest.raises(ValueError, match="repeated"):
         ad.jvp(lambda a: eigenvalues(S, a, m), (a,), (np.ones_like(a),))
+    with pytest.raises(ValueError, match="eigenvalues 1, 2 are repeated"):
+        ad.gradient(lambda a: eigenmodes(S, a, m)[20, 1], a)
+    assert ad.gradient(lambda a: eigenmodes(S, a, m)[20, 2], a).shape == a.shape
     # the simple one and the group's sum are differentiable: central differences
     d = np.random.default_rng(0).standard_normal(model.n_el)
     h = 1e-6
@@ -253,14 +270,15 @@ def test_repeated_eigenvalue_refuses_a_derivative_of_its_own():
         assert g @ d == pytest.approx(fd, rel=1e-6)
 
 
-def test_second_derivatives_are_refused_not_wrong():
+def test_third_derivatives_are_refused_not_wrong():
+    """Second derivatives of the modes (third of the eigenvalues) are not implemented."""
     model, _ = clamped_beam()
     S = ModalSystem(model, n_modes=2)
     a, m = random_design(model.n_el, 3)
-    with pytest.raises(ad.NoRuleError, match="second derivatives of fem.modal.eigenvalues"):
-        ad.hvp(lambda a: eigenvalues(S, a, m)[0], a, np.ones_like(a))
-    with pytest.raises(ad.NoRuleError, match="second derivatives"):
-        ad.gradient(lambda a: np.sum(ad.gradient(lambda b: eigenvalues(S, b, m)[0], a) ** 2), a)
+    with pytest.raises(ad.NoRuleError, match="third derivatives of the eigenvalues"):
+        ad.hvp(lambda a: eigenmodes(S, a, m)[10, 0], a, np.ones_like(a))
+    with pytest.raises(ad.NoRuleError, match="third derivatives"):
+        ad.gradient(lambda a: ad.gradient(lambda b: eigenmodes(S, b, m)[10, 1], a)[0], a)
 
 
 # ------------------------------------------------------------------ refusals

@@ -70,7 +70,7 @@ def du_olhoff_mass(x, threshold: float = 0.1, q: float = 6.0):
     >>> import numpy as np
     >>> from topopt.eigenproblem import du_olhoff_mass
     >>> du_olhoff_mass(np.array([0.0, 0.05, 0.1, 0.5]))
-    array([0.      , 0.003125, 0.1     , 0.5     ])
+    array([0.       , 0.0015625, 0.1      , 0.5      ])
     """
     threshold = check_range("threshold", threshold, 0.0, 1.0, lo_open=True, hi_open=True)
     q = check_range("q", q, 1.0, None, lo_open=True, what="exponent of the low range")

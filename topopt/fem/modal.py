@@ -6,23 +6,27 @@ computed once like ``K_e``) plus a constant non-structural part ``M0``
 (`point_mass`: lumped masses on the diagonal). Both live on the free dofs
 (the supports are removed, not penalised).
 
-`eigenvalues` is the differentiable primitive. For a simple eigenvalue with
-``M``-normalised mode ``phi_j`` (``phi_j^T M phi_j = 1``), differentiating
-``(K - lambda_j M) phi_j = 0`` and multiplying by ``phi_j^T`` gives (Haftka
-& Gurdal 1992, Sec. 7.3; Du & Olhoff 2007, eq. (12))::
+`eigenvalues` and `eigenmodes` are the differentiable primitives. For a
+simple eigenvalue with ``M``-normalised mode ``phi_j`` (``phi_j^T M phi_j =
+1``), differentiating ``(K - lambda_j M) phi_j = 0`` and multiplying by
+``phi_j^T`` gives (Wittrick 1962; Du & Olhoff 2007)::
 
     d lambda_j = phi_j^T (dK - lambda_j dM) phi_j
     d lambda_j / d a_e = phi_j^T K_e phi_j,   d lambda_j / d m_e = -lambda_j phi_j^T M_e phi_j
 
 so the pullback is two vectorised element products per mode and no solve.
+Its rules are written with `eigenmodes` (whose derivative is Nelson's
+method, one bordered sparse LU per mode) and `products`, so second
+derivatives (`ad.hvp`, nested gradients) of the eigenvalues are exact;
+third derivatives raise `ad.NoRuleError`.
+
 A repeated eigenvalue has no derivative of its own (only the eigenvalues of
-``Phi^T (dK - lambda dM) Phi`` over the group are directional derivatives):
-the rules raise `ValueError` when two computed eigenvalues lie within
-``gap_tol`` of each other (relative) and the cotangent is not the same for
-the whole group (a symmetric function of the group, such as its sum, is
-differentiable and allowed). Second derivatives (which need the modes'
-derivatives) are not implemented: `ad.hvp` and nested gradients raise
-`ad.NoRuleError`.
+``Phi^T (dK - lambda dM) Phi`` over the group are directional derivatives),
+nor has its mode: the rules raise `ValueError` when two computed
+eigenvalues lie within ``gap_tol`` of each other (relative) and the
+cotangent is not the same for the whole group (a symmetric function of the
+group, such as its sum, is differentiable and allowed); forward rules raise
+at any repeated eigenvalue.
 
 The eigenpairs come from Lanczos on ``K^{-1} M`` -- shift-invert about 0
 -- (ARPACK through ``scipy.sparse.linalg.eigsh``, posed as ``M phi = mu K
@@ -46,9 +50,10 @@ from .._validate import (check_array_range, check_finite_array, check_int, check
                          check_range, check_type)
 from .errors import ConvergenceError
 from .models import Model, _local, _translates
-from .system import LinearSystem, products
+from .system import LinearSystem, matvec, products
 
-__all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "DENSE_MAX"]
+__all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "eigenmodes",
+           "DENSE_MAX"]
 
 DIRECT = ("auto", "cholmod", "umfpack", "superlu")
 
@@ -167,6 +172,7 @@ class ModalSystem:
         self.n_el = model.n_el
         self.counts = {"eigensolves": 0}
         self._cache = None
+        self._sign_probe = np.random.default_rng(1).standard_normal(model.ndof)
 
     def __repr__(self):
         return (f"ModalSystem({self.n_el} elements, {self.stiffness.free.size} free dofs, "
@@ -205,8 +211,9 @@ class ModalSystem:
         lam, phi = _dense(K, M, k) if n <= DENSE_MAX else self._arpack(a, K, M, k)
         _check_pairs(K, M, lam, phi)
         phi = self.stiffness.expand(phi, np.zeros((self.model.ndof, k)))
+        phi = phi * np.where(self._sign_probe @ phi < 0, -1.0, 1.0)      # a fixed sign
         self.counts["eigensolves"] += 1
-        self._cache = (a.copy(), m.copy(), lam, phi)
+        self._cache = (a.copy(), m.copy(), lam, phi, {})
         return lam, phi
 
     def _arpack(self, a, K, M, k):
@@ -244,12 +251,21 @@ class ModalSystem:
                 start = j
         return out
 
-    def sensitivities(self, a, m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``lam`` and per element and mode ``phi_j^T K_e phi_j``, ``phi_j^T M_e phi_j``."""
+    def bordered(self, a, m, j: int):
+        """LU of ``[[K - lambda_j M, M phi_j], [phi_j^T M, 0]]`` (free dofs), once per design.
+
+        Nonsingular when ``lambda_j`` is simple: the mode derivatives of
+        `eigenmodes` (Nelson 1976, in bordered form).
+        """
         lam, phi = self.modes(a, m)
-        gK = np.stack([products(self.stiffness, p, p) for p in phi.T], axis=1)
-        gM = np.stack([products(self.mass, p, p) for p in phi.T], axis=1)
-        return lam, gK, gM
+        store = self._cache[4]
+        if j not in store:
+            a, m = self.check(a, m)
+            K, M = self.stiffness.matrix(a), self.mass.matrix(m)
+            Mp = M @ phi[self.stiffness.free, j]
+            B = sps.bmat([[K - lam[j] * M, Mp[:, None]], [Mp[None, :], None]], format="csc")
+            store[j] = spla.splu(B)
+        return store[j]
 
 
 def _dense(K, M, k):
@@ -289,16 +305,17 @@ def _check_pairs(K, M, lam, phi, tol: float = 1e-8):
                                f"exceed {tol:g}")
 
 
-# ---------------------------------------------------------------- primitive
+# --------------------------------------------------------------- primitives
 
 @ad.primitive
 def eigenvalues(S: ModalSystem, a, m):
     """The `n_modes` smallest eigenvalues of ``K(a) phi = lambda M(m) phi``, ascending.
 
-    Differentiable (reverse and forward, first order) in the stiffness
-    coefficients `a` and the mass coefficients `m`:
-    ``d lambda_j = phi_j^T (dK - lambda_j dM) phi_j``. Angular frequencies
-    are ``sqrt(lambda)``.
+    Differentiable in the stiffness coefficients `a` and the mass
+    coefficients `m`, ``d lambda_j = phi_j^T (dK - lambda_j dM) phi_j``, in
+    every mode: the rules are written with `eigenmodes` and `products`, so
+    Hessian-vector products and nested gradients trace through them.
+    Angular frequencies are ``sqrt(lambda)``.
 
     Examples
     --------
@@ -317,55 +334,150 @@ def eigenvalues(S: ModalSystem, a, m):
     return S.modes(a, m)[0][:S.n_modes]
 
 
-def _first_order(a, m):
+@ad.primitive
+def eigenmodes(S: ModalSystem, a, m):
+    """The `n_modes` ``M``-normalised modes, ``(ndof, n_modes)``, zero at the fixed dofs.
+
+    The sign of each is fixed (a positive projection on a fixed random
+    vector), so that modes are smooth functions of `a` and `m` where the
+    eigenvalues are simple. Differentiable (first order) in `a` and `m`
+    (Nelson's method as a bordered system, one sparse LU per mode): for
+    ``(K - lambda_j M) dphi_j = -(dK - lambda_j dM - dlambda_j M) phi_j``
+    with ``phi_j^T M dphi_j = -phi_j^T dM phi_j / 2``, solved with ``[[K -
+    lambda_j M, M phi_j], [phi_j^T M, 0]]``; the pullback solves the same
+    (symmetric) system.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt.fem import elasticity, rectangle
+    >>> from topopt.fem.modal import ModalSystem, eigenmodes
+    >>> model = elasticity(rectangle(8, 2)).fix(nodes=lambda x: np.isclose(x[0], 0))
+    >>> S = ModalSystem(model, n_modes=2)
+    >>> phi = eigenmodes(S, np.ones(16), np.ones(16))
+    >>> M = S.mass.matrix(np.ones(16))
+    >>> f = S.stiffness.free
+    >>> np.round(phi[f].T @ M @ phi[f], 12) + 0.0
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    return S.modes(a, m)[1][:, :S.n_modes]
+
+
+def _no_third_order(a, m):
     if ad.is_traced(a) or ad.is_traced(m):
-        raise ad.NoRuleError("second derivatives of fem.modal.eigenvalues (they need the "
-                             "modes' derivatives) are not implemented; use first-order "
-                             "gradients")
+        raise ad.NoRuleError("derivatives of fem.modal.eigenmodes' rules (third derivatives "
+                             "of the eigenvalues) are not implemented")
 
 
-def _check_groups(S, lam, weights, what):
-    """Raise if `weights` (per computed eigenvalue) differ within a group of repeated ones."""
+def _repeated(S, idx) -> ValueError:
+    return ValueError(
+        f"eigenvalues {', '.join(str(j + 1) for j in idx)} are repeated (relative gap <= "
+        f"gap_tol = {S.gap_tol:g}): each has no derivative of its own (nor has its mode); "
+        "only a symmetric function of the group, such as its sum, has. Use a bound "
+        "formulation (maximise beta subject to beta <= lambda_j)")
+
+
+def _check_groups(S, lam, weights=None):
+    """Raise if a group of repeated eigenvalues has unequal `weights` (None: any group)."""
     for g in S.groups(lam):
-        w = weights[g.start:g.stop]
-        if np.ptp(w) > 1e-12 * max(np.max(np.abs(w)), 1e-300) or (
-                what == "tangent" and np.any(w)):
-            idx = ", ".join(str(j + 1) for j in g)
-            raise ValueError(
-                f"eigenvalues {idx} are repeated (relative gap <= gap_tol = {S.gap_tol:g}): "
-                f"each has no derivative of its own, only a symmetric function of the group "
-                f"(e.g. their sum) has; use a bound formulation (maximise beta subject to "
-                f"beta <= lambda_j)" + (" " if what == "cotangent" else
-                                       ": no forward derivative at a repeated eigenvalue"))
+        w = None if weights is None else weights[g.start:g.stop]
+        if w is None or np.ptp(w) > 1e-12 * max(np.max(np.abs(w)), 1e-300):
+            raise _repeated(S, g)
+
+
+def _element_terms(S, phi, j):
+    """``phi_j^T K_e phi_j`` and ``phi_j^T M_e phi_j`` per element (traced with `phi`)."""
+    p = phi[:, j]
+    return products(S.stiffness, p, p), products(S.mass, p, p)
 
 
 @ad.rrule(eigenvalues)
 def eigenvalues_rrule(S, a, m):
-    _first_order(a, m)
-    lam, gK, gM = S.sensitivities(a, m)
-    k = S.n_modes
+    lam_all = S.modes(a, m)[0]
+    y = eigenvalues(S, a, m)                  # traced when a, m are (second derivatives)
+    phi = eigenmodes(S, a, m)
 
     def eigenvalues_pullback(lambar):
-        w = np.zeros(lam.size)
-        w[:k] = np.real(np.asarray(lambar))
-        _check_groups(S, lam, w, "cotangent")
-        return None, gK @ w, -(gM @ (lam * w))             # phi^T (dK - lambda dM) phi
-    return lam[:k], eigenvalues_pullback
+        w = np.zeros(lam_all.size)
+        w[:S.n_modes] = np.real(ad.value(lambar))
+        _check_groups(S, lam_all, w)
+        abar = mbar = None
+        for j in range(S.n_modes):
+            if w[j] == 0 and not ad.is_traced(lambar):
+                continue
+            gK, gM = _element_terms(S, phi, j)          # phi^T (dK - lambda dM) phi
+            da, dm = lambar[j] * gK, -(lambar[j] * y[j]) * gM
+            abar = da if abar is None else abar + da
+            mbar = dm if mbar is None else mbar + dm
+        return None, abar, mbar
+    return y, eigenvalues_pullback
 
 
 @ad.frule(eigenvalues)
 def eigenvalues_frule(primals, tangents):
     S, a, m = primals
     _, adot, mdot = tangents
-    _first_order(a, m)
-    lam, gK, gM = S.sensitivities(a, m)
-    k = S.n_modes
+    y = eigenvalues(S, a, m)
     if adot is None and mdot is None:
-        return lam[:k], None
-    _check_groups(S, lam, np.r_[np.ones(k), 0.0], "tangent")
-    ydot = np.zeros(lam.size)
-    if adot is not None:
-        ydot = ydot + np.asarray(adot) @ gK
-    if mdot is not None:
-        ydot = ydot - lam * (np.asarray(mdot) @ gM)
-    return lam[:k], ydot[:k]
+        return y, None
+    _check_groups(S, S.modes(a, m)[0])
+    phi = eigenmodes(S, a, m)
+    ydot = []
+    for j in range(S.n_modes):
+        gK, gM = _element_terms(S, phi, j)
+        d = 0.0 if adot is None else np.sum(adot * gK)
+        ydot.append(d if mdot is None else d - y[j] * np.sum(mdot * gM))
+    return y, np.stack(ydot)
+
+
+@ad.rrule(eigenmodes)
+def eigenmodes_rrule(S, a, m):
+    _no_third_order(a, m)
+    lam, phi = S.modes(a, m)
+    free = S.stiffness.free
+
+    def eigenmodes_pullback(phibar):
+        _no_third_order(phibar, None)
+        phibar = np.asarray(phibar)
+        abar, mbar = np.zeros(S.n_el), np.zeros(S.n_el)
+        for j in np.flatnonzero(np.any(phibar != 0, axis=0)):
+            _check_simple(S, lam, j)
+            x = S.bordered(a, m, j).solve(np.append(phibar[free, j], 0.0))
+            v = np.zeros(S.model.ndof)
+            v[free] = x[:-1]                            # the adjoint, v^T M phi_j = 0
+            p = phi[:, j]
+            abar -= products(S.stiffness, v, p)
+            mbar += lam[j] * products(S.mass, v, p) - 0.5 * x[-1] * products(S.mass, p, p)
+        return None, abar, mbar
+    return phi[:, :S.n_modes], eigenmodes_pullback
+
+
+@ad.frule(eigenmodes)
+def eigenmodes_frule(primals, tangents):
+    S, a, m = primals
+    _, adot, mdot = tangents
+    _no_third_order(a, m)
+    lam, phi = S.modes(a, m)
+    y = phi[:, :S.n_modes]
+    if adot is None and mdot is None:
+        return y, None
+    free = S.stiffness.free
+    M = S.mass.matrix(m)
+    ydot = np.zeros_like(y)
+    for j in range(S.n_modes):
+        _check_simple(S, lam, j)
+        p = phi[:, j]
+        dKp = np.zeros(S.model.ndof) if adot is None else matvec(S.stiffness, adot, p)
+        dMp = np.zeros(S.model.ndof) if mdot is None else matvec(S.mass, mdot, p)
+        dlam = p @ dKp - lam[j] * (p @ dMp)
+        rhs = -(dKp - lam[j] * dMp)[free] + dlam * (M @ p[free])
+        x = S.bordered(a, m, j).solve(np.append(rhs, -0.5 * (p @ dMp)))
+        ydot[free, j] = x[:-1]
+    return y, ydot
+
+
+def _check_simple(S, lam, j):
+    for g in S.groups(lam):
+        if j in g:
+            raise _repeated(S, g)
