@@ -235,11 +235,14 @@ def _ln_first_order(kind: str, betas: np.ndarray, rho: np.ndarray, seed) -> floa
         if kind == "parallel":
             return ln12
         return float(np.log(sp.ndtr(-betas[0]) + sp.ndtr(-betas[1]) - np.exp(ln12)))
+    x = -betas if kind == "parallel" else betas
     kw = dict(mean=np.zeros(k), cov=rho, allow_singular=True, maxpts=200_000 * k,
-              abseps=1e-12, releps=1e-8, rng=np.random.default_rng(seed))
-    if kind == "parallel":
-        return float(np.log(scipy.stats.multivariate_normal.cdf(-betas, **kw)))
-    return float(np.log1p(-scipy.stats.multivariate_normal.cdf(betas, **kw)))
+              abseps=1e-12, releps=1e-8)
+    try:                        # scipy >= 1.15 seeds Genz's quasi-random points by rng=
+        cdf = scipy.stats.multivariate_normal.cdf(x, **kw, rng=np.random.default_rng(seed))
+    except TypeError:
+        cdf = scipy.stats.multivariate_normal.cdf(x, **kw)
+    return float(np.log(cdf)) if kind == "parallel" else float(np.log1p(-cdf))
 
 
 def ditlevsen_bounds(betas, rho) -> tuple[float, float]:
