@@ -110,6 +110,14 @@ def test_taylor_test_of_the_bound_formulation_chain(small):
     assert rate >= 1.9
 
 
+def test_the_chain_in_every_mode(small):
+    """Filter -> SIMP and two-range mass -> eigenvalues: reverse, forward, Hessian-vector
+    products and nested gradients against central differences."""
+    x = np.random.default_rng(6).uniform(0.15, 0.9, small.n)
+    report = ad.check_modes(small.eigenvalues, x, seed=6)
+    assert len(report) == 4 and max(report.values()) < 1e-6
+
+
 def test_the_chain_is_the_composition_of_its_parts(small):
     rng = np.random.default_rng(5)
     x = rng.uniform(0.0, 1.0, small.n)

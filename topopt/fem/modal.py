@@ -195,8 +195,10 @@ class ModalSystem:
 
         Returns ``(lam, phi)`` with ``lam`` ascending and ``phi`` of shape
         ``(ndof, n_modes + 1)``, zero at the fixed dofs (the extra pair tells
-        whether the last returned eigenvalue is repeated). Cached for equal
-        ``a`` and ``m``; plain arrays, not differentiated (see `eigenvalues`).
+        whether the last returned eigenvalue is repeated), each with a fixed
+        sign (a positive projection on a fixed random vector). Cached for
+        equal ``a`` and ``m``; plain arrays, not differentiated (see
+        `eigenvalues` and `eigenmodes`).
         """
         a, m = self.check(a, m)
         if self._cache is not None and np.array_equal(self._cache[0], a) \
