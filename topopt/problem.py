@@ -356,8 +356,9 @@ def _write_results(out, mesh, result, setup, title, point_data, objective, symbo
     os.makedirs(out, exist_ok=True)
     if result.status == "interrupted":
         title = f"{title} (interrupted after {result.evaluations} evaluations)"
-    label = f"{title}: {symbol} = {result[objective]:.4g}"
     plot = record["plot"]
+    half = " (half model, drawn whole)" if plot["mirror"] else ""
+    label = f"{title}{half}: {symbol} = {result[objective]:.4g}"
     markers = {k: plot[k] for k in ("supports", "loads") if k in plot}
     path = os.path.join(out, "design.png")
     if mesh.p.shape[0] == 2:
