@@ -283,6 +283,7 @@ def test_subset_simulation_cov_is_honest_over_replicates():
     cov = np.mean([r.ln_pf_std for r in runs])
     spread = np.std(ln, ddof=1)
     assert 0.6 < spread / cov < 1.6
+    assert spread < np.mean([r.info["cov_upper"] for r in runs])      # the upper bound holds
     assert abs(np.mean(ln) - exact) < 3 * spread / np.sqrt(20) + 0.5 * cov ** 2
 
 
