@@ -1,0 +1,182 @@
+"""Stress-constrained minimum volume of the L-bracket (Le, Norato, Bruns, Ha & Tortorelli 2010).
+
+Design domain: the L of Le et al. (2010, Sect. 5.2, Fig. 11), ``n x n``
+unit bilinear elements without the upper-right ``(n - arm) x (n - arm)``
+square (``n = 100``, ``arm = 40``); E0 = 1, nu = 0.3, plane stress, SIMP
+p = 3 with Emin = 1e-9, density filter rmin = 2.5. The top edge of the
+vertical arm is clamped; a unit downward load is spread uniformly over the
+top ``n / 20`` of the horizontal arm's right end (a point load would put a
+stress singularity under it).
+
+Minimum volume subject to ``c PN <= sigma_allow`` (`topopt.stress`): von
+Mises stress at the element centroids, qp relaxation ``x^q sigma_vm`` with
+q = 0.5 (Le et al.), p-norm P = 8, adaptive normalisation ``c`` damped by
+alpha = 1 (no damping: ``c`` changes every 30 evaluations, not every one),
+updated at the start of each block of MMA evaluations; the
+last blocks raise the projection sharpness beta (2, 4, 8, 16). MMA starts
+from the solid L. ``sigma_allow = 1.2`` is ours (units of the unit load per
+unit length): the solid L carries 0.78 at the re-entrant corner.
+
+Reference: the minimum-compliance design of the same volume, same filter and
+projection schedule (`topopt.problem.ComplianceProblem`), whose stresses are
+evaluated the same way. Both maxima, and the largest stress next to the
+re-entrant corner, are in ``result.json``.
+
+    python problems/l_bracket.py [--n 100 --sigma_allow 1.2 --maxeval 360 ...]
+
+writes ``results/l_bracket/{design.png, compliance_design.png, history.png,
+result.json}`` and the design (``design.npz``, ``design.vtu``). A checkpoint
+covers the stress-constrained run; the reference run is repeated on resume.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from topopt import cli, fem
+from topopt.cli import Option, at_least, positive_float
+from topopt.fem.shapes import l_shape
+from topopt.optimize import Stage
+from topopt.problem import ComplianceProblem, write_results
+from topopt.result import RunResult, grey_level
+from topopt.runio import check_writable_folder
+from topopt.stress import MinimumVolumeStress
+
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "results", "l_bracket")
+SIDE = 100.0      # the outer side of the L
+#: Projection sharpness of each block of MMA evaluations (None: no projection).
+BETAS = (None, None, None, None, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0, 16.0, 16.0)
+#: MMA's initial move (NLopt's default 0.5 undoes a converged block at each restart)
+STEP = 0.1
+#: Blocks at the last beta after the schedule, until max sigma_vm is within 5 % of sigma_allow
+SETTLE = 4
+#: The reference's MMA: NLopt's inner iterations (ComplianceProblem's inner_maxeval = 1 ends
+#: a block that starts infeasible at once)
+REFERENCE_MMA = {"inner_maxeval": 0, "dual_ftol_rel": 1e-14}
+OPTIONS = (
+    Option("n", at_least(10, int), 100, "elements along each outer side"),
+    Option("sigma_allow", positive_float, 1.2, "allowed von Mises stress"),
+    Option("rmin", positive_float, 2.5, "filter radius (length; the L's side is 100)"),
+    Option("q", at_least(0.0, strict=True), 0.5, "stress relaxation exponent, < 3"),
+    Option("P", at_least(2.0), 8.0, "p-norm exponent"),
+    Option("alpha", at_least(0.0, strict=True, high=1.0), 1.0,
+           "damping of the adaptive normalisation, in (0, 1]"),
+)
+
+
+def setup(n: int = 100):
+    """Mesh, clamped model and the load of the L-bracket of side ``L = 100``.
+
+    ``n`` elements along each outer side (size ``h = L / n``), arms ``0.4 L``
+    wide: the stresses of a design do not depend on ``n``.
+    """
+    arm = int(round(0.4 * n))
+    if arm != 0.4 * n:
+        raise ValueError(f"n must be a multiple of 5 (arms of 0.4 n elements), got {n}")
+    h = SIDE / n
+    mesh = l_shape(n, arm, h=h)
+    model = fem.elasticity(mesh, nu=0.3, E0=1.0)
+    model.fix(nodes=lambda x: np.isclose(x[1], SIDE))                 # top edge clamped
+    width = SIDE / 20
+    tip = lambda x: np.isclose(x[0], SIDE) & (x[1] >= 0.4 * SIDE - width - 1e-9)  # noqa: E731
+    f = model.traction(tip, (0.0, -1.0 / width))                      # unit total load
+    return mesh, model, f, 0.4 * SIDE
+
+
+def corner_elements(mesh, corner: float) -> np.ndarray:
+    """The three elements that touch the re-entrant corner ``(corner, corner)``."""
+    c = fem.element_centroids(mesh)
+    h = SIDE / np.sqrt(mesh.t.shape[1] / 0.64)            # the L holds 0.64 n^2 elements
+    return np.flatnonzero(np.hypot(c[:, 0] - corner, c[:, 1] - corner) < 0.75 * h)
+
+
+def stresses(problem: MinimumVolumeStress, x, beta, corner) -> dict:
+    """Volume, largest relaxed stress, the largest at the corner, grey level of a design."""
+    s = problem.summary(x, beta)
+    rel = problem.relaxed(x, beta)
+    x_phys = np.asarray(problem.x_phys(x, beta))
+    return {"volume": s["volume"], "max_von_mises": s["max_von_mises"],
+            "max_over_allow": s["max_von_mises"] / problem.sigma_allow,
+            "corner_von_mises": float(np.max(rel[corner])),
+            "corner_density": float(np.mean(x_phys[corner])),
+            "grey_level": grey_level(x_phys)}
+
+
+def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.5,
+        P: float = 8.0, alpha: float = 1.0, maxeval: int = 360, solver: str = "auto",
+        out: str | None = None, verbose: bool = False, checkpoint: str | None = None,
+        resume: str | None = None) -> RunResult:
+    """The stress-constrained design and the minimum-compliance design of its volume."""
+    if out is not None:
+        check_writable_folder(out, "out")
+    block = maxeval // len(BETAS)
+    if block < 1:
+        raise ValueError(f"maxeval must be >= {len(BETAS)} (one evaluation per block), "
+                         f"got {maxeval}")
+    t0 = time.perf_counter()
+    mesh, model, f, corner_at = setup(n)
+    problem = MinimumVolumeStress(model, f, sigma_allow, rmin, q=q, P=P, alpha=alpha,
+                                  solver=solver)
+    res = problem.run(BETAS, block, verbose=verbose, checkpoint=checkpoint, resume=resume,
+                      initial_step=STEP, settle=SETTLE)
+    corner = corner_elements(mesh, corner_at)
+    design = stresses(problem, res.x, BETAS[-1], corner)
+    seconds = time.perf_counter() - t0
+    reference = ComplianceProblem(model, f, design["volume"], rmin, solver=solver)
+    ref = reference.run(stages=[Stage(block, {"beta": b}) for b in BETAS], verbose=False,
+                        mma_params=REFERENCE_MMA)
+    compliance_design = stresses(problem, ref.x, BETAS[-1], corner)
+    metrics = {**design, "sigma_allow": sigma_allow, "c": problem.norm.c,
+               "evaluations_per_block": block, "seconds": seconds,
+               "compliance_design": compliance_design | {
+                   "compliance": ref["compliance"], "evaluations": ref.evaluations},
+               "total_seconds": time.perf_counter() - t0}
+    result = RunResult.from_record(cli.run_record(res, checkpoint), metrics, x=res.x,
+                                   x_phys=np.asarray(problem.x_phys(res.x, BETAS[-1])),
+                                   history=res.history,
+                                   arrays={"x_phys_compliance": ref.x_phys})
+    if out is not None:
+        write(out, mesh, problem, result, dict(n=n, side=SIDE, sigma_allow=sigma_allow, rmin=rmin,
+                                               q=q, P=P, penal=3.0, alpha=alpha, betas=BETAS,
+                                               maxeval=maxeval))
+    return result
+
+
+def write(out: str, mesh, problem: MinimumVolumeStress, result: RunResult, setup: dict) -> None:
+    """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
+    from topopt.plot import save_design
+    ref = result["compliance_design"]
+    u = problem.analysis(result.x, BETAS[-1])[1]
+    write_results(out, mesh, result, setup=dict(problem="l_bracket", **setup),
+                  title=f"L-bracket, max sigma_vm = {result['max_von_mises']:.3f} "
+                        f"(allow {problem.sigma_allow:g})",
+                  point_data={"displacement": np.asarray(u)[problem.model.basis.nodal_dofs].T},
+                  objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"])
+    with cli.signals_held():
+        save_design(mesh, result["x_phys_compliance"], os.path.join(out, "compliance_design.png"),
+                    title=f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
+                          f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")
+
+
+def summary(result: RunResult) -> str:
+    """The lines the script prints after its run."""
+    ref = result["compliance_design"]
+    return (f"stress design:     V = {result['volume']:.4f}, max sigma_vm = "
+            f"{result['max_von_mises']:.4f} ({result['max_over_allow']:.3f} sigma_allow), corner "
+            f"{result['corner_von_mises']:.4f}  {result['seconds']:.1f} s\n"
+            f"compliance design: V = {ref['volume']:.4f}, max sigma_vm = "
+            f"{ref['max_von_mises']:.4f} ({ref['max_over_allow']:.3f} sigma_allow), corner "
+            f"{ref['corner_von_mises']:.4f}")
+
+
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=360,
+                    solvers=cli.DIRECT_SOLVERS, summary=summary)
+
+
+if __name__ == "__main__":
+    main()
