@@ -138,7 +138,8 @@ def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.
     metrics = {**design, "sigma_allow": sigma_allow, "c": problem.norm.c,
                "evaluations_per_block": block, "seconds": seconds,
                "compliance_design": compliance_design | {
-                   "compliance": ref["compliance"], "evaluations": ref.evaluations},
+                   "compliance": ref["compliance"], "evaluations": ref.evaluations,
+                   "status": ref.status},
                "total_seconds": time.perf_counter() - t0}
     result = RunResult.from_record(cli.run_record(res, checkpoint), metrics, x=res.x,
                                    x_phys=np.asarray(problem.x_phys(res.x, BETAS[-1])),
