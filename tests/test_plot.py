@@ -298,3 +298,15 @@ def test_compliance_run_records_units_names_and_markers(tmp_path):
 def test_plot_record_refuses_a_zero_scale():
     with pytest.raises(ValueError, match="objective_scale"):
         plot_record(HISTORY, "c", 0.0)
+
+
+def test_write_results_refuses_mirror_in_3d(tmp_path):
+    """A 3-D design is never mirrored: refused before anything is written."""
+    from topopt.problem import write_results
+    from topopt.result import RunResult
+    mesh = fem.box(2, 1, 1)
+    result = RunResult("success", None, 1, None, None, {"compliance": 1.0},
+                       x=np.ones(2), x_phys=np.ones(2), history=[{"objective": 1.0}])
+    with pytest.raises(ValueError, match="mirror=True draws a 2-D half model"):
+        write_results(str(tmp_path / "out"), mesh, result, {}, "t", mirror=True)
+    assert not (tmp_path / "out").exists()

@@ -303,6 +303,9 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     the last good design. A SIGINT/SIGTERM while they are written takes
     effect once they are complete (`topopt.cli.signals_held`).
     """
+    if mirror and mesh.p.shape[0] != 2:
+        raise ValueError(f"mirror=True draws a 2-D half model whole; the mesh is "
+                         f"{mesh.p.shape[0]}-D")
     if objective_label is None:
         name = objective.replace("_", " ")
         objective_label = ("objective as minimized" if objective_scale is None else
