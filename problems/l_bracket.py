@@ -76,15 +76,20 @@ OPTIONS = (
 )
 
 
+def check_n(n: int) -> int:
+    """The arm width ``0.4 n`` in elements; `ValueError` unless `n` is a multiple of 5."""
+    if n % 5:
+        raise ValueError(f"n must be a multiple of 5 (arms of 0.4 n elements), got {n}")
+    return 2 * n // 5
+
+
 def setup(n: int = 100):
     """Mesh, clamped model and the load of the L-bracket of side ``L = 100``.
 
     ``n`` elements along each outer side (size ``h = L / n``), arms ``0.4 L``
     wide: the stresses of a design do not depend on ``n``.
     """
-    arm = int(round(0.4 * n))
-    if arm != 0.4 * n:
-        raise ValueError(f"n must be a multiple of 5 (arms of 0.4 n elements), got {n}")
+    arm = check_n(n)
     h = SIDE / n
     mesh = l_shape(n, arm, h=h)
     model = fem.elasticity(mesh, nu=0.3, E0=1.0)
@@ -184,7 +189,8 @@ def summary(result: RunResult) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=480,
-                    solvers=cli.DIRECT_SOLVERS, summary=summary)
+                    solvers=cli.DIRECT_SOLVERS, summary=summary,
+                    check=lambda kw: check_n(kw["n"]))
 
 
 if __name__ == "__main__":

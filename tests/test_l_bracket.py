@@ -90,3 +90,10 @@ def test_bad_input(small):
         problem.run([None], x0=np.ones(3))
     with pytest.raises(ValueError, match="maxeval must be >= 12"):
         lb.run(n=20, maxeval=5)
+
+
+def test_command_line_refuses_a_mesh_without_arms_of_whole_elements(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        lb.main(["--n", "22", "--out", str(tmp_path), "--quiet"])
+    assert stop.value.code == 2
+    assert "n must be a multiple of 5" in capsys.readouterr().err
