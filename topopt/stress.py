@@ -57,7 +57,7 @@ from ._validate import (check_array_range, check_choice, check_int, check_positi
 from .fem import Model
 
 __all__ = ["ElementStress", "relaxed_stress", "stress_pnorm", "AdaptiveNormalization",
-           "von_mises_matrix"]
+           "MinimumVolumeStress", "von_mises_matrix"]
 
 #: Relative difference allowed between the model's element matrix and the one
 #: rebuilt from ``nu``, ``E0``, ``plane`` (rounding of two quadratures).
