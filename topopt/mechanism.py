@@ -317,7 +317,8 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     t0 = time.perf_counter()
     res = robust.minimize(
         x0, stages, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint, resume=resume,
-        mma_params={**MMA_OPTIONS, **(mma_params or {})}, objective_scale=problem.u_scale,
+        mma_params={**MMA_OPTIONS, **(mma_params or {})},
+        objective_scale=problem.u_scale / robust.scale,
         count_solves=lambda: problem.system.counts["factorizations"], objective_name="u_out")
     seconds = time.perf_counter() - t0
     x, beta = res.x[:-1], float(stages[-1].params["beta"])
