@@ -1,6 +1,6 @@
 """Stress-constrained minimum volume of the L-bracket (Le, Norato, Bruns, Ha & Tortorelli 2010).
 
-Design domain: the L of Le et al. (2010, Sect. 5.2): a square of side 100
+Design domain: the L of Le et al. (2010): a square of side 100
 without its upper-right 60 x 60 square (arms 40 wide), meshed by ``n x n``
 bilinear squares less the corner (``n = 100``: unit elements); E0 = 1,
 nu = 0.3, plane stress, SIMP p = 3 with Emin = 1e-9, density filter rmin =

@@ -13,14 +13,14 @@ Struct. Multidisc. Optim. 41; Holmberg, Torstenfelt & Klarbring 2013):
   The von Mises stress is the quadratic form ``sigma_vm^2 = sigma^T V
   sigma``.
 * `relaxed_stress`: the qp relaxation ``sigma_rel = x^q sigma_vm`` (Bruggi
-  2008; Le et al. 2010, eq. (12): ``q = 0.5`` with SIMP ``p = 3``, our
+  2008; Le et al. 2010: ``q = 0.5`` with SIMP ``p = 3``, our
   default). It removes the singular optima of void elements whose stress
   would otherwise stay bounded away from zero.
 * `stress_pnorm`: the aggregate ``PN = (sum_e sigma_rel,e^P)^(1/P)``
-  (Le et al. 2010, eq. (16)), evaluated from ``sigma_vm^2`` so that its
+  (Le et al. 2010), evaluated from ``sigma_vm^2`` so that its
   derivative stays finite where an element carries no stress.
 * `AdaptiveNormalization`: ``c_k = alpha max(sigma_rel) / PN + (1 - alpha)
-  c_(k-1)`` (Le et al. 2010, eq. (21)), so that ``c PN`` approaches the
+  c_(k-1)`` (Le et al. 2010), so that ``c PN`` approaches the
   true maximum as the design converges; the constraint is ``c PN <=
   sigma_allow``.
 
@@ -235,7 +235,7 @@ def _exponent(name: str, value, lo: float, what: str) -> float:
 
 
 def relaxed_stress(x_phys, von_mises, q: float = 0.5):
-    """qp-relaxed stress ``x^q sigma_vm`` (Le et al. 2010, eq. (12); q < SIMP p).
+    """qp-relaxed stress ``x^q sigma_vm`` (Le et al. 2010; q < SIMP p).
 
     Examples
     --------
@@ -259,7 +259,7 @@ def _same(x_phys, other) -> None:
 
 
 def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):
-    """``PN = (sum_e (x_e^q sigma_vm,e)^P)^(1/P)`` from ``sigma_vm^2`` (Le et al. 2010, eq. (16)).
+    """``PN = (sum_e (x_e^q sigma_vm,e)^P)^(1/P)`` from ``sigma_vm^2`` (Le et al. 2010).
 
     Written ``(sum_e x_e^(qP) (sigma_vm,e^2)^(P/2))^(1/P)``: smooth where an
     element has no stress (``P >= 2``) or no material (``qP >= 1``). The
@@ -292,7 +292,7 @@ def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):
 
 
 class AdaptiveNormalization:
-    """``c_k = alpha max(sigma_rel) / PN + (1 - alpha) c_(k-1)`` (Le et al. 2010, eq. (21)).
+    """``c_k = alpha max(sigma_rel) / PN + (1 - alpha) c_(k-1)`` (Le et al. 2010).
 
     The first `update` sets ``c = max / PN``. ``alpha = 1`` follows the
     current ratio; smaller values damp the oscillation the updates cause
@@ -321,7 +321,7 @@ class AdaptiveNormalization:
 
 
 class MinimumVolumeStress:
-    """Minimum volume subject to the normalised stress aggregate (Le et al. 2010, eq. (22)).
+    """Minimum volume subject to the normalised stress aggregate (Le et al. 2010).
 
     ``min v(x_phys)`` subject to ``c PN(x_phys) / sigma_allow - 1 <= 0``:
     ``x_phys`` the filtered (density filter, radius `rmin`), optionally

@@ -2,7 +2,7 @@
 
 * `l_shape`: a square of ``n x n`` unit-size bilinear elements with the
   upper-right ``(n - arm) x (n - arm)`` square removed (the L-bracket of Le,
-  Norato, Bruns, Ha & Tortorelli 2010, Fig. 11: ``arm = 0.4 n``). Every
+  Norato, Bruns, Ha & Tortorelli 2010: ``arm = 0.4 n``). Every
   element is a translate of the first, so `topopt.fem.elasticity` computes
   one element matrix.
 * `plate_with_hole`: a quarter of a square plate ``[0, L]^2`` with a quarter
