@@ -110,7 +110,7 @@ def test_kirsch_stress_concentration_at_a_small_hole():
     """Kirsch (1898): sigma_theta = 3 sigma at the hole's edge, 90 degrees from the load.
 
     Hole diameter a tenth of the width; for d/W = 0.1 Howland's finite-width
-    factor is 3.03 (Peterson's Stress Concentration Factors, chart 4.1).
+    factor is about 3.03 (Peterson's Stress Concentration Factors).
     The element-centre stress of the mapped mesh: 2.996 at 48 x 40 rings,
     3.017 at 64 x 50 (the first ring 0.014 a wide).
     """
