@@ -228,8 +228,8 @@ class MechanismProblem(ComplianceProblem):
         seconds = time.perf_counter() - t0
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
-        u = np.asarray(self.state(x_phys))                  # the final state, solved once
         fe_solves = self.system.counts["factorizations"] - solves0
+        u = np.asarray(self.state(x_phys))                  # the final state, solved once
         metrics = self.output_metrics(u) | {
             "volume": float(volume(x_phys, self.weights)),
             "grey_level": grey_level(x_phys),
