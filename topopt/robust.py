@@ -137,12 +137,13 @@ class DilatedVolume:
     design keeps `volfrac`. `limits` records ``(block, V*)``.
 
     ``V*`` is at least ``(1 - max_cut) v(x_dilated)``: a block starts at
-    most `max_cut` (relative) outside the constraint. Without the floor the
+    most `max_cut` (relative) outside the constraint, and the intermediate
+    volume reaches `volfrac` over a few blocks. Without the floor the
     robust inverter (40 x 80, beta = 1) began its second block 14 % above
     the new limit, and NLopt's MMA, restoring feasibility, raised ``z`` to
-    its bound and emptied the design (``u_out = 0``, no gradient back) for
-    the whole block; the intermediate volume reaches `volfrac` over a few
-    blocks instead.
+    its bound and emptied the design (``u_out = 0``) for the whole block;
+    with it (and conservative MMA steps) 0 of 200 evaluations did so at 40
+    evaluations per beta, 5 of 182 without.
 
     Examples
     --------
@@ -196,25 +197,21 @@ class RobustFormulation:
         Thresholds, `ETAS` by default.
     z_bounds : (float, float)
         Bounds of the bound variable: the range of the scaled responses.
-    scale : float > 0
-        MMA sees ``scale z`` and ``scale (r_k - z)``. NLopt's MMA is not
-        invariant to it: on the robust inverter (40 x 80, 40 evaluations per
-        beta) scale 1 left the feasible designs for ``z`` near 1 and the void
-        design in 7 evaluations, scale 10 in none (3 of 388 at 80 per beta).
-
-    Examples
+    max_cut : float in [0, 1)
+        Of `DilatedVolume`.
+        Examples
     --------
     >>> import numpy as np
     >>> from topopt.robust import RobustFormulation
     >>> robust = RobustFormulation(lambda x: x, lambda xk: np.sum(xk), volfrac=0.5)
     >>> values = robust(np.array([0.2, 0.8, 3.0]), beta=1.0, block=0)
-    >>> len(values), round(float(values[0]), 3)     # 10 z, three bounds, the volume
-    (5, 30.0)
+    >>> len(values), round(float(values[0]), 3)     # z, three bounds, the volume
+    (5, 3.0)
     """
 
     def __init__(self, x_tilde: Callable, response: Callable, volfrac: float, weights=None,
                  etas: Sequence[float] = ETAS, z_bounds: tuple = (-1.0, 1.0),
-                 scale: float = 10.0, max_cut: float = 0.02):
+                 max_cut: float = 0.02):
         self.x_tilde = check_callable("x_tilde", x_tilde)
         self.response = check_callable("response", response)
         self.etas = _check_etas(etas)
@@ -222,7 +219,6 @@ class RobustFormulation:
         if not lo < hi:
             raise ValueError(f"z_bounds must be (lower, upper) with lower < upper, got {z_bounds}")
         self.z_bounds = (lo, hi)
-        self.scale = check_positive("scale", scale, "scale of z and the bound constraints")
         self.volume = DilatedVolume(volfrac, weights, max_cut)
 
     def designs(self, x, beta: float) -> tuple:
@@ -241,15 +237,13 @@ class RobustFormulation:
         return values, constraints, designs
 
     def __call__(self, xz, beta: float, block=None) -> tuple:
-        """``s (z, r_e - z, r_i - z, r_d - z)``, ``v_d / V* - 1``, constraints... for MMA.
+        """``(z, r_e - z, r_i - z, r_d - z, v_d / V* - 1, constraints...)`` for MMA.
 
-        ``s`` is `scale`; the constraints of `response` follow, design by design.
+        The constraints of `response` follow, design by design.
         """
         x, z = xz[:-1], xz[-1]
         values, constraints, (_, x_int, x_dil) = self.parts(x, beta)
-        z, *bounds = bound_formulation(z, values)
-        return (self.scale * z, *(self.scale * b for b in bounds),
-                self.volume(x_dil, x_int, block), *constraints)
+        return bound_formulation(z, values, [self.volume(x_dil, x_int, block), *constraints])
 
     def start(self, x0, beta: float) -> np.ndarray:
         """``[x0, z0]`` with ``z0 = max_k r(x0_k)`` (clipped into `z_bounds`)."""

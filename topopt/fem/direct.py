@@ -114,7 +114,10 @@ class CholmodFactor:
     """``K = L L^T`` by CHOLMOD; only the numeric factorization is per design."""
 
     def __init__(self, lower, context: CholmodContext):
+        from cvxopt import matrix
         self.lower, self.context = lower, context
+        # `LinearSystem` refills one cvxopt matrix per design: keep this design's values
+        self.values = matrix(lower.V)
         self.generation = context.numeric(lower)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
@@ -122,6 +125,7 @@ class CholmodFactor:
         if np.iscomplexobj(b):
             return self.solve(b.real) + 1j * self.solve(b.imag)
         if self.context.generation != self.generation:
+            self.lower.V = self.values
             self.generation = self.context.numeric(self.lower)
         x = matrix(np.asfortranarray(b, dtype=float))
         self.context.cholmod.solve(self.context.F, x)
@@ -134,8 +138,10 @@ class UmfpackFactor:
     """``K = LU`` by UMFPACK (cvxopt), real or complex; `symbolic` reused per pattern."""
 
     def __init__(self, A, symbolic):
-        from cvxopt import umfpack
-        self.A, self._umfpack = A, umfpack
+        from cvxopt import matrix, umfpack
+        # `LinearSystem` refills one cvxopt matrix per design, and UMFPACK's solve reads
+        # the matrix (iterative refinement): keep this design's values
+        self.A, self.values, self._umfpack = A, matrix(A.V), umfpack
         try:
             self.F = umfpack.numeric(A, symbolic)
         except ArithmeticError as err:
@@ -148,6 +154,7 @@ class UmfpackFactor:
         if not complex_ and np.iscomplexobj(b):
             return self._solve(b.real, trans) + 1j * self._solve(b.imag, trans)
         x = matrix(np.asfortranarray(b, dtype=complex if complex_ else float))
+        self.A.V = self.values
         self._umfpack.solve(self.A, self.F, x, trans=trans)
         return np.array(x).reshape(np.shape(b))
 
