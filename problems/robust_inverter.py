@@ -46,20 +46,22 @@ OPTIONS = compliance_options(dict(nelx=40, nely=80), volfrac=0.3, rmin=2.4)[:-1]
 
 def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
         penal: float = 3.0, k_in: float = 0.1, k_out: float = 0.1, per_beta: int = 80,
-        every: int = 20, solver: str = "auto", out: str | None = None,
-        verbose: bool = False, **options) -> RunResult:
-    """Optimize the robust inverter; `options` go to `topopt.mechanism.robust_run`."""
+        every: int = 20, maxeval: int | None = None, solver: str = "auto",
+        out: str | None = None, verbose: bool = False, **options) -> RunResult:
+    """Optimize the robust inverter; `maxeval` caps the evaluations of all stages (None:
+    ``5 per_beta``); `options` go to `topopt.mechanism.robust_run`."""
     if out is not None:
         check_writable_folder(out, "out")
     mesh, model, f, l_out = setup(nelx, nely, k_in, k_out)
     problem = MechanismProblem(model, f, l_out, volfrac, rmin, penal=penal, solver=solver)
-    result = robust_run(problem, BETAS, per_beta, every, verbose=verbose, **options)
+    result = robust_run(problem, BETAS, per_beta, every, verbose=verbose, maxeval=maxeval,
+                        **options)
     if out is not None:
         write(out, problem, result, dict(
             problem="robust_inverter", nelx=nelx, nely=nely, volfrac=volfrac, rmin=rmin,
             penal=penal, filter="density", k_in=k_in, k_out=k_out, f_in=1.0,
             hold=problem.hold, betas=list(BETAS), per_beta=per_beta, every=every,
-            etas=[0.75, 0.5, 0.25]))
+            etas=[0.75, 0.5, 0.25], maxeval=maxeval))
     return result
 
 
@@ -87,8 +89,7 @@ def summary(result: RunResult) -> str:
 
 
 def main(argv=None) -> RunResult:
-    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, summary=summary,
-                    solvers=cli.SOLVERS)
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, summary=summary)
 
 
 if __name__ == "__main__":

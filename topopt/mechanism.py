@@ -301,13 +301,14 @@ def run_mechanism(name: str, problem: MechanismProblem, *, title: str, sizes: di
 def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 16),
                evaluations: int = 100, every: int = 20, x0=None, verbose: bool = True,
                checkpoint: str | None = None, resume: str | None = None,
-               mma_params: dict | None = None) -> RunResult:
+               mma_params: dict | None = None, maxeval: int | None = None) -> RunResult:
     """The robust mechanism: min-max of ``u_out`` over the eroded/intermediate/dilated designs.
 
     `topopt.robust.RobustFormulation` on `problem` (its filter, ``analysis``
     with the port constraints of each design, ``u_scale``), ``z`` in (-1,
     1); `evaluations` per ``beta`` of `betas`, the dilated volume limit
-    updated every `every` (`topopt.robust.robust_stages`).
+    updated every `every` (`topopt.robust.robust_stages`); `maxeval` caps
+    the total (None: ``len(betas) * evaluations``).
 
     Metrics: those of `MechanismProblem.run` for the intermediate design at
     the last ``beta`` (``u_out``, ``abs_u_out``, ...), ``designs`` (``u_out``
@@ -333,7 +334,8 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     solves0 = problem.system.counts["factorizations"]
     t0 = time.perf_counter()
     res = robust.minimize(
-        x0, stages, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint, resume=resume,
+        x0, stages, maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
+        resume=resume,
         mma_params={**ROBUST_MMA_OPTIONS, **(mma_params or {})},
         objective_scale=problem.u_scale,
         count_solves=lambda: problem.system.counts["factorizations"], objective_name="u_out")
