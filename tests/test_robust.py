@@ -164,3 +164,17 @@ def test_robust_run_validates_before_solving():
     with pytest.raises(ValueError, match="every"):
         robust_run(problem, every=0, verbose=False)
     assert problem.system.counts["factorizations"] == 0
+
+
+def test_robust_script_interrupts_and_resumes(tmp_path):
+    """SIGINT after 5 evaluations: exit 130 with the resume line; --resume finishes the budget."""
+    from script_runs import interrupt_after, interrupted_evaluations, run_script, script
+    out = tmp_path / "run"
+    ck = out / "checkpoint.npz"
+    args = ["--nelx", 10, "--nely", 20, "--rmin", 1.5, "--per_beta", 10, "--out", out]
+    status, _, stderr = interrupt_after(script("robust_inverter", *args), "SIGINT")
+    assert status == 130 and interrupted_evaluations(stderr, ck) == 5
+    done = run_script(script("robust_inverter", *args, "--resume", ck, "--quiet"))
+    assert done.returncode == 0, done.stderr
+    saved = json.load(open(out / "result.json"))
+    assert saved["evaluations"] == 5 * 10 and saved["status"] == "maxeval_reached"
