@@ -317,13 +317,12 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     `topopt.interpolation.blueprint`), ``blueprints_invert`` (``u_out < 0``
     for all three), ``volume_limits`` and ``betas``.
 
-    The history holds every design MMA evaluated. At a few block starts (a
-    new volume limit or ``beta`` leaves the start slightly infeasible)
-    NLopt's MMA tries designs with ``z`` near its bound and little material
-    for 2 to 5 evaluations before it returns to the last good design: 15 of
-    358 evaluations in 4 excursions in ``problems/robust_inverter.py``'s
-    default run; each block goes on from the design NLopt returns, and the
-    final design is a feasible one.
+    The history holds every design MMA evaluated, its rejected trials too.
+    At a few block starts (a new volume limit or ``beta`` leaves the start
+    slightly infeasible) NLopt's MMA tries 2 to 5 designs with ``z`` near
+    its bound and little material and rejects them: the block ends at the
+    last good design and the next one starts there (15 of 358 evaluations
+    in 4 such bursts in ``problems/robust_inverter.py``'s default run).
     """
     robust = RobustFormulation(problem.x_phys, problem.analysis, problem.volfrac,
                                problem.weights, z_bounds=(-1.0, 1.0))
