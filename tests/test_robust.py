@@ -129,6 +129,15 @@ def test_three_solves_in_one_pass_keep_their_factors(solver):
         np.testing.assert_allclose(g, want, rtol=1e-9, atol=1e-14)
 
 
+def test_modes_of_the_robust_chain():
+    """Reverse, forward, Hessian-vector and nested derivatives of all eleven responses."""
+    problem, robust = robust_problem(4, 8)
+    xz = np.append(np.random.default_rng(6).uniform(0.3, 0.7, problem.n), 0.05)
+    robust(xz, 2.0, block=0)                        # the volume limit of block 0, then fixed
+    report = ad.check_modes(lambda xz: robust(xz, 2.0, block=0), xz, rtol=1e-5)
+    assert set(report) == {"reverse/arg 0", "forward/arg 0", "hvp/arg 0", "nested/arg 0"}
+
+
 def test_robust_responses_match_the_deterministic_ones():
     """The intermediate design at large beta and the bound constraints, term by term."""
     problem, robust = robust_problem()
