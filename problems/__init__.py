@@ -5,4 +5,6 @@ Each module builds its model (``setup``), optimizes it (``run``, returning a
 (``python problems/<name>.py --help``).
 """
 
-__all__ = ["cantilever", "cantilever3d", "em_focus", "mbb_beam", "reliable_bracket"]
+__all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_bracket",
+           "cantilever_hole", "cantilever_two_loads", "heat_sink", "inverter", "robust_inverter",
+           "eigen_beam", "l_bracket", "arch", "robust_cantilever"]

@@ -5,8 +5,10 @@ The subpackages are `ad` (reverse/forward differentiation on numpy),
 `reliability` (failure probabilities with gradients); the modules above them
 hold the filters (`filters`), the material interpolations and projection
 (`interpolation`), responses (`objectives`), the MMA driver (`optimize`),
-the compliance problem (`problem`) and run results (`result`, `measures`,
-`checkpoint`). The main names of each are importable from here; the problem
+the compliance problem (`problem`), passive elements (`design`), the gallery's
+responses (`mechanism`, `robust` projection, `eigenproblem`, `stress`,
+`selfweight`), robust moments under Gaussian inputs (`robust_stats`) and run
+results (`result`, `measures`, `checkpoint`). The main names of each are importable from here; the problem
 scripts' command line and figures are the modules `topopt.cli` and
 `topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
 
@@ -24,15 +26,27 @@ array([0.   , 0.125, 1.   ])
 
 from . import ad, fem, reliability
 from ._memory import tune_malloc
+from . import stress
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from .design import Passive, embed
+from .eigenproblem import EigenProblem, du_olhoff_mass, eigen_summary
 from .filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField, apply_filter,
                       apply_filter_transpose, domain_size, helmholtz_radius)
 from .interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
 from .measures import grey_level, variable_grey_level
+from .mechanism import (MechanismProblem, ideal_output, port_springs, robust_constraint_names,
+                        robust_run, run_mechanism)
 from .objectives import compliance, compliance_coefficients, output_displacement, volume
 from .optimize import Result, Stage, minimize
 from .problem import ComplianceProblem, run_compliance
 from .result import RunResult
+from .robust import (DilatedVolume, RobustFormulation, bound_formulation, robust_designs,
+                     robust_stages)
+from .robust_stats import (SampleMoments, covariance_factor, mean_std, mean_var,
+                           monte_carlo_moments)
+from .selfweight import BodyLoad, SelfWeightProblem, element_loads, load_ratio, save_load_ratio
+from .stress import (AdaptiveNormalization, ElementStress, MinimumVolumeStress, relaxed_stress,
+                     stress_pnorm, von_mises_matrix)
 from .runio import OutputPathError
 
 __version__ = "0.1.0"
@@ -45,4 +59,13 @@ __all__ = [
     "compliance", "volume", "compliance_coefficients", "output_displacement",
     "ComplianceProblem", "run_compliance", "RunResult", "grey_level", "variable_grey_level",
     "Checkpoint", "CheckpointError", "load_checkpoint", "save_checkpoint", "OutputPathError",
+    "Passive", "embed",
+    "MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "robust_run",
+    "robust_constraint_names", "robust_designs", "bound_formulation", "robust_stages",
+    "DilatedVolume", "RobustFormulation",
+    "EigenProblem", "du_olhoff_mass", "eigen_summary",
+    "stress", "AdaptiveNormalization", "ElementStress", "MinimumVolumeStress", "relaxed_stress",
+    "stress_pnorm", "von_mises_matrix",
+    "BodyLoad", "SelfWeightProblem", "element_loads", "load_ratio", "save_load_ratio",
+    "mean_std", "mean_var", "covariance_factor", "monte_carlo_moments", "SampleMoments",
 ]

@@ -3,14 +3,17 @@
 Modules, each importing only those above it: `errors`, `csr`, `direct`
 (SuperLU, CHOLMOD, UMFPACK), `smoothers`, `krylov` (the CG loop),
 `lattice`, `amg`, `multigrid`, `solvers` (the backend table), `supports`,
-`system`, `models`, `helmholtz`, `mesh`, `refine` (nested grids).
+`system`, `models`, `modal` (mass matrices, eigenvalues), `helmholtz`, `mesh`, `shapes`
+(L-shape, plate with a hole), `refine` (nested grids).
 """
 
 from .errors import ConvergenceError, SingularSystemError
 from .helmholtz import WaveModel, graded_axis
 from .mesh import box, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
+from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
 from .refine import nested_elements
+from .shapes import l_shape, plate_with_hole
 from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers import BACKENDS, ITERATIVE, Backend, available_solvers
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
@@ -19,4 +22,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "element_centroids",
            "element_volumes", "nested_elements", "Model", "elasticity", "heat", "LinearSystem",
            "solve", "matvec", "products", "RAYLEIGH_TOL", "SingularSystemError",
            "ConvergenceError", "available_solvers", "Backend", "BACKENDS", "ITERATIVE",
-           "Unrestrained", "rigid_body_modes", "unrestrained_modes"]
+           "Unrestrained", "rigid_body_modes", "unrestrained_modes",
+           "ModalSystem", "eigenmodes", "eigenvalues", "element_mass", "point_mass",
+           "l_shape", "plate_with_hole"]
