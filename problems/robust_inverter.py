@@ -89,7 +89,9 @@ def summary(result: RunResult) -> str:
 
 
 def main(argv=None) -> RunResult:
-    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, summary=summary)
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, summary=summary,
+                    maxeval=5 * 80, maxeval_help="MMA evaluations of the five stages together, "
+                    "at most (each stage: --per_beta)")
 
 
 if __name__ == "__main__":

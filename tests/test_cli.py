@@ -13,12 +13,10 @@ import pytest
 from topopt import cli
 from topopt.result import RUN_KEYS, RunResult
 
-from problems import cantilever, cantilever3d, em_focus, mbb_beam, reliable_bracket
+from problems import mbb_beam
+from problem_table import PROBLEMS, SEEDED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBLEMS = {"mbb_beam": mbb_beam, "cantilever": cantilever, "cantilever3d": cantilever3d,
-            "em_focus": em_focus, "reliable_bracket": reliable_bracket}
-SEEDED = {"reliable_bracket"}                       # the scripts that draw random numbers
 
 
 class _Stop(Exception):
@@ -122,9 +120,11 @@ BAD = {
                          ("--samples", "999", "argument --samples: must be an integer >= 1000"),
                          ("--seed", "-1", "argument --seed: must be an integer >= 0, got -1"),
                          ("--method", "mc", "argument --method: invalid choice: 'mc'")],
+    "eigen_beam": [("--mass", "0", "argument --mass: must be a number > 0"),
+                   ("--supports", "free", "invalid choice: 'free'")],
 }
-CASES = [(name, option, value, message) for name, rows in BAD.items()
-         for option, value, message in BAD_SHARED + rows]
+CASES = [(name, option, value, message) for name in PROBLEMS
+         for option, value, message in BAD_SHARED + BAD.get(name, [])]
 
 
 @pytest.mark.parametrize("name, option, value, message", CASES)

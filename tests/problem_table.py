@@ -1,0 +1,34 @@
+"""The problem scripts as a table for the tests: every module of ``problems.__all__``.
+
+`SMALL` gives each problem the keywords of a run small enough for a test; a
+problem without a row fails `test_every_problem_has_a_small_run`, so a new
+script cannot be left out of the tests that iterate over this table.
+"""
+
+import importlib
+import inspect
+
+import problems
+
+PROBLEMS = {name: importlib.import_module(f"problems.{name}") for name in problems.__all__}
+
+# the scripts that draw random numbers: their `run` takes a seed
+SEEDED = {name for name, module in PROBLEMS.items()
+          if "seed" in inspect.signature(module.run).parameters}
+
+SMALL = {
+    "mbb_beam": dict(nelx=8, nely=4),
+    "cantilever": dict(nelx=8, nely=4),
+    "cantilever3d": dict(nelx=4, nely=2, nelz=2),
+    "em_focus": dict(h=8.0),
+    "reliable_bracket": dict(n=8),
+    "cantilever_hole": dict(nelx=9, nely=6),
+    "cantilever_two_loads": dict(nelx=6, nely=6),
+    "heat_sink": dict(nelx=8, nely=8),
+    "inverter": dict(nelx=4, nely=8),
+    "robust_inverter": dict(nelx=4, nely=8),
+    "eigen_beam": dict(nelx=16, nely=4),
+    "l_bracket": dict(n=20, maxeval=12),        # one evaluation per block
+    "arch": dict(nelx=8, nely=6),
+    "robust_cantilever": dict(nelx=8, nely=4),
+}
