@@ -573,6 +573,18 @@ def test_check_modes_passes_a_right_rule_and_names_the_argument():
     assert max(report.values()) < 1e-8
 
 
+@pytest.mark.parametrize("fun", [
+    lambda x: np.sqrt(np.sum(x * np.arange(1.0, 6.0))),        # y^2 linear in x
+    lambda x: np.sqrt(x[0] + 2.0),
+], ids=["sqrt of a linear form", "sqrt of one entry"])
+def test_check_modes_has_curvature_where_y_squared_is_linear(fun):
+    """Its objective of ``y`` is cubic, not quadratic: for ``y = sqrt(a . x)`` a
+    quadratic one is linear in `x`, and the hvp and nested checks compared
+    rounding noise (relative error ~1 on a right rule)."""
+    report = ad.check_modes(fun, X["p5"])
+    assert max(report.values()) < 1e-8
+
+
 @pytest.mark.parametrize("kwargs, word", [({"modes": ("reverse", "bogus")}, "modes"),
                                           ({"modes": ()}, "modes"), ({"rtol": 0.0}, "rtol"),
                                           ({"h": -1e-3}, "h")])

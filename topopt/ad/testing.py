@@ -201,17 +201,19 @@ def _value_error(got, want, rtol) -> str | None:
 
 
 def _objective(fun, args, i, w):
-    """``s(x) = (sum Re(w y))^2 + sum Re(w y)^2`` of ``y = fun(args with x at i)``.
+    """``s(x) = S^2 + S^3 / 3 + sum Re(w y)^2`` with ``S = sum Re(w y)``, ``y = fun(args with x at i)``.
 
     Nonlinear in `y`, so the Hessian of `s` involves the second derivative of
-    `fun` as well as its Jacobian.
+    `fun` as well as its Jacobian; the cubic term keeps it so where ``y^2`` is
+    linear in `x` (``y = sqrt(a . x)``: a quadratic `s` would be linear, its
+    Hessian zero, and the hvp and nested checks would compare rounding noise).
     """
     def s(x):
         call = list(args)
         call[i] = x
         terms = [np.real(wk * yk) for wk, yk in zip(w, _as_tuple(fun(*call)))]
         first = sum(np.sum(t) for t in terms)
-        return first * first + sum(np.sum(t * t) for t in terms)
+        return first * first * (1.0 + first / 3.0) + sum(np.sum(t * t) for t in terms)
     return s
 
 
