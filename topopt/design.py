@@ -149,19 +149,89 @@ class Passive:
         """Whether any element is passive (else `embed` and `fix` are the identity)."""
         return self.n_free < self.n_el
 
+    @classmethod
+    def of(cls, passive: "Passive | None", n_el: int) -> "Passive":
+        """A problem's `passive` argument checked against its mesh of `n_el` elements.
+
+        None is a design without passive elements (``Passive(n_el)``); any
+        other value must be a `Passive` of `n_el` elements (`TypeError`,
+        `ValueError` naming ``passive`` otherwise).
+
+        Examples
+        --------
+        >>> from topopt.design import Passive
+        >>> Passive.of(None, 4)
+        Passive(4 elements: 0 solid, 0 void, 4 free)
+        >>> Passive.of(Passive(3, void=[0]), 4)
+        Traceback (most recent call last):
+        ...
+        ValueError: passive is for 3 elements; the mesh has 4
+        """
+        if passive is None:
+            return cls(n_el)
+        check_type("passive", passive, cls, "a topopt.design.Passive or None")
+        if passive.n_el != n_el:
+            raise ValueError(f"passive is for {passive.n_el} elements; the mesh has {n_el}")
+        return passive
+
     def __call__(self, x):
         """The element vector of the free variables `x` (`embed`); differentiable."""
         return embed(self, x)
+
+    def free_design(self, x) -> np.ndarray:
+        """A problem's plain design `x` as its free variables (a problem's ``check_design``).
+
+        `x` is the ``n_free`` free variables or the full element vector (then
+        holding the fixed values, see `expand`); NaN or inf is a `ValueError`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from topopt.design import Passive
+        >>> Passive(3, solid=[2]).free_design(np.array([0.5, 0.25, 1.0]))
+        array([0.5 , 0.25])
+        """
+        x = np.asarray(ad.value(x), dtype=float)
+        if x.shape not in ((self.n_free,), (self.n_el,)):
+            what = "one value per element" if not self.any else \
+                f"the {self.n_free} free variables or one value per element ({self.n_el})"
+            raise ValueError(f"the design vector has shape {x.shape}; expected "
+                             f"({self.n_free},), {what}")
+        if not np.all(np.isfinite(x)):
+            raise ValueError("the design vector contains NaN or inf")
+        return self.expand(x)[self.free] if self.any else x
+
+    def elements(self, x):
+        """The element vector the filter sees: `embed` of the free variables `x`.
+
+        A full element vector is returned as it is once its fixed values are
+        checked (`expand`); without passive elements `x` is returned as it is.
+        Differentiable; ``x_phys = passive.fix(chain(passive.elements(x)))``
+        is a problem's physical density (top99 sect. 5.3).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from topopt.design import Passive
+        >>> Passive(3, void=[0]).elements(np.array([0.5, 0.7]))
+        array([0. , 0.5, 0.7])
+        """
+        if not self.any:
+            return x
+        if np.shape(ad.value(x)) == (self.n_free,):
+            return embed(self, x)
+        self.expand(x)                                   # a full vector: its fixed values checked
+        return x
 
     def fix(self, x_el):
         """`x_el` (one value per element) with the passive entries reset; differentiable.
 
         Applied after the filter (top99 sect. 5.3): the passive elements of
         ``x_phys`` are exactly their fixed values, and no derivative flows
-        through them.
+        through them. Without passive elements `x_el` is returned as it is.
         """
         self._check(x_el, "x_el", self.n_el)
-        return embed(self, x_el[self.free])
+        return embed(self, x_el[self.free]) if self.any else x_el
 
     def expand(self, x) -> np.ndarray:
         """A plain design as the full element vector: the free variables or the vector itself.

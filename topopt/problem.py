@@ -104,26 +104,14 @@ class ComplianceProblem:
                        else HelmholtzFilter.from_rmin(mesh, rmin))
         self.system = model.system(solver, solver_options=solver_options)
         self.weights = fem.element_volumes(mesh)
-        self.passive = Passive(model.n_el) if passive is None else check_type(
-            "passive", passive, Passive, "a topopt.design.Passive or None")
-        if self.passive.n_el != model.n_el:
-            raise ValueError(f"passive is for {self.passive.n_el} elements; the mesh has "
-                             f"{model.n_el}")
+        self.passive = Passive.of(passive, model.n_el)
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables of MMA
         self.c0 = None
 
     def check_design(self, x) -> np.ndarray:
         """The free design variables of `x` (``(n,)``, or the full element vector)."""
-        x = np.asarray(x, dtype=float)
-        if x.shape not in ((self.n,), (self.n_el,)):
-            what = "one value per element" if not self.passive.any else \
-                f"the {self.n} free variables or one value per element ({self.n_el})"
-            raise ValueError(f"the design vector has shape {x.shape}; expected ({self.n},), "
-                             f"{what}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("the design vector contains NaN or inf")
-        return self.passive.expand(x)[self.passive.free] if self.passive.any else x
+        return self.passive.free_design(x)
 
     def x_phys(self, x, beta: float | None = None):
         """Physical densities: filtered, then projected if `beta` is given.
@@ -132,11 +120,7 @@ class ComplianceProblem:
         vector holding the fixed values); the passive entries of the result
         are their fixed values.
         """
-        if self.passive.any and np.shape(ad.value(x)) == (self.n,):
-            x = self.passive(x)                          # the filter sees the fixed values
-        elif self.passive.any:
-            self.passive.expand(x)                       # a full vector: its fixed values checked
-        x_tilde = self.filter(x)
+        x_tilde = self.filter(self.passive.elements(x))  # the filter sees the fixed values
         if self.filter_name == "helmholtz":
             # The PDE filter (Lazarov & Sigmund 2011, eq. (5)) is not bound
             # preserving: at rmin ~ 1.5 h it returns -2e-4 .. 1.003 near sharp
@@ -144,7 +128,7 @@ class ComplianceProblem:
             # keep their derivative and simp sees a density in its range.
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
         x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
-        return self.passive.fix(x_phys) if self.passive.any else x_phys
+        return self.passive.fix(x_phys)
 
     def stiffness(self, x, beta: float | None = None):
         """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""
