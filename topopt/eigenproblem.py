@@ -33,6 +33,7 @@ from . import fem
 from ._validate import (check_array_range, check_choice, check_int, check_positive,
                         check_range)
 from .cli import run_record
+from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .fem.modal import ModalSystem, eigenvalues
 from .interpolation import DENSITY_TOL, simp
@@ -103,6 +104,11 @@ class EigenProblem:
         Direct solver backend of the shift-invert.
     beta_max : float > 1
         Upper bound of ``beta = lambda / lambda_ref``.
+    passive : topopt.design.Passive, optional
+        Passive solid/void elements, as in `topopt.problem.ComplianceProblem`:
+        the design is ``z = [x, beta]`` with ``x`` the ``n = passive.n_free``
+        free variables, ``x_phys`` holds the fixed values and the result's
+        ``x`` is the full element vector.
 
     Examples
     --------
@@ -119,7 +125,8 @@ class EigenProblem:
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, M0=None,
                  n_modes: int = 3, penal: float = 3.0, Emin: float = 1e-9,
                  mass_threshold: float = 0.1, mass_exponent: float = 6.0, rho0: float = 1.0,
-                 filter: str = "density", solver: str = "auto", beta_max: float = 20.0):
+                 filter: str = "density", solver: str = "auto", beta_max: float = 20.0,
+                 passive: Passive | None = None):
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         self.rmin = check_positive("rmin", rmin, "filter radius")
         self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
@@ -137,7 +144,9 @@ class EigenProblem:
         self.modal = ModalSystem(model, n_modes=n_modes, rho0=rho0, M0=M0, solver=solver)
         self.n_modes = n_modes
         self.weights = fem.element_volumes(model.mesh)
-        self.n = model.n_el
+        self.passive = Passive.of(passive, model.n_el)
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables (beta is one more)
         self._filters: dict = {}
         self.filter = self._filter(self.rmin)
         self.lam_ref = None
@@ -151,20 +160,15 @@ class EigenProblem:
         return self._filters[rmin]
 
     def check_design(self, x) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        if x.shape != (self.n,):
-            raise ValueError(f"the design vector has shape {x.shape}; expected ({self.n},), "
-                             "one value per element")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("the design vector contains NaN or inf")
-        return x
+        """The free design variables of `x` (``(n,)``, or the full element vector)."""
+        return self.passive.free_design(x)
 
     def x_phys(self, x, rmin: float | None = None):
-        """Filtered densities (the stage's `rmin`, else the problem's)."""
-        x_tilde = self._filter(self.rmin if rmin is None else rmin)(x)
+        """Filtered densities (the stage's `rmin`, else the problem's), passive ones fixed."""
+        x_tilde = self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
         if self.filter_name == "helmholtz":      # not bound preserving: see ComplianceProblem
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
-        return x_tilde
+        return self.passive.fix(x_tilde)
 
     def coefficients(self, x_phys):
         """``(E, m)``: SIMP stiffness and `du_olhoff_mass` of the physical densities."""
@@ -222,8 +226,8 @@ class EigenProblem:
             objective_scale=1.0, objective_name="-beta",
             count_solves=lambda: self.modal.counts["eigensolves"])
         seconds = time.perf_counter() - t0
-        x = res.x[:-1]
-        x_phys = np.asarray(self.x_phys(x, _rmin(stages, -1)))
+        x_phys = np.asarray(self.x_phys(res.x[:-1], _rmin(stages, -1)))
+        x = self.passive.expand(res.x[:-1])             # the full element vector
         lam = np.asarray(eigenvalues(self.modal, *self.coefficients(x_phys)))
         metrics = {
             "omega1": float(np.sqrt(lam[0])),

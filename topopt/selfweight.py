@@ -37,6 +37,7 @@ from .interpolation import ramp, simp
 from .objectives import compliance, volume
 from .optimize import Result, Stage, minimize
 from .cli import run_record
+from .design import Passive
 from .problem import ComplianceProblem
 from .result import RunResult, grey_level
 from .runio import check_writable_file
@@ -195,8 +196,11 @@ class SelfWeightProblem:
         RAMP penalization.
     penal : float >= 1
         SIMP exponent (``interpolation="simp"``).
-    filter, Emin, solver, eta, solver_options
-        As in `topopt.problem.ComplianceProblem`.
+    filter, Emin, solver, eta, solver_options, passive
+        As in `topopt.problem.ComplianceProblem`: with `passive` MMA sees the
+        ``n = passive.n_free`` free variables, ``x_phys`` (and so the weight
+        ``f(x)``) holds the fixed values and the result's ``x`` is the full
+        element vector.
 
     Examples
     --------
@@ -215,7 +219,8 @@ class SelfWeightProblem:
     def __init__(self, model: fem.Model, f, gravity, volfrac: float, rmin: float,
                  interpolation: str = "ramp", q: float = 8.0, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
-                 eta: float = 0.5, solver_options: dict | None = None):
+                 eta: float = 0.5, solver_options: dict | None = None,
+                 passive: Passive | None = None):
         check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
         f = check_finite_array("f", f)
@@ -227,12 +232,14 @@ class SelfWeightProblem:
         # is the full-solid one here, only checked there, never used)
         self._base = ComplianceProblem(model, f + self.weight.G @ np.ones(model.n_el), volfrac,
                                        rmin, penal=penal, filter=filter, Emin=Emin,
-                                       solver=solver, eta=eta, solver_options=solver_options)
+                                       solver=solver, eta=eta, solver_options=solver_options,
+                                       passive=passive)
         b = self._base
         self.model, self.f, self.interpolation = model, f, interpolation
         self.volfrac, self.rmin, self.penal, self.Emin = b.volfrac, b.rmin, b.penal, b.Emin
         self.filter_name, self.filter, self.system = b.filter_name, b.filter, b.system
         self.weights, self.n, self.c0 = b.weights, b.n, None
+        self.passive, self.n_el = b.passive, b.n_el
 
     # ----------------------------------------------------------- the chain
     def check_design(self, x) -> np.ndarray:
@@ -319,7 +326,8 @@ class SelfWeightProblem:
         return RunResult.from_record(
             run_record(res, checkpoint),
             self._metrics(x_phys, u, f, fe_solves, res.evaluations, seconds),
-            x=res.x, x_phys=x_phys, history=res.history, arrays={"u": np.asarray(u)})
+            x=self.passive.expand(res.x), x_phys=x_phys, history=res.history,
+            arrays={"u": np.asarray(u)})
 
     def _metrics(self, x_phys, u, f, fe_solves, evaluations, seconds) -> dict:
         c, point = float(f @ u), float(self.f @ u)

@@ -54,6 +54,7 @@ from skfem.models.elasticity import lame_parameters, linear_elasticity
 from . import ad
 from ._validate import (check_array_range, check_choice, check_int, check_positive,
                         check_range)
+from .design import Passive
 from .fem import Model
 
 __all__ = ["ElementStress", "relaxed_stress", "stress_pnorm", "AdaptiveNormalization",
@@ -358,6 +359,11 @@ class MinimumVolumeStress:
         Projection threshold.
     solver : str
         Linear-solver backend.
+    passive : topopt.design.Passive, optional
+        Passive solid/void elements, as in `topopt.problem.ComplianceProblem`:
+        MMA sees the ``n = passive.n_free`` free variables, ``x_phys`` holds
+        the fixed values (their stresses count in ``PN``) and `run`'s result
+        ``x`` is the full element vector.
 
     Examples
     --------
@@ -376,7 +382,7 @@ class MinimumVolumeStress:
     def __init__(self, model: Model, f, sigma_allow: float, rmin: float, penal: float = 3.0,
                  Emin: float = 1e-9, q: float = 0.5, P: float = 8.0, alpha: float = 0.5,
                  nu: float = 0.3, E0: float = 1.0, plane: str = "stress", eta: float = 0.5,
-                 solver: str = "auto"):
+                 solver: str = "auto", passive: Passive | None = None):
         from .fem import element_volumes
         from .filters import DensityFilter
         self.sigma_allow = check_positive("sigma_allow", sigma_allow, "allowed stress")
@@ -398,14 +404,28 @@ class MinimumVolumeStress:
         self.filter = DensityFilter(model.mesh, self.rmin)
         self.system = model.system(solver)
         self.weights = element_volumes(model.mesh)
-        self.n = model.n_el
+        self.passive = Passive.of(passive, model.n_el)
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables of MMA
         self._block = None
 
+    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
+        """The free design variables of `x` (``(n,)``, or the full element vector)."""
+        x = np.asarray(x, dtype=float)
+        if x.shape not in ((self.n,), (self.n_el,)):
+            full = f" or ({self.n_el},), one value per element" if self.passive.any else ""
+            raise ValueError(f"{name} has shape {x.shape}; expected ({self.n},){full}")
+        return self.passive.free_design(x)
+
     def x_phys(self, x, beta: float | None = None):
-        """Filtered (and, with `beta`, projected) densities; differentiable."""
+        """Filtered (and, with `beta`, projected) densities, passive ones fixed; differentiable.
+
+        `x` is the free variables or the full element vector (see
+        `topopt.design.Passive.elements`).
+        """
         from .interpolation import project
-        x_tilde = self.filter(x)
-        return x_tilde if beta is None else project(x_tilde, beta, self.eta)
+        x_tilde = self.filter(self.passive.elements(x))
+        return self.passive.fix(x_tilde if beta is None else project(x_tilde, beta, self.eta))
 
     def analysis(self, x, beta: float | None = None):
         """``(x_phys, u, sigma_vm^2)`` of the design `x`; differentiable."""
@@ -454,7 +474,8 @@ class MinimumVolumeStress:
         ``sigma_allow``: the last block's ``c`` is that of its start, and the
         design it ends with may carry a maximum well below (or above) ``c PN``.
         Returns the `topopt.optimize.Result` of the last run, with the history,
-        evaluations and time of all; `summary` gives the figures.
+        evaluations and time of all and ``x`` the full element vector (with
+        passive elements: the free variables expanded); `summary` gives the figures.
         """
         import nlopt
 
@@ -466,9 +487,7 @@ class MinimumVolumeStress:
         for b in betas:
             if b is not None:
                 check_positive("beta", b, "projection sharpness")
-        x0 = np.ones(self.n) if x0 is None else np.asarray(x0, dtype=float)
-        if x0.shape != (self.n,):
-            raise ValueError(f"x0 has shape {x0.shape}; expected ({self.n},)")
+        x0 = np.ones(self.n) if x0 is None else self.check_design(x0, "x0")
         stages = [Stage(block_maxeval, params={"beta": b, "block": k})
                   for k, b in enumerate(betas)]
         check_int("settle", settle, 0, what="extra blocks")
@@ -489,8 +508,8 @@ class MinimumVolumeStress:
             history += [h | {"evaluation": evaluations + h["evaluation"], "stage": k}
                         for h in res.history]
             evaluations, seconds = evaluations + res.evaluations, seconds + res.seconds
-        return dataclasses.replace(res, history=history, evaluations=evaluations,
-                                   seconds=seconds)
+        return dataclasses.replace(res, x=self.passive.expand(res.x), history=history,
+                                   evaluations=evaluations, seconds=seconds)
 
     def summary(self, x, beta: float | None = None) -> dict:
         """Volume, largest relaxed stress (and its element), ``PN``, ``c`` of a design."""
