@@ -17,8 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import ad, fem
-from ._validate import check_choice, check_positive, check_range, check_type
+from . import fem
+from ._validate import check_choice, check_positive, check_range
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
