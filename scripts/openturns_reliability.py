@@ -17,20 +17,17 @@ the cases below use ``g = z - F``.
 """
 
 import math
+import os
+import sys
 
 import numpy as np
 import openturns as ot
 
+# the reliability test cases (numpy only): the case analysed here is the tests' own
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from reliability_cases import P0, quadratic_coefficients  # noqa: E402
+
 ot.RandomGenerator.SetSeed(0)
-
-
-def quadratic_coefficients(p):
-    """The compliance-like quadratic of tests/test_reliability.py (P0 = [0.1, 0.2, 0.3])."""
-    c0 = 1.0 + 0.5 * np.sum(p ** 2)
-    b = np.array([1.0, 0.5, 0.2]) * (1 + p[0]) + np.array([0.0, 0.3, -0.2]) * p[1]
-    L = np.array([[0.6, 0.0, 0.0], [0.2, 0.4, 0.0], [0.1, -0.1, 0.3]]) * np.exp(0.5 * p[2])
-    A = L @ L.T + p[0] * np.array([[0.0, 0.05, 0.0], [0.05, 0.0, 0.0], [0.0, 0.0, 0.02]])
-    return c0, b, A
 
 
 def analyse(name, formula, distribution, start=None):
@@ -82,7 +79,7 @@ def main():
     analyse("paraboloid kappa=0.1 beta=3 n=10",
             "3 - x0 + 0.05 * (" + " + ".join(f"x{i}^2" for i in range(1, 10)) + ")", std10)
     # 2. compliance-like quadratic c0 + 2 b.t + t.A.t >= 14 at P0 (QUAD, Z_QUAD)
-    c0, b, A = quadratic_coefficients(np.array([0.1, 0.2, 0.3]))
+    c0, b, A = quadratic_coefficients(P0)
     terms = [repr(float(c0))] + [f"2 * {float(b[i])!r} * x{i}" for i in range(3)] + \
         [f"{float(A[i, j])!r} * x{i} * x{j}" for i in range(3) for j in range(3)]
     analyse("quadratic QUAD(P0), z=14", "14 - (" + " + ".join(terms) + ")",

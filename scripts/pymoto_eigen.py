@@ -35,15 +35,11 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
-import subprocess
 import sys
-import tempfile
-import warnings
 
 import numpy as np
+from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
 
 CASES = {
     "eigen_beam": dict(nx=48, ny=8, rmin=1.5, E0=1.0, rho0=1.0, plane="stress"),
@@ -169,23 +165,10 @@ def our_side(case: str, grids: np.ndarray) -> dict:
 
 # ------------------------------------------------------------------ comparison
 
-def _pymoto_python(given: str | None) -> str:
-    return given or os.environ.get("PYMOTO_PYTHON", "/tmp/pymoto-venv/bin/python")
-
-
-def _rel(a, b) -> float:
-    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-
-
 def compare(case: str, python: str | None = None) -> list[dict]:
     """Per design: the eigenvalues (ours, pyMOTO's) and the relative errors."""
     grids = designs(case)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(src, grids=grids)
-        subprocess.run([_pymoto_python(python), os.path.abspath(__file__), "--pymoto-side",
-                        case, src, dst], check=True, capture_output=True, text=True)
-        theirs = dict(np.load(dst))
+    theirs = run_pymoto_side(__file__, python, {"grids": grids}, case)
     ours = our_side(case, grids)
     rows = []
     for k in range(len(grids)):
@@ -195,9 +178,9 @@ def compare(case: str, python: str | None = None) -> list[dict]:
         dinv_a = -np.tensordot(1 / la ** 2, ga, axes=1)
         dinv_b = -np.tensordot(1 / lb ** 2, gb, axes=1)
         rows.append({"design": k, "lam": la, "lam_pymoto": lb,
-                     "err_lam": [_rel(la[j], lb[j]) for j in range(N_MODES)],
-                     "err_dlam": [_rel(ga[j], gb[j]) for j in range(N_MODES)],
-                     "err_inv": _rel(inv_a, inv_b), "err_dinv": _rel(dinv_a, dinv_b)})
+                     "err_lam": [rel_err(la[j], lb[j]) for j in range(N_MODES)],
+                     "err_dlam": [rel_err(ga[j], gb[j]) for j in range(N_MODES)],
+                     "err_inv": rel_err(inv_a, inv_b), "err_dinv": rel_err(dinv_a, dinv_b)})
     return rows
 
 
@@ -208,9 +191,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            np.savez(dst, **pymoto_side(case, np.load(src)["grids"]))
+        serve(src, dst, lambda inputs: pymoto_side(case, inputs["grids"]))
         return {}
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
@@ -224,8 +205,7 @@ def main(argv=None) -> dict:
                   + ", ".join(f"{e:.1e}" for e in r["err_dlam"])
                   + f"; sum 1/lambda {r['err_inv']:.1e}, its gradient {r['err_dinv']:.1e}")
             worst = max(worst, *r["err_lam"], *r["err_dlam"], r["err_inv"], r["err_dinv"])
-    print(f"largest relative error {worst:.1e} ({'within' if worst <= RTOL else 'ABOVE'} "
-          f"{RTOL:g})")
+    print(verdict(worst, RTOL))
     return results
 
 

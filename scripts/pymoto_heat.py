@@ -29,15 +29,11 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
-import subprocess
 import sys
-import tempfile
-import warnings
 
 import numpy as np
+from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
 
 CASES = {
     "heat_sink": dict(nx=40, ny=40, rmin=1.2, kmin=1e-3, volfrac=0.4),
@@ -58,7 +54,7 @@ def designs(case: str) -> np.ndarray:
 
 def _pymoto_loads(pym, case: str, domain):
     """Supports and nodal loads of `case` in pyMOTO's numbering."""
-    nx, ny = CASES[case]["nx"], CASES[case]["ny"]
+    ny = CASES[case]["ny"]
     f = np.zeros(domain.nnodes)
     if case == "heat_sink":
         iy = np.arange(ny + 1)
@@ -138,27 +134,16 @@ def our_side(case: str, grids: np.ndarray) -> dict:
 
 # ------------------------------------------------------------------ comparison
 
-def _pymoto_python(given: str | None) -> str:
-    return given or os.environ.get("PYMOTO_PYTHON", "/tmp/pymoto-venv/bin/python")
-
-
 def compare(case: str, python: str | None = None) -> list[dict]:
     """Per design: the relative errors of c, dc, v, dv (ours against pyMOTO's)."""
     grids = designs(case)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(src, grids=grids)
-        subprocess.run([_pymoto_python(python), os.path.abspath(__file__), "--pymoto-side",
-                        case, src, dst], check=True, capture_output=True, text=True)
-        theirs = dict(np.load(dst))
+    theirs = run_pymoto_side(__file__, python, {"grids": grids}, case)
     ours = our_side(case, grids)
     rows = []
     for k in range(len(grids)):
         row = {"design": k, "c": ours["c"][k], "c_pymoto": theirs["c"][k],
                "v": ours["v"][k], "v_pymoto": theirs["v"][k]}
-        for key in KEYS:
-            a, b = np.atleast_1d(ours[key][k]), np.atleast_1d(theirs[key][k])
-            row["err_" + key] = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+        row.update({"err_" + key: rel_err(ours[key][k], theirs[key][k]) for key in KEYS})
         rows.append(row)
     return rows
 
@@ -170,9 +155,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            np.savez(dst, **pymoto_side(case, np.load(src)["grids"]))
+        serve(src, dst, lambda inputs: pymoto_side(case, inputs["grids"]))
         return {}
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
@@ -184,8 +167,7 @@ def main(argv=None) -> dict:
                   f"v = {r['v']:.6f}  rel. err c {r['err_c']:.1e}, dc/dx {r['err_dc']:.1e}, "
                   f"v {r['err_v']:.1e}, dv/dx {r['err_dv']:.1e}")
             worst = max(worst, *(r["err_" + k] for k in KEYS))
-    print(f"largest relative error {worst:.1e} ({'within' if worst <= RTOL else 'ABOVE'} "
-          f"{RTOL:g})")
+    print(verdict(worst, RTOL))
     return results
 
 

@@ -18,8 +18,9 @@ density filter of radius rmin, SIMP ``Emin + (1 - Emin) x^3``):
 
 pyMOTO is not a dependency of topopt and lives in its own environment: this
 script (run with topopt's Python) computes topopt's numbers, then runs
-itself under ``--pymoto-python`` (default ``/tmp/pymoto-venv/bin/python``)
-for pyMOTO's, passing the designs in an ``.npz`` file. It prints the largest
+itself under ``--pymoto-python`` (default ``$PYMOTO_PYTHON`` or
+``/tmp/pymoto-venv/bin/python``; see ``pymoto_bridge.py``) for pyMOTO's,
+passing the designs in an ``.npz`` file. It prints the largest
 relative difference of each value and of each gradient (max norm) and exits
 with status 1 if one exceeds ``--rtol`` (1e-6).
 
@@ -29,12 +30,10 @@ with status 1 if one exceeds ``--rtol`` (1e-6).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+from pymoto_bridge import element_order, rel_err, run_pymoto_side, serve
 
 EMIN, NU, BETA, ETAS = 1e-9, 0.3, 4.0, (0.75, 0.5, 0.25)
 DETERMINISTIC = ("u_out", "c_in", "c_out", "volume")
@@ -85,8 +84,7 @@ def topopt_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, de
 
 def pymoto_order(mesh, nelx: int) -> np.ndarray:
     """pyMOTO's element index of each of our elements (``ix + iy nelx`` of the centroid)."""
-    c = mesh.p[:, mesh.t].mean(axis=1)
-    return (np.floor(c[0]).astype(int) + nelx * np.floor(c[1]).astype(int))
+    return element_order(mesh.p[:, mesh.t].mean(axis=1).T, nelx)
 
 
 def scatter(g, order) -> np.ndarray:
@@ -100,8 +98,6 @@ def scatter(g, order) -> np.ndarray:
 
 def pymoto_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, designs):
     """The same quantities with pyMOTO's modules and sensitivities (pyMOTO's Python)."""
-    import warnings
-    warnings.simplefilter("ignore")
     import pymoto as pym
     from scipy.sparse import csr_matrix
 
@@ -154,6 +150,14 @@ def pymoto_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, de
     return {k: (np.array(v), np.array(g)) for k, (v, g) in out.items()}
 
 
+def _pymoto_outputs(d: dict) -> dict:
+    """pyMOTO's half: `pymoto_side` of the sizes and designs in `d`, as ``name.v``/``name.g``."""
+    res = pymoto_side(int(d["nelx"]), int(d["nely"]), float(d["rmin"]), float(d["k_in"]),
+                      float(d["k_out"]), d["designs"])
+    return {**{f"{k}.v": v for k, (v, g) in res.items()},
+            **{f"{k}.g": g for k, (v, g) in res.items()}}
+
+
 # ------------------------------------------------------------------ comparison
 
 def designs_of(nelx: int, nely: int, seed: int, count: int = 5) -> np.ndarray:
@@ -166,9 +170,8 @@ def compare(ours: dict, theirs: dict) -> dict:
     report = {}
     for name in ours:
         (v, g), (V, G) = ours[name], theirs[name]
-        dv = float(np.max(np.abs(v - V) / np.abs(V)))
-        dg = float(max(np.max(np.abs(g[i] - G[i])) / np.max(np.abs(G[i]))
-                       for i in range(len(V))))
+        dv = max(rel_err(v[i], V[i]) for i in range(len(V)))
+        dg = max(rel_err(g[i], G[i]) for i in range(len(V)))
         report[name] = (dv, dg)
     return report
 
@@ -182,25 +185,21 @@ def main(argv=None) -> int:
     parser.add_argument("--k_out", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--pymoto-python", default="/tmp/pymoto-venv/bin/python")
-    parser.add_argument("--pymoto-side", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--pymoto-python", default=None,
+                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
+                        "/tmp/pymoto-venv/bin/python)")
+    parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.pymoto_side:                                   # in pyMOTO's environment
+        serve(*args.pymoto_side, _pymoto_outputs)
+        return 0
     sizes = (args.nelx, args.nely, args.rmin, args.k_in, args.k_out)
     designs = designs_of(args.nelx, args.nely, args.seed)
-    if args.pymoto_side:                                   # in pyMOTO's environment
-        res = pymoto_side(*sizes, designs)
-        np.savez(args.pymoto_side, **{f"{k}.v": v for k, (v, g) in res.items()},
-                 **{f"{k}.g": g for k, (v, g) in res.items()})
-        return 0
     ours = topopt_side(*sizes, designs)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "pymoto.npz")
-        subprocess.run([args.pymoto_python, os.path.abspath(__file__), *sys.argv[1:],
-                        "--pymoto-side", path] if argv is None else
-                       [args.pymoto_python, os.path.abspath(__file__), *argv,
-                        "--pymoto-side", path], check=True)
-        data = np.load(path)
-        theirs = {k: (data[f"{k}.v"], data[f"{k}.g"]) for k in ours}
+    data = run_pymoto_side(__file__, args.pymoto_python,
+                           dict(zip(("nelx", "nely", "rmin", "k_in", "k_out"), sizes),
+                                designs=designs))
+    theirs = {k: (data[f"{k}.v"], data[f"{k}.g"]) for k in ours}
     print(f"inverter {args.nelx} x {args.nely}, rmin {args.rmin}, k_in {args.k_in}, k_out "
           f"{args.k_out}, 5 random designs (seed {args.seed}); robust at beta = {BETA}")
     print(f"{'quantity':20s} {'topopt (design 1)':>20s} {'pyMOTO (design 1)':>20s} "

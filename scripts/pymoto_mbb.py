@@ -12,19 +12,17 @@ module imports it only when called.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import subprocess
 import sys
 import time
-import warnings
 
 # MKL's OpenMP threads (Pardiso) spin after each call and would slow every
 # later measurement in the process; let them sleep at once
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 import numpy as np
+from pymoto_bridge import quiet
 
 
 def _network(pym, nelx: int, nely: int, solver):
@@ -63,8 +61,7 @@ def _solvers(pym) -> dict:
 def _one(name: str, nelx: int, nely: int, iters: int) -> float:
     """Seconds per MMA iteration of one pyMOTO run (call in a fresh process)."""
     import pymoto as pym
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
+    with quiet():
         sx, sg0, sg1, sc = _network(pym, nelx, nely, _solvers(pym)[name]())
         t0 = time.perf_counter()
         pym.minimize_mma(sx, [sg0, sg1], maxit=iters, tolx=0.0, tolf=0.0)

@@ -16,7 +16,8 @@ theta``, ``theta ~ N(mu, Sigma)`` with ``mu = (0, -1)``, ``Sigma = diag(0.7^2,
   own hand-written module sensitivities.
 
 pyMOTO is never imported by topopt: the pyMOTO half runs in a subprocess of
-``--pymoto-python`` (default ``/tmp/pymoto-venv/bin/python``). Elements are
+``--pymoto-python`` (default ``$PYMOTO_PYTHON`` or
+``/tmp/pymoto-venv/bin/python``; see ``pymoto_bridge.py``). Elements are
 matched by their centres.
 
     python scripts/pymoto_robust.py [--nelx 20 --nely 10 --designs 5]
@@ -29,13 +30,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+from pymoto_bridge import (element_order, match_elements, pymoto_python, rel_err,
+                           run_pymoto_side, serve)
 
-PYMOTO_PYTHON = "/tmp/pymoto-venv/bin/python"
 RMIN, EMIN, NU, VOLFRAC, K = 2.0, 1e-9, 0.3, 0.4, 3.0
 MU, SIGMA = np.array([0.0, -1.0]), np.diag([0.7 ** 2, 0.05 ** 2])
 
@@ -78,13 +78,10 @@ def pymoto_analysis(designs: np.ndarray, nelx: int, nely: int):
     return {k: np.array(v) for k, v in out.items()}, centres
 
 
-def _pymoto_main(path_in: str, path_out: str) -> None:
-    import warnings
-    d = np.load(path_in)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")             # scipy's format notes inside pyMOTO
-        out, centres = pymoto_analysis(d["designs"], int(d["nelx"]), int(d["nely"]))
-    np.savez(path_out, centres=centres, **out)
+def _pymoto_outputs(d: dict) -> dict:
+    """pyMOTO's half: `pymoto_analysis` of the designs in `d`, with its element centres."""
+    out, centres = pymoto_analysis(d["designs"], int(d["nelx"]), int(d["nely"]))
+    return dict(centres=centres, **out)
 
 
 # -------------------------------------------------------------------- our side
@@ -109,40 +106,22 @@ def ours(nelx: int, nely: int, n_designs: int):
     return designs, mean, std, J, g, fem.element_centroids(mesh)
 
 
-def _match(ours_centres, theirs_centres) -> np.ndarray:
-    """``perm`` with ``theirs_centres[perm[e]] == ours_centres[e]``."""
-    key = lambda c: np.round(c, 6)[:, 0] * 1e6 + np.round(c, 6)[:, 1]   # noqa: E731
-    a, b = key(ours_centres), key(theirs_centres)
-    order = np.argsort(b)
-    perm = order[np.searchsorted(b[order], a)]
-    if not np.allclose(theirs_centres[perm], ours_centres, atol=1e-9):
-        raise RuntimeError("the two meshes' elements do not match")
-    return perm
-
-
 def compare(nelx: int, nely: int, n_designs: int, python: str) -> float:
     """Print both sides per design; the largest relative difference of J and dJ/dx."""
     designs, mean, std, J, g, centres = ours(nelx, nely, n_designs)
-    with tempfile.TemporaryDirectory() as tmp:
-        ix, iy = np.floor(centres[:, 0]).astype(int), np.floor(centres[:, 1]).astype(int)
-        theirs_of_ours = ix + iy * nelx                  # pyMOTO: e = ix + iy nelx
-        their_designs = np.empty_like(designs)
-        their_designs[:, theirs_of_ours] = designs
-        np.savez(os.path.join(tmp, "in.npz"), designs=their_designs, nelx=nelx, nely=nely)
-        subprocess.run([python, os.path.abspath(__file__), "--pymoto-side",
-                        os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")], check=True)
-        pm = dict(np.load(os.path.join(tmp, "out.npz")))
-        perm = _match(centres, pm["centres"])
-        np.testing.assert_array_equal(perm, theirs_of_ours)
+    theirs_of_ours = element_order(centres, nelx)
+    their_designs = np.empty_like(designs)
+    their_designs[:, theirs_of_ours] = designs
+    pm = run_pymoto_side(__file__, python, dict(designs=their_designs, nelx=nelx, nely=nely))
+    perm = match_elements(centres, pm["centres"])
+    np.testing.assert_array_equal(perm, theirs_of_ours)
     worst = 0.0
     sd = ", ".join(f"{v:g}" for v in np.sqrt(np.diag(SIGMA)))
     print(f"robust cantilever {nelx} x {nely}, k = {K:g}, standard deviations ({sd})")
     print(f"{'seed':>4} {'E[c] topopt':>16} {'E[c] pyMOTO':>16} {'std topopt':>14} "
           f"{'std pyMOTO':>14} {'rel J':>9} {'rel grad':>9}")
     for k in range(n_designs):
-        rJ = abs(J[k] - pm["J"][k]) / abs(pm["J"][k])
-        gp = pm["g"][k][perm]
-        rg = np.max(np.abs(g[k] - gp)) / np.max(np.abs(gp))
+        rJ, rg = rel_err(J[k], pm["J"][k]), rel_err(g[k], pm["g"][k][perm])
         worst = max(worst, rJ, rg)
         print(f"{k:>4} {mean[k]:16.10f} {pm['mean'][k]:16.10f} {std[k]:14.10f} "
               f"{np.sqrt(pm['var'][k]):14.10f} {rJ:9.1e} {rg:9.1e}")
@@ -156,18 +135,21 @@ def main(argv=None) -> float:
     parser.add_argument("--nely", type=int, default=10)
     parser.add_argument("--designs", type=int, default=5)
     parser.add_argument("--rtol", type=float, default=1e-8)
-    parser.add_argument("--pymoto-python", default=PYMOTO_PYTHON)
+    parser.add_argument("--pymoto-python", default=None,
+                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
+                        "/tmp/pymoto-venv/bin/python)")
     parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pymoto_side:
-        _pymoto_main(*args.pymoto_side)
+        serve(*args.pymoto_side, _pymoto_outputs)
         return 0.0
     if args.nely % 2:
         parser.error(f"--nely must be even (the load at mid-height), got {args.nely}")
-    if not os.path.exists(args.pymoto_python):
-        parser.error(f"--pymoto-python: {args.pymoto_python} does not exist (pyMOTO 2.0.1 "
+    python = pymoto_python(args.pymoto_python)
+    if not os.path.exists(python):
+        parser.error(f"--pymoto-python: {python} does not exist (pyMOTO 2.0.1 "
                      "in a scratch environment)")
-    worst = compare(args.nelx, args.nely, args.designs, args.pymoto_python)
+    worst = compare(args.nelx, args.nely, args.designs, python)
     if worst > args.rtol:
         print(f"above the tolerance {args.rtol:g}", file=sys.stderr)
         sys.exit(1)

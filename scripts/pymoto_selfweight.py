@@ -11,7 +11,8 @@ Ours comes from `topopt.selfweight.SelfWeightProblem` and `topopt.ad`;
 pyMOTO's from its module network (DensityFilter, MathExpression, AssembleStiffness,
 NodalOperation, SetValue, LinSolve, EinSum) in its own interpreter. pyMOTO is
 never imported by topopt: this script runs the pyMOTO half in a subprocess of
-``--pymoto-python`` (default ``/tmp/pymoto-venv/bin/python``) and compares.
+``--pymoto-python`` (default ``$PYMOTO_PYTHON`` or ``/tmp/pymoto-venv/bin/python``;
+see ``pymoto_bridge.py``) and compares.
 Elements and nodes are matched by their coordinates.
 
     python scripts/pymoto_selfweight.py [--nelx 20 --nely 12 --designs 5]
@@ -25,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+from pymoto_bridge import (element_order, match_elements, pymoto_python, rel_err,
+                           run_pymoto_side, serve)
 
-PYMOTO_PYTHON = "/tmp/pymoto-venv/bin/python"
 Q, RMIN, EMIN, NU, VOLFRAC, WEIGHT = 8.0, 2.0, 1e-9, 0.3, 0.3, 4.0
 
 
@@ -71,11 +71,11 @@ def pymoto_analysis(designs: np.ndarray, nelx: int, nely: int, gamma: float):
     return np.array(out_c), np.array(out_g), positions
 
 
-def _pymoto_main(path_in: str, path_out: str) -> None:
-    d = np.load(path_in)
+def _pymoto_outputs(d: dict) -> dict:
+    """pyMOTO's half: `pymoto_analysis` of the designs in `d`."""
     c, g, centres = pymoto_analysis(d["designs"], int(d["nelx"]), int(d["nely"]),
                                     float(d["gamma"]))
-    np.savez(path_out, c=c, g=g, centres=centres)
+    return dict(c=c, g=g, centres=centres)
 
 
 # -------------------------------------------------------------------- our side
@@ -95,40 +95,22 @@ def ours(nelx: int, nely: int, n_designs: int):
             fem.element_centroids(mesh), -gravity[1])
 
 
-def _match(ours_centres, theirs_centres) -> np.ndarray:
-    """``perm`` with ``theirs_centres[perm[e]] == ours_centres[e]``."""
-    key = lambda c: np.round(c, 6)[:, 0] * 1e6 + np.round(c, 6)[:, 1]   # noqa: E731
-    a, b = key(ours_centres), key(theirs_centres)
-    order = np.argsort(b)
-    perm = order[np.searchsorted(b[order], a)]
-    if not np.allclose(theirs_centres[perm], ours_centres, atol=1e-9):
-        raise RuntimeError("the two meshes' elements do not match")
-    return perm
-
-
 def compare(nelx: int, nely: int, n_designs: int, python: str, rtol: float) -> float:
     designs, c, g, centres, gamma = ours(nelx, nely, n_designs)
-    with tempfile.TemporaryDirectory() as tmp:
-        # pyMOTO's element order: e = ix + iy nelx (unit elements from the origin)
-        ix, iy = np.floor(centres[:, 0]).astype(int), np.floor(centres[:, 1]).astype(int)
-        theirs_of_ours = ix + iy * nelx
-        their_designs = np.empty_like(designs)
-        their_designs[:, theirs_of_ours] = designs
-        np.savez(os.path.join(tmp, "in.npz"), designs=their_designs, nelx=nelx, nely=nely,
-                 gamma=gamma)
-        subprocess.run([python, os.path.abspath(__file__), "--pymoto-side",
-                        os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")], check=True)
-        out = np.load(os.path.join(tmp, "out.npz"))
-        perm = _match(centres, out["centres"])
-        np.testing.assert_array_equal(perm, theirs_of_ours)
-        c_pm, g_pm = out["c"], out["g"][:, perm]
+    theirs_of_ours = element_order(centres, nelx)         # pyMOTO's e = ix + iy nelx
+    their_designs = np.empty_like(designs)
+    their_designs[:, theirs_of_ours] = designs
+    out = run_pymoto_side(__file__, python, dict(designs=their_designs, nelx=nelx, nely=nely,
+                                                 gamma=gamma))
+    perm = match_elements(centres, out["centres"])
+    np.testing.assert_array_equal(perm, theirs_of_ours)
+    c_pm, g_pm = out["c"], out["g"][:, perm]
     worst = 0.0
     print(f"half arch {nelx} x {nely}, RAMP q = {Q:g}, rmin = {RMIN:g}, weight {WEIGHT:g} P "
           f"(gamma = {gamma:.6g})")
     print(f"{'seed':>4} {'c topopt':>18} {'c pyMOTO':>18} {'rel c':>9} {'rel grad':>9}")
     for k in range(n_designs):
-        rc = abs(c[k] - c_pm[k]) / abs(c_pm[k])
-        rg = np.max(np.abs(g[k] - g_pm[k])) / np.max(np.abs(g_pm[k]))
+        rc, rg = rel_err(c[k], c_pm[k]), rel_err(g[k], g_pm[k])
         worst = max(worst, rc, rg)
         print(f"{k:>4} {c[k]:18.10f} {c_pm[k]:18.10f} {rc:9.1e} {rg:9.1e}")
     print(f"largest relative difference {worst:.1e} (tolerance {rtol:g})")
@@ -141,16 +123,19 @@ def main(argv=None) -> float:
     parser.add_argument("--nely", type=int, default=12)
     parser.add_argument("--designs", type=int, default=5)
     parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--pymoto-python", default=PYMOTO_PYTHON)
+    parser.add_argument("--pymoto-python", default=None,
+                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
+                        "/tmp/pymoto-venv/bin/python)")
     parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pymoto_side:
-        _pymoto_main(*args.pymoto_side)
+        serve(*args.pymoto_side, _pymoto_outputs)
         return 0.0
-    if not os.path.exists(args.pymoto_python):
-        parser.error(f"--pymoto-python: {args.pymoto_python} does not exist (pyMOTO 2.0.1 "
+    python = pymoto_python(args.pymoto_python)
+    if not os.path.exists(python):
+        parser.error(f"--pymoto-python: {python} does not exist (pyMOTO 2.0.1 "
                      "in a scratch environment)")
-    worst = compare(args.nelx, args.nely, args.designs, args.pymoto_python, args.rtol)
+    worst = compare(args.nelx, args.nely, args.designs, python, args.rtol)
     if worst > args.rtol:
         sys.exit(1)
     return worst

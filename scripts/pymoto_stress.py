@@ -37,15 +37,11 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
-import subprocess
 import sys
-import tempfile
-import warnings
 
 import numpy as np
+from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
 
 NX, NY, RMIN, NU = 40, 20, 2.0, 0.3
 CASES = {"pymoto_q1": dict(q=1.0, P=10.0), "topopt_default": dict(q=0.5, P=8.0)}
@@ -167,29 +163,25 @@ def our_side(case: str, grids: np.ndarray) -> dict:
 
 # ------------------------------------------------------------------ comparison
 
-def _pymoto_python(given: str | None) -> str:
-    return given or os.environ.get("PYMOTO_PYTHON", "/tmp/pymoto-venv/bin/python")
-
-
 def compare(case: str, python: str | None = None) -> list[dict]:
     """Per design: the relative errors of PN, dPN, v, dv (ours against pyMOTO's)."""
     grids = designs()
-    with tempfile.TemporaryDirectory() as tmp:
-        src, dst = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(src, grids=grids)
-        subprocess.run([_pymoto_python(python), os.path.abspath(__file__), "--pymoto-side",
-                        case, src, dst], check=True, capture_output=True, text=True)
-        theirs = dict(np.load(dst))
+    theirs = run_pymoto_side(__file__, python, {"grids": grids}, case)
     ours = our_side(case, grids)
     rows = []
     for k in range(len(grids)):
         row = {"design": k, "pn": ours["pn"][k], "pn_pymoto": theirs["pn"][k],
                "v": ours["v"][k], "v_pymoto": theirs["v"][k]}
-        for key in KEYS:
-            a, b = np.atleast_1d(ours[key][k]), np.atleast_1d(theirs[key][k])
-            row["err_" + key] = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+        row.update({"err_" + key: rel_err(ours[key][k], theirs[key][k]) for key in KEYS})
         rows.append(row)
     return rows
+
+
+def _pymoto_side(case: str, inputs: dict) -> dict:
+    """pyMOTO's half: the case's table, or (case ``shear``) `pymoto_shear`'s two values."""
+    if case == "shear":
+        return {"shear": np.array(pymoto_shear())}
+    return pymoto_side(case, inputs["grids"])
 
 
 def main(argv=None) -> dict:
@@ -198,25 +190,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--shear-check", action="store_true",
                         help="only the mean shear of a 4 x 2 cantilever (beam theory: 0.5)")
     parser.add_argument("--pymoto-side", nargs=3, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--pymoto-shear", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.pymoto_shear:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            values = pymoto_shear()
-        print(*values)
-        return {}
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            np.savez(dst, **pymoto_side(case, np.load(src)["grids"]))
+        serve(src, dst, lambda inputs: _pymoto_side(case, inputs))
         return {}
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if args.shear_check:
-        out = subprocess.run([_pymoto_python(args.python), os.path.abspath(__file__),
-                              "--pymoto-shear"], check=True, capture_output=True, text=True)
-        theirs = [float(v) for v in out.stdout.split()]
+        theirs = run_pymoto_side(__file__, args.python, {}, "shear")["shear"]
         print(f"mean shear, 4 x 2 cantilever, unit end load (beam theory F/A = 0.5): topopt "
               f"{our_shear():.6f}, pyMOTO Stress {theirs[0]:.6f}, pyMOTO D Strain(voigt=False) "
               f"{theirs[1]:.6f}")
@@ -230,8 +211,7 @@ def main(argv=None) -> dict:
                   f"v = {r['v']:.6f}  rel. err PN {r['err_pn']:.1e}, dPN/dx {r['err_dpn']:.1e}, "
                   f"v {r['err_v']:.1e}, dv/dx {r['err_dv']:.1e}")
             worst = max(worst, *(r["err_" + k] for k in KEYS))
-    print(f"largest relative error {worst:.1e} ({'within' if worst <= RTOL else 'ABOVE'} "
-          f"{RTOL:g})")
+    print(verdict(worst, RTOL))
     return results
 
 

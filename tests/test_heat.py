@@ -140,7 +140,8 @@ def _pymoto_python():
 
 @pytest.mark.skipif(_pymoto_python() is None, reason="no interpreter with pymoto "
                     "(set PYMOTO_PYTHON)")
-def test_analysis_matches_pymoto():
+def test_analysis_matches_pymoto(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))     # its pymoto_bridge
     spec = importlib.util.spec_from_file_location(
         "pymoto_heat", os.path.join(ROOT, "scripts", "pymoto_heat.py"))
     module = importlib.util.module_from_spec(spec)

@@ -10,6 +10,7 @@ from topopt import ad
 from topopt import reliability as rel
 
 from oracles import central_gradient
+from reliability_cases import P0, quadratic_coefficients
 
 # ------------------------------------------------------- the exact-answer case
 # F = theta_1 - kappa/2 sum_{i>=2} theta_i^2, failure F >= beta, n = 10.
@@ -296,7 +297,6 @@ B1 = np.array([[0.02, 0.00, 0.01, 0.00],
                [0.01, 0.00, -0.04, 0.00],
                [0.00, -0.01, 0.00, 0.02]])
 Z_SMALL = 4.0
-P0 = np.array([0.1, 0.2, 0.3])
 DP = np.array([0.7, -0.5, 0.9])
 LN_PA, K_PEN = np.log(1e-5), 1.0
 
@@ -322,15 +322,6 @@ def test_taylor_test_of_penalty_generic_limit_state(method):
         assert np.ptp(r.curvatures) > 0.05                    # curvature varies
     rate = ad.taylor_test(penalty_of(method), P0, DP)
     assert rate >= 1.9
-
-
-def quadratic_coefficients(p):
-    """Compliance-like c0 + 2 b.theta + theta.A.theta with A PSD, all depending on p."""
-    c0 = 1.0 + 0.5 * np.sum(p ** 2)
-    b = np.array([1.0, 0.5, 0.2]) * (1 + p[0]) + np.array([0.0, 0.3, -0.2]) * p[1]
-    L = np.array([[0.6, 0.0, 0.0], [0.2, 0.4, 0.0], [0.1, -0.1, 0.3]]) * np.exp(0.5 * p[2])
-    A = L @ L.T + p[0] * np.array([[0.0, 0.05, 0.0], [0.05, 0.0, 0.0], [0.0, 0.0, 0.02]])
-    return c0, b, A
 
 
 QUAD = rel.QuadraticLimitState(quadratic_coefficients)

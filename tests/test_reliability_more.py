@@ -19,6 +19,8 @@ from topopt import reliability as rel
 from topopt.reliability.curvature import _defined as defined
 from topopt.reliability.curvature import _log_factor as log_factor
 
+from reliability_cases import P0, quadratic_coefficients
+
 SORMS = ("sorm", "sorm-hohenbichler", "sorm-tvedt")
 
 
@@ -84,24 +86,14 @@ def test_curvature_factor_matches_the_published_formulas(kappa, beta):
         assert ours == pytest.approx(papers_ln_pf(method, beta, kappa), abs=1e-11)
 
 
-def quadratic_coefficients(p):
-    """tests/test_reliability.py's compliance-like quadratic (QUAD)."""
-    c0 = 1.0 + 0.5 * np.sum(p ** 2)
-    b = np.array([1.0, 0.5, 0.2]) * (1 + p[0]) + np.array([0.0, 0.3, -0.2]) * p[1]
-    L = np.array([[0.6, 0.0, 0.0], [0.2, 0.4, 0.0], [0.1, -0.1, 0.3]]) * np.exp(0.5 * p[2])
-    A = L @ L.T + p[0] * np.array([[0.0, 0.05, 0.0], [0.05, 0.0, 0.0], [0.0, 0.0, 0.02]])
-    return c0, b, A
-
-
 def test_sorm_variants_on_the_quadratic_case_match_openturns():
     """OT (symbolic derivatives): beta 3.007372644587, ln pf FORM -6.6319566034, Breitung
     -6.4550511578, Hohenbichler -6.4363295538, Tvedt -6.4405350798 (OT's MPP to ~1e-7)."""
     quad = rel.QuadraticLimitState(quadratic_coefficients)
-    p0 = np.array([0.1, 0.2, 0.3])
     ot = dict(form=-6.6319566034, sorm=-6.4550511578, **{"sorm-hohenbichler": -6.4363295538,
                                                          "sorm-tvedt": -6.4405350798})
     for method, value in ot.items():
-        r = rel.failure_probability(quad, p0, 14.0, method)
+        r = rel.failure_probability(quad, P0, 14.0, method)
         assert r.beta == pytest.approx(3.007372644587, abs=1e-10)
         assert r.ln_pf == pytest.approx(value, abs=1e-6), method
     np.testing.assert_allclose(r.alpha ** 2, [0.7621678498, 0.2188825113, 0.0189496388],
