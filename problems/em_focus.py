@@ -312,7 +312,8 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 label="|E| / |E_inc|", **window)
     record = plot_record(result.history, G_LABEL, objective_scale=-1.0, **window)  # -g
-    save_history(result.history, os.path.join(out, "history.png"), title="EM focusing",
+    save_history(result.history, os.path.join(out, "history.png"),
+                 title="EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in BETAS),
                  objective_label=G_LABEL, objective_scale=-1.0)
     setup = {"wavelength_nm": WAVELENGTH, "L": L, "h1": H1, "h2": H2, "d_pml": D_PML,
              "n_metal": [N_METAL.real, N_METAL.imag], "r_s": R_S, "r_d": R_D,
