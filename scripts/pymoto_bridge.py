@@ -10,11 +10,14 @@ that plumbing once; it needs numpy and the standard library only, because
 both interpreters import it (a script run as ``python scripts/x.py`` has
 ``scripts/`` first on ``sys.path``).
 
-* `pymoto_python` -- the interpreter to use;
+* `add_arguments`, `pymoto_python`, `require_python` -- the interpreter
+  option, the hidden flag, the interpreter to use (refused if missing);
 * `run_pymoto_side` -- topopt's half: write the inputs, run the script's
   pyMOTO half, read its outputs;
 * `serve` -- pyMOTO's half: read the inputs, compute with pyMOTO's output and
   warnings silenced (`quiet`), write the outputs;
+* `responses` -- pyMOTO's half: the values and design sensitivities of a
+  network's scalar signals at each design;
 * `rel_err`, `verdict` -- the max-norm relative error and the closing line;
 * `element_order`, `match_elements` -- pyMOTO's element numbering of a
   ``VoxelDomain`` of unit elements (``e = ix + iy nelx``).
@@ -27,6 +30,7 @@ both interpreters import it (a script run as ``python scripts/x.py`` has
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -42,6 +46,22 @@ DEFAULT_PYTHON = "/tmp/pymoto-venv/bin/python"
 def pymoto_python(given: str | None = None) -> str:
     """The interpreter with pyMOTO: `given`, else ``$PYMOTO_PYTHON``, else `DEFAULT_PYTHON`."""
     return given or os.environ.get("PYMOTO_PYTHON", DEFAULT_PYTHON)
+
+
+def add_arguments(parser: argparse.ArgumentParser, flag: str = "--python",
+                  side_args: int = 2) -> None:
+    """Add the interpreter option `flag` and the hidden ``--pymoto-side`` (`side_args` values)."""
+    parser.add_argument(flag, default=None, help="interpreter with pymoto (default "
+                        f"$PYMOTO_PYTHON or {DEFAULT_PYTHON})")
+    parser.add_argument("--pymoto-side", nargs=side_args, default=None, help=argparse.SUPPRESS)
+
+
+def require_python(parser: argparse.ArgumentParser, flag: str, given: str | None) -> str:
+    """`pymoto_python` of `given`; a command-line error naming `flag` if it does not exist."""
+    python = pymoto_python(given)
+    if not os.path.exists(python):
+        parser.error(f"{flag}: {python} does not exist (pyMOTO 2.0.1 in a scratch environment)")
+    return python
 
 
 @contextlib.contextmanager
@@ -77,6 +97,37 @@ def serve(src: str, dst: str, compute) -> None:
     with quiet():
         outputs = compute(inputs)
     np.savez(dst, **outputs)
+
+
+def responses(fn, sx, signals: dict, designs, el=None) -> dict:
+    """pyMOTO's half: ``{name: values, "d" + name: gradients}`` of scalar `signals` of `fn`.
+
+    For each design the state of the input signal `sx` is set and the network
+    `fn` evaluated; then, one signal at a time, its sensitivity is seeded with
+    1 and propagated back to ``sx.sensitivity``. Designs are vectors in
+    pyMOTO's element order, or with `el` (``domain.elements[:, :, 0]``, the
+    element number of each ``(ix, iy)``) element grids, and the gradients
+    come back in the same form. Values have shape ``(n_designs,)``.
+    """
+    designs = np.asarray(designs, dtype=float)
+    if el is not None:
+        grids, designs = designs, np.empty((len(designs), el.size))
+        designs[:, el] = grids
+    out = {name: ([], []) for name in signals}
+    for x in designs:
+        sx.state = x.copy()
+        fn.response()
+        for name, s in signals.items():
+            fn.reset()
+            s.sensitivity = 1.0
+            fn.sensitivity()
+            out[name][0].append(float(s.state))
+            out[name][1].append(np.array(sx.sensitivity, dtype=float))
+    flat = {}
+    for name, (values, grads) in out.items():
+        grads = np.array(grads)
+        flat[name], flat["d" + name] = np.array(values), grads if el is None else grads[:, el]
+    return flat
 
 
 def rel_err(a, b) -> float:

@@ -39,7 +39,8 @@ import os
 import sys
 
 import numpy as np
-from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
+from pymoto_bridge import (add_arguments, rel_err, require_python, run_pymoto_side, serve,
+                           verdict)
 
 CASES = {
     "eigen_beam": dict(nx=48, ny=8, rmin=1.5, E0=1.0, rho0=1.0, plane="stress"),
@@ -186,17 +187,17 @@ def compare(case: str, python: str | None = None) -> list[dict]:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=None, help="interpreter with pymoto installed")
-    parser.add_argument("--pymoto-side", nargs=3, default=None, help=argparse.SUPPRESS)
+    add_arguments(parser, "--python", side_args=3)
     args = parser.parse_args(argv)
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
         serve(src, dst, lambda inputs: pymoto_side(case, inputs["grids"]))
         return {}
+    python = require_python(parser, "--python", args.python)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
     for case in CASES:
-        rows = results[case] = compare(case, args.python)
+        rows = results[case] = compare(case, python)
         print(f"{case} ({CASES[case]['nx']} x {CASES[case]['ny']}):")
         for r in rows:
             lam = ", ".join(f"{v:.10g}" for v in r["lam"])

@@ -33,7 +33,8 @@ import os
 import sys
 
 import numpy as np
-from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
+from pymoto_bridge import (add_arguments, rel_err, require_python, responses,
+                           run_pymoto_side, serve, verdict)
 
 CASES = {
     "heat_sink": dict(nx=40, ny=40, rmin=1.2, kmin=1e-3, volfrac=0.4),
@@ -82,19 +83,7 @@ def pymoto_side(case: str, grids: np.ndarray) -> dict:
         sT = pym.LinSolve(symmetric=True, positive_definite=True)(sK, f)
         sc = pym.EinSum("i, i->")(sT, f)
         sv = pym.MathExpression(f"inp0 / {domain.nel}")(pym.EinSum("i->")(sxf))
-    out = {k: [] for k in KEYS}
-    for grid in grids:
-        x = np.empty(domain.nel)
-        x[el] = grid
-        sx.state = x
-        fn.response()
-        for name, sig in (("c", sc), ("v", sv)):
-            fn.reset()
-            sig.sensitivity = 1.0
-            fn.sensitivity()
-            out[name].append(float(sig.state))
-            out["d" + name].append(np.asarray(sx.sensitivity)[el])
-    return {k: np.asarray(v) for k, v in out.items()}
+    return responses(fn, sx, {"c": sc, "v": sv}, grids, el)
 
 
 # ------------------------------------------------------------------ our side
@@ -150,17 +139,17 @@ def compare(case: str, python: str | None = None) -> list[dict]:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=None, help="interpreter with pymoto installed")
-    parser.add_argument("--pymoto-side", nargs=3, default=None, help=argparse.SUPPRESS)
+    add_arguments(parser, "--python", side_args=3)
     args = parser.parse_args(argv)
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
         serve(src, dst, lambda inputs: pymoto_side(case, inputs["grids"]))
         return {}
+    python = require_python(parser, "--python", args.python)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
     for case in CASES:
-        rows = results[case] = compare(case, args.python)
+        rows = results[case] = compare(case, python)
         print(f"{case} ({CASES[case]['nx']} x {CASES[case]['ny']}):")
         for r in rows:
             print(f"  design {r['design']}: c = {r['c']:.10g} (pyMOTO {r['c_pymoto']:.10g})  "

@@ -33,7 +33,8 @@ import argparse
 import sys
 
 import numpy as np
-from pymoto_bridge import element_order, rel_err, run_pymoto_side, serve
+from pymoto_bridge import (add_arguments, element_order, rel_err, require_python, responses,
+                           run_pymoto_side, serve)
 
 EMIN, NU, BETA, ETAS = 1e-9, 0.3, 4.0, (0.75, 0.5, 0.25)
 DETERMINISTIC = ("u_out", "c_in", "c_out", "volume")
@@ -97,7 +98,8 @@ def scatter(g, order) -> np.ndarray:
 # ------------------------------------------------------------------ pyMOTO's side
 
 def pymoto_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, designs):
-    """The same quantities with pyMOTO's modules and sensitivities (pyMOTO's Python)."""
+    """The same quantities with pyMOTO's modules and sensitivities (pyMOTO's Python):
+    ``{name: values (5,), "d" + name: gradients (5, n_el)}``."""
     import pymoto as pym
     from scipy.sparse import csr_matrix
 
@@ -137,25 +139,13 @@ def pymoto_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, de
             if name == "dilated":
                 signals["volume_dilated"] = pym.MathExpression(f"inp0 / {domain.nel}")(
                     pym.EinSum("i->")(s_proj))
-    out = {name: ([], []) for name in signals}
-    for x in designs:
-        sx.state = x.copy()
-        net.response()
-        for name, s in signals.items():
-            net.reset()
-            s.sensitivity = 1.0
-            net.sensitivity()
-            out[name][0].append(float(s.state))
-            out[name][1].append(np.array(sx.sensitivity, dtype=float))
-    return {k: (np.array(v), np.array(g)) for k, (v, g) in out.items()}
+    return responses(net, sx, signals, designs)
 
 
 def _pymoto_outputs(d: dict) -> dict:
-    """pyMOTO's half: `pymoto_side` of the sizes and designs in `d`, as ``name.v``/``name.g``."""
-    res = pymoto_side(int(d["nelx"]), int(d["nely"]), float(d["rmin"]), float(d["k_in"]),
-                      float(d["k_out"]), d["designs"])
-    return {**{f"{k}.v": v for k, (v, g) in res.items()},
-            **{f"{k}.g": g for k, (v, g) in res.items()}}
+    """pyMOTO's half: `pymoto_side` of the sizes and designs in `d`."""
+    return pymoto_side(int(d["nelx"]), int(d["nely"]), float(d["rmin"]), float(d["k_in"]),
+                       float(d["k_out"]), d["designs"])
 
 
 # ------------------------------------------------------------------ comparison
@@ -185,21 +175,19 @@ def main(argv=None) -> int:
     parser.add_argument("--k_out", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--pymoto-python", default=None,
-                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
-                        "/tmp/pymoto-venv/bin/python)")
-    parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
+    add_arguments(parser, "--pymoto-python")
     args = parser.parse_args(argv)
     if args.pymoto_side:                                   # in pyMOTO's environment
         serve(*args.pymoto_side, _pymoto_outputs)
         return 0
+    python = require_python(parser, "--pymoto-python", args.pymoto_python)
     sizes = (args.nelx, args.nely, args.rmin, args.k_in, args.k_out)
     designs = designs_of(args.nelx, args.nely, args.seed)
     ours = topopt_side(*sizes, designs)
-    data = run_pymoto_side(__file__, args.pymoto_python,
+    data = run_pymoto_side(__file__, python,
                            dict(zip(("nelx", "nely", "rmin", "k_in", "k_out"), sizes),
                                 designs=designs))
-    theirs = {k: (data[f"{k}.v"], data[f"{k}.g"]) for k in ours}
+    theirs = {k: (data[k], data["d" + k]) for k in ours}
     print(f"inverter {args.nelx} x {args.nely}, rmin {args.rmin}, k_in {args.k_in}, k_out "
           f"{args.k_out}, 5 random designs (seed {args.seed}); robust at beta = {BETA}")
     print(f"{'quantity':20s} {'topopt (design 1)':>20s} {'pyMOTO (design 1)':>20s} "

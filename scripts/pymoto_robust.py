@@ -33,8 +33,8 @@ import os
 import sys
 
 import numpy as np
-from pymoto_bridge import (element_order, match_elements, pymoto_python, rel_err,
-                           run_pymoto_side, serve)
+from pymoto_bridge import (add_arguments, element_order, match_elements, rel_err,
+                           require_python, responses, run_pymoto_side, serve)
 
 RMIN, EMIN, NU, VOLFRAC, K = 2.0, 1e-9, 0.3, 0.4, 3.0
 MU, SIGMA = np.array([0.0, -1.0]), np.diag([0.7 ** 2, 0.05 ** 2])
@@ -43,7 +43,7 @@ MU, SIGMA = np.array([0.0, -1.0]), np.diag([0.7 ** 2, 0.05 ** 2])
 # ------------------------------------------------------------------ pyMOTO side
 
 def pymoto_analysis(designs: np.ndarray, nelx: int, nely: int):
-    """E[c], Var[c], J and dJ/dx of each design (rows, pyMOTO's element order)."""
+    """E[c], Var[c], J and their gradients (``dJ``, ...) of each design (rows, pyMOTO's order)."""
     import pymoto as pym
     domain = pym.VoxelDomain(nelx, nely)
     fixed = domain.get_dofnumber(domain.nodes[0, :], [0, 1], ndof=2).flatten()   # clamped
@@ -64,18 +64,9 @@ def pymoto_analysis(designs: np.ndarray, nelx: int, nely: int):
         s_mean = pym.MathExpression("inp0 + inp1")(s_nominal, s_trace)
         s_var = pym.MathExpression("4*inp0 + 2*inp1")(s_q1, s_q2)
         sJ = pym.MathExpression(f"inp0 + {K}*sqrt(inp1)")(s_mean, s_var)
-    out = {"mean": [], "var": [], "J": [], "g": []}
-    for x in designs:
-        fn.reset()
-        sx.state = x.copy()
-        fn.response()
-        sJ.sensitivity = 1.0
-        fn.sensitivity()
-        for name, s in (("mean", s_mean), ("var", s_var), ("J", sJ)):
-            out[name].append(float(s.state))
-        out["g"].append(np.array(sx.sensitivity, dtype=float))
+    out = responses(fn, sx, {"mean": s_mean, "var": s_var, "J": sJ}, designs)
     centres = domain.get_node_position()[:, domain.conn].mean(axis=2).T
-    return {k: np.array(v) for k, v in out.items()}, centres
+    return out, centres
 
 
 def _pymoto_outputs(d: dict) -> dict:
@@ -121,7 +112,7 @@ def compare(nelx: int, nely: int, n_designs: int, python: str) -> float:
     print(f"{'seed':>4} {'E[c] topopt':>16} {'E[c] pyMOTO':>16} {'std topopt':>14} "
           f"{'std pyMOTO':>14} {'rel J':>9} {'rel grad':>9}")
     for k in range(n_designs):
-        rJ, rg = rel_err(J[k], pm["J"][k]), rel_err(g[k], pm["g"][k][perm])
+        rJ, rg = rel_err(J[k], pm["J"][k]), rel_err(g[k], pm["dJ"][k][perm])
         worst = max(worst, rJ, rg)
         print(f"{k:>4} {mean[k]:16.10f} {pm['mean'][k]:16.10f} {std[k]:14.10f} "
               f"{np.sqrt(pm['var'][k]):14.10f} {rJ:9.1e} {rg:9.1e}")
@@ -135,20 +126,14 @@ def main(argv=None) -> float:
     parser.add_argument("--nely", type=int, default=10)
     parser.add_argument("--designs", type=int, default=5)
     parser.add_argument("--rtol", type=float, default=1e-8)
-    parser.add_argument("--pymoto-python", default=None,
-                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
-                        "/tmp/pymoto-venv/bin/python)")
-    parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
+    add_arguments(parser, "--pymoto-python")
     args = parser.parse_args(argv)
     if args.pymoto_side:
         serve(*args.pymoto_side, _pymoto_outputs)
         return 0.0
     if args.nely % 2:
         parser.error(f"--nely must be even (the load at mid-height), got {args.nely}")
-    python = pymoto_python(args.pymoto_python)
-    if not os.path.exists(python):
-        parser.error(f"--pymoto-python: {python} does not exist (pyMOTO 2.0.1 "
-                     "in a scratch environment)")
+    python = require_python(parser, "--pymoto-python", args.pymoto_python)
     worst = compare(args.nelx, args.nely, args.designs, python)
     if worst > args.rtol:
         print(f"above the tolerance {args.rtol:g}", file=sys.stderr)

@@ -29,8 +29,8 @@ import os
 import sys
 
 import numpy as np
-from pymoto_bridge import (element_order, match_elements, pymoto_python, rel_err,
-                           run_pymoto_side, serve)
+from pymoto_bridge import (add_arguments, element_order, match_elements, rel_err,
+                           require_python, responses, run_pymoto_side, serve)
 
 Q, RMIN, EMIN, NU, VOLFRAC, WEIGHT = 8.0, 2.0, 1e-9, 0.3, 0.3, 4.0
 
@@ -58,17 +58,9 @@ def pymoto_analysis(designs: np.ndarray, nelx: int, nely: int, gamma: float):
         sf = pym.SetValue(indices=fixed, value=0.0)(sf0)          # K has unit rows there
         su = pym.LinSolve(symmetric=True, positive_definite=True)(sK, sf)
         sc = pym.EinSum("i,i->")(su, sf)
-    out_c, out_g = [], []
-    for x in designs:
-        fn.reset()
-        sx.state = x.copy()
-        fn.response()
-        sc.sensitivity = 1.0
-        fn.sensitivity()
-        out_c.append(float(sc.state))
-        out_g.append(np.array(sx.sensitivity, dtype=float))
+    out = responses(fn, sx, {"c": sc}, designs)
     positions = domain.get_node_position()[:, domain.conn].mean(axis=2).T   # element centres
-    return np.array(out_c), np.array(out_g), positions
+    return out["c"], out["dc"], positions
 
 
 def _pymoto_outputs(d: dict) -> dict:
@@ -123,18 +115,12 @@ def main(argv=None) -> float:
     parser.add_argument("--nely", type=int, default=12)
     parser.add_argument("--designs", type=int, default=5)
     parser.add_argument("--rtol", type=float, default=1e-6)
-    parser.add_argument("--pymoto-python", default=None,
-                        help="interpreter with pymoto (default $PYMOTO_PYTHON or "
-                        "/tmp/pymoto-venv/bin/python)")
-    parser.add_argument("--pymoto-side", nargs=2, default=None, help=argparse.SUPPRESS)
+    add_arguments(parser, "--pymoto-python")
     args = parser.parse_args(argv)
     if args.pymoto_side:
         serve(*args.pymoto_side, _pymoto_outputs)
         return 0.0
-    python = pymoto_python(args.pymoto_python)
-    if not os.path.exists(python):
-        parser.error(f"--pymoto-python: {python} does not exist (pyMOTO 2.0.1 "
-                     "in a scratch environment)")
+    python = require_python(parser, "--pymoto-python", args.pymoto_python)
     worst = compare(args.nelx, args.nely, args.designs, python, args.rtol)
     if worst > args.rtol:
         sys.exit(1)

@@ -41,7 +41,8 @@ import os
 import sys
 
 import numpy as np
-from pymoto_bridge import rel_err, run_pymoto_side, serve, verdict
+from pymoto_bridge import (add_arguments, rel_err, require_python, responses,
+                           run_pymoto_side, serve, verdict)
 
 NX, NY, RMIN, NU = 40, 20, 2.0, 0.3
 CASES = {"pymoto_q1": dict(q=1.0, P=10.0), "topopt_default": dict(q=0.5, P=8.0)}
@@ -79,19 +80,7 @@ def pymoto_side(case: str, grids: np.ndarray) -> dict:
         srel = pym.MathExpression(f"inp0^{q} * inp1")(sxf, svm)
         spn = pym.PNorm(p=P)(srel)
         sv = pym.MathExpression(f"inp0 / {domain.nel}")(pym.EinSum("i->")(sxf))
-    out = {k: [] for k in KEYS}
-    for grid in grids:
-        x = np.empty(domain.nel)
-        x[el] = grid
-        sx.state = x
-        fn.response()
-        for name, sig in (("pn", spn), ("v", sv)):
-            fn.reset()
-            sig.sensitivity = 1.0
-            fn.sensitivity()
-            out[name].append(float(sig.state))
-            out["d" + name].append(np.asarray(sx.sensitivity)[el])
-    return {k: np.asarray(v) for k, v in out.items()}
+    return responses(fn, sx, {"pn": spn, "v": sv}, grids, el)
 
 
 def pymoto_shear() -> tuple[float, float]:
@@ -186,25 +175,25 @@ def _pymoto_side(case: str, inputs: dict) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=None, help="interpreter with pymoto installed")
+    add_arguments(parser, "--python", side_args=3)
     parser.add_argument("--shear-check", action="store_true",
                         help="only the mean shear of a 4 x 2 cantilever (beam theory: 0.5)")
-    parser.add_argument("--pymoto-side", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.pymoto_side:
         case, src, dst = args.pymoto_side
         serve(src, dst, lambda inputs: _pymoto_side(case, inputs))
         return {}
+    python = require_python(parser, "--python", args.python)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if args.shear_check:
-        theirs = run_pymoto_side(__file__, args.python, {}, "shear")["shear"]
+        theirs = run_pymoto_side(__file__, python, {}, "shear")["shear"]
         print(f"mean shear, 4 x 2 cantilever, unit end load (beam theory F/A = 0.5): topopt "
               f"{our_shear():.6f}, pyMOTO Stress {theirs[0]:.6f}, pyMOTO D Strain(voigt=False) "
               f"{theirs[1]:.6f}")
         return {}
     results, worst = {}, 0.0
     for case, params in CASES.items():
-        rows = results[case] = compare(case, args.python)
+        rows = results[case] = compare(case, python)
         print(f"{case} (q = {params['q']:g}, P = {params['P']:g}; {NX} x {NY}):")
         for r in rows:
             print(f"  design {r['design']}: PN = {r['pn']:.10g} (pyMOTO {r['pn_pymoto']:.10g})  "
