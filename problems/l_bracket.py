@@ -162,14 +162,17 @@ def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.
 
 def write(out: str, mesh, problem: MinimumVolumeStress, result: RunResult, setup: dict) -> None:
     """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
-    from topopt.plot import save_design
+    from topopt.plot import boundary_markers, save_design
     ref = result["compliance_design"]
     u = problem.analysis(result.x, BETAS[-1])[1]
+    supports, loads = boundary_markers(problem.model, problem.f)
     write_results(out, mesh, result, setup=dict(problem="l_bracket", **setup),
                   title=f"L-bracket, max sigma_vm = {result['max_von_mises']:.3f} "
                         f"(allow {problem.sigma_allow:g})",
                   point_data={"displacement": np.asarray(u)[problem.model.basis.nodal_dofs].T},
-                  objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"])
+                  objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"],
+                  objective_scale=1.0, objective_label="volume fraction V",
+                  supports=supports, loads=loads)
     with cli.signals_held():
         save_design(mesh, result["x_phys_compliance"], os.path.join(out, "compliance_design.png"),
                     title=f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "

@@ -177,7 +177,8 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
     figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
     metrics = {"robust_objective": figures["robust"]["objective"], **figures,
                "k": k, "sigma_x": sigma_x, "sigma_y": sigma_y, "mu": MU.tolist(),
-               "samples": samples, "seconds": time.perf_counter() - t0}
+               "samples": samples, "objective_scale": robust.scale,
+               "seconds": time.perf_counter() - t0}
     arrays = {}
     for name in ("mean_optimal", "deterministic"):
         arrays[f"x_{name}"] = designs[name]
@@ -195,7 +196,8 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
 
 def write(out: str, mesh, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
     """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
-    from topopt.plot import save_design
+    from topopt.plot import boundary_markers, save_design
+    supports, loads = boundary_markers(det.model, det.f)
     for name in ("mean_optimal", "deterministic"):
         f = result[name]
         save_design(mesh, result[f"x_phys_{name}"], os.path.join(out, f"{name}.png"),
@@ -206,7 +208,10 @@ def write(out: str, mesh, det: ComplianceProblem, result: RunResult, setup: dict
                   title=f"robust (k = {setup['k']:g}): E[c] = {r['mean']:.4g}, "
                         f"std[c] = {r['std']:.4g}, c(mu) = {r['nominal_compliance']:.4g}",
                   point_data=det.displacement(result.x_phys), objective="robust_objective",
-                  symbol="E + k std", constraint_names=["volume"])
+                  symbol="E + k std", constraint_names=[f"volume V / {det.volfrac:g} - 1"],
+                  objective_scale=result["objective_scale"],
+                  objective_label=f"E[c] + {setup['k']:g} std[c]",
+                  supports=supports, loads=loads)
 
 
 def summary(result: RunResult) -> str:

@@ -81,14 +81,9 @@ def test_gallery_entries_show_their_picture_and_command():
 
 # problems whose gallery entry their authors still have to write (one ### block
 # each, in the shape of the others); remove a name when its entry is added
-PENDING = {"cantilever_hole", "cantilever_two_loads", "heat_sink", "inverter",
-           "robust_inverter", "eigen_beam", "l_bracket", "arch", "robust_cantilever"}
-
-
 def test_every_problem_with_a_committed_picture_has_an_entry():
     entries = gallery_entries()
     pictured = {n for n in problems.__all__
                 if os.path.isfile(os.path.join(ROOT, "results", n, "design.png"))}
     assert pictured
-    assert pictured - PENDING <= set(entries), "a problem's picture without a gallery entry"
-    assert not PENDING & set(entries), "an entry was written: remove it from PENDING"
+    assert pictured <= set(entries), "a problem's picture without a gallery entry"

@@ -291,10 +291,14 @@ def run_mechanism(name: str, problem: MechanismProblem, *, title: str, sizes: di
         setup = dict(problem=name, **sizes, volfrac=problem.volfrac, rmin=problem.rmin,
                      penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
                      **(notes or {}))
+        from .plot import boundary_markers
+        supports, loads = boundary_markers(problem.model, problem.f)
         write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
                       title=f"{title}, {problem.filter_name} filter",
                       point_data=problem.nodal_state(result["u"]), objective="u_out",
-                      symbol="u_out", constraint_names=problem.constraint_names)
+                      symbol="u_out", constraint_names=problem.constraint_names,
+                      objective_scale=problem.u_scale, objective_label="output displacement",
+                      supports=supports, loads=loads)
     return result
 
 

@@ -26,6 +26,7 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import offset_copy
 
 from ._files import atomic_path
+from ._validate import check_int
 from .fem.mesh import element_centroids
 
 __all__ = ["grid_indices", "boundary_markers", "design_figure", "save_design",
@@ -63,7 +64,7 @@ def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
 # supports and loads
 
 
-def boundary_markers(model, f=None) -> tuple[np.ndarray, np.ndarray]:
+def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """The supports and loads of `model` as point arrays for the design plots.
 
     Parameters
@@ -73,6 +74,9 @@ def boundary_markers(model, f=None) -> tuple[np.ndarray, np.ndarray]:
     f : (ndof,) or (ndof, n_loads) array, optional
         Load vector(s): every node with a non-zero nodal force is a load point
         (each load case's nodes, one row each).
+    max_points : int >= 1
+        A load case on more nodes than this is distributed (a body load, a
+        heat source): it is not drawn as arrows and gives no rows.
 
     Returns
     -------
@@ -101,17 +105,21 @@ def boundary_markers(model, f=None) -> tuple[np.ndarray, np.ndarray]:
     if np.iscomplexobj(f) or f.ndim not in (1, 2) or f.shape[0] != model.ndof:
         raise ValueError(f"f has shape {f.shape} and dtype {f.dtype}; expected real "
                          f"({model.ndof},) or ({model.ndof}, n_loads)")
+    max_points = check_int("max_points", max_points, 1)
     cols = f[:, None] if f.ndim == 1 else f
-    rows = []
+    rows = [np.zeros((0, p.shape[0] + nodal.shape[0]))]
     for k in range(cols.shape[1]):
         v = cols[nodal, k]                                      # (components, n_points)
         hit = np.flatnonzero(np.any(v != 0, axis=0))
-        rows.append(np.column_stack([p[:, hit].T, v[:, hit].T]))
+        if len(hit) <= max_points:
+            rows.append(np.column_stack([p[:, hit].T, v[:, hit].T]))
     return supports, np.concatenate(rows).astype(float)
 
 
 def _marker_array(name: str, a, dim: int) -> np.ndarray:
     a = np.asarray(a, dtype=float)
+    if a.size == 0:                              # none (``[]`` read back from result.json)
+        return a.reshape(0, dim + 1)
     if a.ndim != 2 or a.shape[1] not in (dim + 1, 2 * dim) or not np.all(np.isfinite(a)):
         raise ValueError(f"{name} has shape {a.shape}; expected finite (n, {dim + 1}) or "
                          f"(n, {2 * dim}) rows: {dim} coordinates, then the components "

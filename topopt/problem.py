@@ -416,7 +416,9 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
                       title=f"{title}, {problem.filter_name} filter",
                       point_data=problem.nodal_state(result["u"]),
                       constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
-                      objective_scale=problem.c0, supports=supports, loads=loads)
+                      objective_scale=problem.c0, supports=supports, loads=loads,
+                      objective_label=None if problem.model.components > 1
+                      else "thermal compliance c")
     return result
 
 
