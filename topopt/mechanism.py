@@ -29,10 +29,10 @@ from .design import Passive
 from .interpolation import blueprint, simp
 from .objectives import output_displacement, volume
 from .optimize import Stage, minimize
-from .problem import ComplianceProblem, write_results
+from .problem import ComplianceProblem, run_compliance
 from .result import RunResult, grey_level
 from .robust import DESIGNS, RobustFormulation, robust_stages
-from .runio import check_writable_file, check_writable_folder
+from .runio import check_writable_file
 
 __all__ = ["MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "robust_run",
            "robust_constraint_names", "MMA_OPTIONS", "ROBUST_MMA_OPTIONS"]
@@ -284,22 +284,12 @@ def run_mechanism(name: str, problem: MechanismProblem, *, title: str, sizes: di
     As `topopt.problem.run_compliance`: `sizes` and `notes` go into
     ``setup``; the design's title quotes ``u_out``.
     """
-    if out is not None:
-        check_writable_folder(out, "out")
-    result = problem.run(maxeval=maxeval, verbose=verbose, **options)
-    if out is not None:
-        setup = dict(problem=name, **sizes, volfrac=problem.volfrac, rmin=problem.rmin,
-                     penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
-                     **(notes or {}))
-        from .plot import boundary_markers
-        supports, loads = boundary_markers(problem.model, problem.f)
-        write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
-                      title=f"{title}, {problem.filter_name} filter",
-                      point_data=problem.nodal_state(result["u"]), objective="u_out",
-                      symbol="u_out", constraint_names=problem.constraint_names,
-                      objective_scale=problem.u_scale, objective_label="output displacement",
-                      supports=supports, loads=loads)
-    return result
+    return run_compliance(name, problem, title=title, sizes=sizes, out=out, maxeval=maxeval,
+                          verbose=verbose, mirror=mirror, notes=notes, plot=dict(
+                              objective="u_out", symbol="u_out",
+                              constraint_names=problem.constraint_names,
+                              objective_scale=problem.u_scale,
+                              objective_label="output displacement"), **options)
 
 
 def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 16),

@@ -379,7 +379,8 @@ def write_json(path: str, payload: dict) -> None:
 
 def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: dict,
                    out: str | None = None, maxeval: int = 300, verbose: bool = False,
-                   mirror: bool = False, notes: dict | None = None, **options) -> RunResult:
+                   mirror: bool = False, notes: dict | None = None, plot: dict | None = None,
+                   **options) -> RunResult:
     """Optimize a compliance problem of a problem script; write its results to `out`.
 
     Parameters
@@ -399,6 +400,10 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
         Draw the design mirrored about its left edge (a half-symmetric model).
     notes : dict, optional
         More ``setup`` entries (how the load is applied, ...).
+    plot : dict, optional
+        `write_results` keywords that replace the compliance's (``objective``,
+        ``symbol``, ``constraint_names``, ``objective_scale``, ...): a subclass
+        such as `topopt.mechanism.MechanismProblem` reports its own response.
 
     The pictures show the supports and loads (`topopt.plot.boundary_markers`),
     the history the compliance ``c = c0 * (c / c0)`` and the volume constraint.
@@ -412,13 +417,13 @@ def run_compliance(name: str, problem: ComplianceProblem, *, title: str, sizes: 
                      **(notes or {}))
         from .plot import boundary_markers
         supports, loads = boundary_markers(problem.model, problem.f)
+        labels = dict(constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
+                      objective_scale=problem.c0, objective_label=None
+                      if problem.model.components > 1 else "thermal compliance c")
         write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
                       title=f"{title}, {problem.filter_name} filter",
-                      point_data=problem.nodal_state(result["u"]),
-                      constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
-                      objective_scale=problem.c0, supports=supports, loads=loads,
-                      objective_label=None if problem.model.components > 1
-                      else "thermal compliance c")
+                      point_data=problem.nodal_state(result["u"]), supports=supports,
+                      loads=loads, **(labels | (plot or {})))
     return result
 
 
