@@ -266,7 +266,8 @@ def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
     from topopt.io import save_design as keep_design
     setup = {"problem": "reliable_bracket", **{k: result[k] for k in (
         "n", "volfrac", "allow", "method", "samples", "c_allow", "pa", "K", "sigma_v",
-        "sigma_h")}}
+        "sigma_h")}, "rmin": prob.compliance.rmin, "penal": prob.compliance.penal,
+        "Emin": prob.compliance.Emin}
     keep_design(out, prob.mesh, result.x, result.x_phys, setup,
                 point_data=prob.compliance.displacement(result.x_phys),
                 cell_data={"x_deterministic": result["x_deterministic"],

@@ -1,14 +1,17 @@
 """Saved designs (`topopt.io`): design.npz, design.vtu, design.stl and load_design.
 
-Every problem script is run on a tiny mesh with a small budget; its folder
-must hold the design files, readable by others (0644), the VTU must give back
-``x_phys`` and the state field, and `load_design` plus the problem's analysis
-must reproduce the compliance in ``result.json``. The STL of a 3-D design must
-be a closed surface whose enclosed volume is that of the elements with
+Every problem script of ``problems.__all__`` is run on a tiny mesh with a small
+budget (`RUNS`; a script without a row fails `test_every_problem_has_a_run`);
+its folder must hold the design files, readable by others (0644), the VTU must
+give back ``x_phys`` and the state field, and `load_design` plus the problem's
+own ``setup`` and the library's analysis (`ANALYSES`) must reproduce the
+objective that ``result.json`` reports (issue 13). The STL of a 3-D design
+must be a closed surface whose enclosed volume is that of the elements with
 ``x_phys >= 0.5`` (to 5 %).
 """
 
 import importlib
+import inspect
 import json
 import os
 import stat
@@ -16,22 +19,183 @@ import stat
 import numpy as np
 import pytest
 
+import problems
 from topopt import fem
+from topopt.eigenproblem import EigenProblem
 from topopt.interpolation import simp
 from topopt.io import enclosed_volume, iso_surface, load_design, save_design
-from topopt.objectives import compliance
+from topopt.mechanism import MechanismProblem
+from topopt.objectives import compliance, volume
+from topopt.problem import ComplianceProblem
+from topopt.robust_stats import mean_std
+from topopt.selfweight import SelfWeightProblem
+from topopt.stress import MinimumVolumeStress, relaxed_stress
 
 meshio = pytest.importorskip("meshio")
 pytest.importorskip("skimage")
 
-# (script, keyword arguments of its run(), compliance problem?, state field, is 3-D)
+# script: (keyword arguments of its run(), its state fields in design.vtu, is 3-D,
+#          the objective's keys in result.json: write_results' `objective`)
 RUNS = {
-    "mbb_beam": (dict(nelx=12, nely=4, maxeval=8), True, "displacement", False),
-    "cantilever": (dict(nelx=12, nely=6, maxeval=8), True, "displacement", False),
-    "cantilever3d": (dict(nelx=12, nely=4, nelz=4, maxeval=20), True, "displacement", True),
-    "em_focus": (dict(h=8.0, maxeval=1), False, "u_abs", False),
-    "reliable_bracket": (dict(n=8, maxeval=3, samples=1000), False, "displacement", False),
+    "mbb_beam": (dict(nelx=12, nely=4, maxeval=8), ("displacement",), False,
+                 ("result", "compliance")),
+    "cantilever": (dict(nelx=12, nely=6, maxeval=8), ("displacement",), False,
+                   ("result", "compliance")),
+    "cantilever3d": (dict(nelx=12, nely=4, nelz=4, maxeval=20), ("displacement",), True,
+                     ("result", "compliance")),
+    "em_focus": (dict(h=8.0, maxeval=1), ("u_abs", "u_real", "u_imag"), False, ("result", "g")),
+    "reliable_bracket": (dict(n=8, maxeval=3, samples=1000), ("displacement",), False,
+                         ("reliability_based", "nominal_compliance")),   # flat result.json
+    "cantilever_hole": (dict(nelx=9, nely=6, maxeval=6), ("displacement",), False,
+                        ("result", "compliance")),
+    "cantilever_two_loads": (dict(nelx=6, nely=6, maxeval=6),
+                             ("displacement_1", "displacement_2"), False,
+                             ("result", "compliance")),
+    "heat_sink": (dict(nelx=8, nely=8, maxeval=6), ("temperature",), False,
+                  ("result", "compliance")),
+    "inverter": (dict(nelx=4, nely=8, maxeval=6), ("displacement",), False, ("result", "u_out")),
+    "robust_inverter": (dict(nelx=6, nely=12, rmin=1.5, per_beta=10, every=5),   # inverts
+                        ("displacement",), False, ("result", "u_out")),
+    "eigen_beam": (dict(nelx=16, nely=4, maxeval=2), ("mode_1",), False,    # per stage
+                   ("result", "omega1")),
+    "l_bracket": (dict(n=20, maxeval=24), ("displacement",), False,         # two per block
+                  ("result", "volume")),
+    "arch": (dict(nelx=8, nely=6, maxeval=6), ("displacement",), False, ("result", "compliance")),
+    "robust_cantilever": (dict(nelx=8, nely=4, maxeval=4, samples=100), ("displacement",), False,
+                          ("result", "robust_objective")),
 }
+
+
+def _sizes(setup):
+    return [setup[k] for k in ("nelx", "nely", "nelz") if k in setup]
+
+
+def _compliance(saved, module, Emin=1e-9):
+    """top88: ``c = f^T K(simp(x_phys))^-1 f`` (summed over load cases)."""
+    setup = saved["setup"]
+    _, model, f = module.setup(*_sizes(setup))[:3]
+    E = simp(saved["x_phys"], setup["penal"], Emin)
+    return float(compliance(fem.solve(model.system(), E, f), f))
+
+
+def _heat_sink(saved, module):
+    """Thermal compliance; the poor conductor ``k_min`` is the SIMP ``Emin``."""
+    assert saved["setup"]["k_min"] == module.K_MIN
+    return _compliance(saved, module, Emin=saved["setup"]["k_min"])
+
+
+def _u_out(saved, module):
+    """``u_out = l_out^T K(simp(x_phys))^-1 f`` (both inverters: problems.inverter.setup)."""
+    s = saved["setup"]
+    _, model, f, l_out = module.setup(s["nelx"], s["nely"], s["k_in"], s["k_out"])
+    problem = MechanismProblem(model, f, l_out, s["volfrac"], s["rmin"], penal=s["penal"],
+                               filter=s["filter"], hold=s["hold"])
+    return float(l_out @ np.asarray(problem.state(saved["x_phys"])))
+
+
+def _omega1(saved, module):
+    s = saved["setup"]
+    _, model, M0 = module.setup(s["nelx"], s["nely"], s["volfrac"], s["mass"], s["supports"])
+    problem = EigenProblem(model, s["volfrac"], s["rmin"], M0=M0, n_modes=s["bound_modes"],
+                           penal=s["penal"], Emin=s["Emin"])
+    return problem.omega1(saved["x_phys"])
+
+
+def _l_bracket_problem(saved, module):
+    s = saved["setup"]
+    _, model, f, _ = module.setup(s["n"])
+    return MinimumVolumeStress(model, f, s["sigma_allow"], s["rmin"], penal=s["penal"],
+                               q=s["q"], P=s["P"], alpha=s["alpha"])
+
+
+def _l_bracket_volume(saved, module):
+    problem = _l_bracket_problem(saved, module)
+    return float(volume(saved["x_phys"], problem.weights))
+
+
+def _l_bracket_max_stress(saved, module):
+    """Largest relaxed von Mises stress ``x_phys^q sigma_vm`` of the saved design."""
+    problem = _l_bracket_problem(saved, module)
+    x_phys = saved["x_phys"]
+    u = fem.solve(problem.system, simp(x_phys, problem.penal, problem.Emin), problem.f)
+    vm = np.sqrt(problem.stress.von_mises_squared(u))
+    return float(np.max(relaxed_stress(x_phys, vm, problem.q)))
+
+
+def _arch(saved, module):
+    """``c = f(x)^T K(E(x))^-1 f(x)``, the weight's load included (`SelfWeightProblem`)."""
+    s = saved["setup"]
+    _, model, f, gravity = module.setup(s["nelx"], s["nely"], s["volfrac"], s["weight"])
+    assert -gravity[1] == pytest.approx(s["gamma"], rel=1e-15)
+    problem = SelfWeightProblem(model, f, gravity, s["volfrac"], s["rmin"],
+                                interpolation=s["interpolation"], q=s["q"], penal=s["penal"])
+    return float(compliance(*problem.state(saved["x_phys"])))
+
+
+def _robust_objective(saved, module):
+    """``E[c] + k std[c]`` under ``f = B theta``, ``theta ~ N(MU, diag(sigma^2))`` (SOSM)."""
+    s = saved["setup"]
+    _, model, B = module.setup(s["nelx"], s["nely"])
+    det = ComplianceProblem(model, B @ module.MU, s["volfrac"], s["rmin"], penal=s["penal"],
+                            filter=s["filter"])
+    Sigma = np.diag([s["sigma_x"] ** 2, s["sigma_y"] ** 2])
+    robust = module.RobustCompliance(det, B, module.MU, Sigma, s["k"])
+    E = simp(saved["x_phys"], s["penal"], det.Emin)
+    mean, std = mean_std(robust.compliance, E, module.MU, Sigma)
+    return float(mean + s["k"] * std)
+
+
+def _reliable_bracket(saved, module):
+    """Nominal compliance ``f0^T K^-1 f0`` of the reliability-based design."""
+    s = saved["setup"]
+    _, model, f0, _ = module.setup(s["n"])
+    E = simp(saved["x_phys"], s["penal"], s["Emin"])
+    return float(compliance(fem.solve(model.system(), E, f0), f0))
+
+
+def _em_focus(saved, module):
+    """``g = Re(u^H O u)`` of the projected element densities of the design region."""
+    s = saved["setup"]
+    assert not s["subcell"]                       # one density per element
+    _, model, design, _, b, O = module.setup(s["resolution_nm"], isolated=s["isolated"])
+    design_cells = saved["cell_data"]["design"].astype(bool)
+    assert np.array_equal(np.flatnonzero(design_cells), design)
+    u = module.solve_design(model, b, saved["x_phys"][design])
+    return float(module.intensity(u, O))
+
+
+# name -> (saved, module) -> the objective of result.json, from load_design(out) alone
+ANALYSES = {
+    "mbb_beam": _compliance,
+    "cantilever": _compliance,
+    "cantilever3d": _compliance,
+    "em_focus": _em_focus,
+    "reliable_bracket": _reliable_bracket,
+    "cantilever_hole": _compliance,
+    "cantilever_two_loads": _compliance,
+    "heat_sink": _heat_sink,
+    "inverter": _u_out,
+    "robust_inverter": _u_out,
+    "eigen_beam": _omega1,
+    "l_bracket": _l_bracket_volume,
+    "arch": _arch,
+    "robust_cantilever": _robust_objective,
+}
+# further figures of result.json that the saved design must reproduce
+EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}
+# a single load case whose saved state u gives f^T u = the reported compliance
+WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink"]
+
+
+def test_every_problem_has_a_run():
+    """Each script of ``problems.__all__`` has its row in RUNS and ANALYSES (issue 13)."""
+    assert set(problems.__all__) == set(RUNS)
+    assert set(problems.__all__) == set(ANALYSES)
+    for name, (kwargs, *_rest) in RUNS.items():
+        module = importlib.import_module(f"problems.{name}")
+        params = inspect.signature(module.run).parameters
+        assert set(kwargs) <= set(params), name
+        assert "out" in params, name
 
 
 @pytest.fixture(scope="module")
@@ -48,22 +212,29 @@ def _mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
+def _reported(out, keys):
+    value = json.load(open(os.path.join(out, "result.json")))
+    for k in keys:
+        value = value[k]
+    return float(value)
+
+
 @pytest.mark.parametrize("name", RUNS)
 def test_design_files_written_0644(runs, name):
     _, _, out = runs[name]
     wanted = ["design.npz", "design.vtu", "result.json", "design.png"]
-    wanted += ["design.stl"] if RUNS[name][3] else []
+    wanted += ["design.stl"] if RUNS[name][2] else []
     for f in wanted:
         assert _mode(os.path.join(out, f)) == 0o644, f
-    assert ("design.stl" in os.listdir(out)) == RUNS[name][3]
+    assert ("design.stl" in os.listdir(out)) == RUNS[name][2]
 
 
 @pytest.mark.parametrize("name", RUNS)
 def test_vtu_gives_back_x_phys_and_state(runs, name):
     _, result, out = runs[name]
-    state = RUNS[name][2]
     vtu = meshio.read(os.path.join(out, "design.vtu"))
     saved = load_design(out)
+    assert saved["setup"]["problem"] == name
     x_phys = vtu.cell_data["x_phys"][0]
     np.testing.assert_allclose(x_phys, saved["x_phys"], rtol=0, atol=1e-12)
     if name == "em_focus":           # whole mesh: the design region holds result.x_phys
@@ -73,36 +244,47 @@ def test_vtu_gives_back_x_phys_and_state(runs, name):
     else:
         np.testing.assert_allclose(x_phys, result.x_phys, rtol=0, atol=1e-12)
         np.testing.assert_allclose(vtu.cell_data["x"][0], result.x, rtol=0, atol=1e-12)
-    field = vtu.point_data[state]
-    ref = saved["point_data"][state]
-    assert np.abs(ref).max() > 0
-    np.testing.assert_allclose(field[:, :ref.shape[1]] if ref.ndim == 2 else field, ref,
-                               rtol=1e-12, atol=0)
-    if ref.ndim == 2 and ref.shape[1] == 2:             # VTK vectors: zero third component
-        assert not np.any(field[:, 2])
-    np.testing.assert_allclose(vtu.points[:, :saved["mesh"].p.shape[0]], saved["mesh"].p.T)
+    n_points, dim = saved["mesh"].p.shape[1], saved["mesh"].p.shape[0]
+    for state in RUNS[name][1]:
+        field = vtu.point_data[state]
+        ref = saved["point_data"][state]
+        assert ref.shape[0] == n_points and field.shape[0] == n_points, state
+        assert ref.ndim == 1 or ref.shape[1] == dim, state       # scalar or a vector
+        assert np.abs(ref).max() > 0, state
+        np.testing.assert_allclose(field[:, :ref.shape[1]] if ref.ndim == 2 else field, ref,
+                                   rtol=1e-12, atol=0)
+        if ref.ndim == 2 and ref.shape[1] == 2:             # VTK vectors: zero third component
+            assert field.shape[1] == 3 and not np.any(field[:, 2])
+    np.testing.assert_allclose(vtu.points[:, :dim], saved["mesh"].p.T)
 
 
-@pytest.mark.parametrize("name", [n for n in RUNS if RUNS[n][1]])
-def test_load_design_reproduces_compliance(runs, name):
-    """load_design + the script's setup and top88 analysis: c = f^T K(simp(x_phys))^-1 f."""
-    module, result, out = runs[name]
+@pytest.mark.parametrize("name", RUNS)
+def test_load_design_reproduces_the_objective(runs, name):
+    """load_design + the script's setup and the library's analysis: result.json's objective."""
+    module, _, out = runs[name]
     saved = load_design(out)
-    setup = saved["setup"]
-    assert setup["problem"] == name
-    sizes = {k: setup[k] for k in ("nelx", "nely", "nelz") if k in setup}
-    _, model, f = module.setup(*sizes.values())[:3]
+    assert saved["setup"]["problem"] == name
+    value = ANALYSES[name](saved, module)
+    reported = _reported(out, RUNS[name][3])
+    assert np.isfinite(reported) and reported != 0
+    assert value == pytest.approx(reported, rel=1e-8)
+    for keys, analysis in EXTRA.get(name, []):
+        assert analysis(saved, module) == pytest.approx(_reported(out, keys), rel=1e-8), keys
+
+
+@pytest.mark.parametrize("name", WORK)
+def test_saved_state_does_the_compliance(runs, name):
+    """The state saved is that design's solution: ``f^T u = c``."""
+    module, _, out = runs[name]
+    saved = load_design(out)
+    _, model, f = module.setup(*_sizes(saved["setup"]))[:3]
     assert np.array_equal(model.mesh.p, saved["mesh"].p)
     assert np.array_equal(model.mesh.t, saved["mesh"].t)
-    E = simp(saved["x_phys"], setup["penal"], 1e-9)
-    c = float(compliance(fem.solve(model.system(), E, f), f))
-    reported = json.load(open(os.path.join(out, "result.json")))["result"]["compliance"]
-    assert c == pytest.approx(reported, rel=1e-8)
-    # the state saved is that design's displacement: f^T u = c
-    u = saved["point_data"]["displacement"]
+    u = saved["point_data"][RUNS[name][1][0]]
+    u = u[:, None] if u.ndim == 1 else u
     nodal = model.basis.nodal_dofs
     fu = float(sum(f[nodal[k]] @ u[:, k] for k in range(nodal.shape[0])))
-    assert fu == pytest.approx(reported, rel=1e-8)
+    assert fu == pytest.approx(_reported(out, RUNS[name][3]), rel=1e-8)
 
 
 # meshio's STL reader multiplies the file's uint32 triangle count (its check of
