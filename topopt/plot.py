@@ -116,6 +116,17 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
     return supports, np.concatenate(rows).astype(float)
 
 
+def _element_values(mesh, x, dim: int, name: str, other: str) -> np.ndarray:
+    """`x` as one float per element of a `dim`-D mesh, or the error naming the fix."""
+    x = np.asarray(x, dtype=float)
+    if mesh.p.shape[0] != dim:
+        raise ValueError(f"{name} draws {dim}-D meshes; use {other}")
+    if x.shape != (mesh.t.shape[1],):
+        raise ValueError(f"x has shape {x.shape}; expected ({mesh.t.shape[1]},), one value "
+                         "per element")
+    return x
+
+
 def _marker_array(name: str, a, dim: int) -> np.ndarray:
     a = np.asarray(a, dtype=float)
     if a.size == 0:                              # none (``[]`` read back from result.json)
@@ -313,12 +324,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     >>> fig.axes[1].get_label(), len(fig.axes[0].patches)        # colour bar, one arrow
     ('<colorbar>', 1)
     """
-    x = np.asarray(x, dtype=float)
-    if mesh.p.shape[0] != 2:
-        raise ValueError("design_figure draws 2-D meshes; use design_figure_3d")
-    if x.shape != (mesh.t.shape[1],):
-        raise ValueError(f"x has shape {x.shape}; expected ({mesh.t.shape[1]},), one value "
-                         "per element")
+    x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     supports = _marker_array("supports", np.zeros((0, 4)) if supports is None else supports, 2)
     loads = _marker_array("loads", np.zeros((0, 4)) if loads is None else loads, 2)
     fig = Figure(layout="constrained")
@@ -396,12 +402,7 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     >>> [tuple(map(float, lim())) for lim in (ax.get_xlim, ax.get_ylim, ax.get_zlim)]
     [(0.0, 4.0), (0.0, 2.0), (0.0, 2.0)]
     """
-    x = np.asarray(x, dtype=float)
-    if mesh.p.shape[0] != 3:
-        raise ValueError("design_figure_3d draws 3-D meshes; use design_figure")
-    if x.shape != (mesh.t.shape[1],):
-        raise ValueError(f"x has shape {x.shape}; expected ({mesh.t.shape[1]},), one value "
-                         "per element")
+    x = _element_values(mesh, x, 3, "design_figure_3d", "design_figure")
     fig = Figure(figsize=(8, 8))
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1), projection="3d")
