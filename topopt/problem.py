@@ -30,7 +30,7 @@ from .result import RUN_KEYS, RunResult, grey_level
 from .runio import atomic_write_text, check_writable_file, check_writable_folder
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "plot_record", "write_json",
-           "run_compliance", "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
+           "run_compliance", "minimize_compliance", "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -199,25 +199,12 @@ class ComplianceProblem:
         ``dual_ftol_rel=1e-10`` (8 ms instead of 13.5 ms per step at 19 200
         variables, the same designs to 6 digits).
         """
-        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0)
-        if checkpoint is not None:                   # before c0's solve
-            check_writable_file(checkpoint, "checkpoint")
-        solves0 = self.system.counts["factorizations"]
-        if self.c0 is None:
-            self.c0 = float(self.compliance(x0))
-        t0 = time.perf_counter()
-        res: Result = minimize(
-            self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
-            maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
-            xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10, **(mma_params or {})},
-            count_solves=lambda: self.system.counts["factorizations"],
-            objective_scale=self.c0, objective_name="compliance")
-        seconds = time.perf_counter() - t0
+        res, seconds, fe_solves = minimize_compliance(
+            self, maxeval, x0, stages, ftol_rel, xtol_abs, verbose, checkpoint, resume,
+            {"inner_maxeval": 1, "dual_ftol_rel": 1e-10, **(mma_params or {})})
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
         x = self.passive.expand(res.x)                  # the full element vector
-        fe_solves = self.system.counts["factorizations"] - solves0     # c0's solve included
         # the final state, solved once: compliance here, design.vtu's point data later
         u = fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f)
         metrics = {
@@ -241,6 +228,33 @@ class ComplianceProblem:
             return {}
         return {"cg_iterations_per_solve": counts["cg_iterations"] / counts["cg_solves"],
                 "cg_iterations_max": int(max(self.system._iterative.log))}
+
+
+def minimize_compliance(problem, maxeval: int, x0, stages, ftol_rel: float, xtol_abs: float,
+                        verbose: bool, checkpoint, resume, mma_params) -> tuple[Result, float, int]:
+    """The start and the MMA run of a volume-constrained compliance problem.
+
+    `problem` has ``n``, ``volfrac``, ``check_design``, ``compliance``,
+    ``responses`` (scaled by ``problem.c0``, set here to the compliance of
+    `x0`, uniform `volfrac` by default) and ``system``; the checkpoint path is
+    tested before the first solve. Returns ``(result of minimize, seconds,
+    FE solves)``, ``c0``'s solve included.
+    """
+    x0 = np.full(problem.n, problem.volfrac) if x0 is None else problem.check_design(x0)
+    if checkpoint is not None:                   # before c0's solve
+        check_writable_file(checkpoint, "checkpoint")
+    counts = problem.system.counts
+    solves0 = counts["factorizations"]
+    if problem.c0 is None:
+        problem.c0 = float(problem.compliance(x0))
+    t0 = time.perf_counter()
+    res: Result = minimize(
+        problem.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
+        maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
+        xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
+        mma_params=mma_params, count_solves=lambda: counts["factorizations"],
+        objective_scale=problem.c0, objective_name="compliance")
+    return res, time.perf_counter() - t0, counts["factorizations"] - solves0
 
 
 def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,

@@ -22,7 +22,6 @@ grey elements sag under their own weight (the parasitic effect). RAMP
 
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 import numpy as np
@@ -35,12 +34,11 @@ from ._validate import check_choice, check_finite_array, check_range
 from .filters import LinearFilter
 from .interpolation import ramp, simp
 from .objectives import compliance, volume
-from .optimize import Result, Stage, minimize
+from .optimize import Stage
 from .cli import run_record
 from .design import Passive
-from .problem import ComplianceProblem
+from .problem import ComplianceProblem, minimize_compliance
 from .result import RunResult, grey_level
-from .runio import check_writable_file
 
 __all__ = ["element_loads", "BodyLoad", "SelfWeightProblem", "load_ratio", "save_load_ratio",
            "INTERPOLATIONS"]
@@ -304,24 +302,11 @@ class SelfWeightProblem:
         jumped from ``c / c0 = 0.44`` to ``3e5`` at its fourth step and never
         came back; the conservative one recovers in one step (``c = 105.9``).
         """
-        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0)
-        if checkpoint is not None:
-            check_writable_file(checkpoint, "checkpoint")
-        solves0 = self.system.counts["factorizations"]
-        if self.c0 is None:
-            self.c0 = float(self.compliance(x0))
-        t0 = time.perf_counter()
-        res: Result = minimize(
-            self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
-            maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
-            xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params=mma_params,
-            count_solves=lambda: self.system.counts["factorizations"],
-            objective_scale=self.c0, objective_name="compliance")
-        seconds = time.perf_counter() - t0
+        res, seconds, fe_solves = minimize_compliance(
+            self, maxeval, x0, stages, ftol_rel, xtol_abs, verbose, checkpoint, resume,
+            mma_params)
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
-        fe_solves = self.system.counts["factorizations"] - solves0
         u, f = self.state(x_phys)
         return RunResult.from_record(
             run_record(res, checkpoint),
