@@ -4,6 +4,16 @@ Monte Carlo and importance sampling centred at the MPP(s), optionally with a
 smoothed indicator; `crn_directional_derivative` differences such an estimator
 with common random numbers (a counting estimate is piecewise constant in the
 design: its difference reads 0).
+
+Workers. With ``executor=`` (any ``concurrent.futures.Executor``: a
+``ProcessPoolExecutor``, ``distributed.Client(cluster).get_executor()``) the
+samples are drawn here from `seed`, sent in tasks of ``chunk`` samples, and the
+values put back in the order of the samples: the result is the serial one to
+the last bit on any number of workers (a batched limit state: for the same
+``chunk``, one batch call per task). The limit state must pickle, or be given
+as a `topopt.parallel.Builder` (a module-level function and its arguments,
+built once per worker process: a FE model with a factorization does not
+pickle). The MPP search of ``"is"`` runs here. See `topopt.parallel`.
 """
 
 from __future__ import annotations
@@ -14,11 +24,12 @@ import numpy as np
 import scipy.special as sp
 
 from .. import ad
+from ..parallel import Builder, _check_executor, _chunk_bounds, _pickled, _run_chunks, _ship
 from .._validate import (check_callable, check_choice, check_finite_array, check_int,
                          check_positive, check_range, check_seed)
 from .asymptotic import ReliabilityResult, _bound_result
 from .base import SAMPLING, MPPError
-from .limit_state import _check_z, as_limit_state
+from .limit_state import LimitState, _check_z, as_limit_state
 from .mpp import _check_theta0_dim, _mpp_options, _solve_mpp
 
 __all__ = ["sampling_estimate", "crn_directional_derivative", "CRNDerivative"]
@@ -27,8 +38,8 @@ __all__ = ["sampling_estimate", "crn_directional_derivative", "CRNDerivative"]
 def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
                       n_samples: int = 100_000, seed: int | None = 0,
                       center: np.ndarray | None = None, smoothing: float = 0.0,
-                      m: int | None = None, batch: bool = False, chunk: int = 16384,
-                      on_failure: str = "raise", **mpp_options) -> ReliabilityResult:
+                      m: int | None = None, batch: bool = False, chunk: int | None = None,
+                      executor=None, on_failure: str = "raise", **mpp_options) -> ReliabilityResult:
     r"""Monte Carlo (``"mc"``) or importance-sampling (``"is"``) estimate of pf.
 
     ``"mc"``: ``pf = mean 1{F(theta_k) >= z}``, ``theta_k ~ N(0, I)``.
@@ -47,7 +58,7 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     Parameters
     ----------
     limit_state, design, z
-        As for `failure_probability` (plain values).
+        As for `failure_probability` (plain values), or a `parallel.Builder`.
     method : {"mc", "is"}
     n_samples : int
         Number of samples, >= 1.
@@ -60,8 +71,10 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
         Fix it for common random numbers. ``"is"`` only.
     smoothing : float
         Width ``s >= 0`` of the smoothed indicator; 0 counts failures.
-    m, batch, chunk
-        Number of variables, vectorised limit state, samples per batch call >= 1.
+    m, batch, chunk, executor
+        Number of variables; vectorised limit state; samples per batch call
+        and per task (default 16384 batched, else ``ceil(N/64)``); None or a
+        ``concurrent.futures.Executor`` for the values (module docstring).
     on_failure, **mpp_options
         For the MPP search of ``"is"`` (``"mc"`` takes only ``theta0``, for
         the dimension); with ``"bound"`` an unreachable failure region gives
@@ -70,9 +83,7 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     Raises
     ------
     ValueError, TypeError
-        Before any sample is drawn, naming the argument and its accepted
-        range (``n_samples=0``, a `center` of the wrong length, ``smoothing
-        < 0``, an unknown option...).
+        Before any sample is drawn, naming the argument and its range.
 
     Returns
     -------
@@ -92,21 +103,63 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     >>> abs(r.ln_pf - (-6.6077)) < 3 * r.ln_pf_std
     True
     """
-    z, n_samples, smoothing, chunk = _sampling_args(method, design, z, n_samples, seed,
-                                                    smoothing, chunk, on_failure)
-    ls, q, opts, center = _sampling_problem(limit_state, design, method, center, m, batch,
-                                            mpp_options)
+    z, n_samples, smoothing, chunk, executor = _sampling_args(
+        method, design, z, n_samples, seed, smoothing, chunk, executor, on_failure)
+    ls, q, opts, center, remote, chunk = _sampling_setup(
+        limit_state, design, method, center, m, batch, chunk, executor, mpp_options)
     result = ReliabilityResult(method, 0.0, 0.0, n_samples=n_samples)
     if method == "is" and center is None:
         center, bound = _mpp_centers(ls, q, z, opts, on_failure, result)
         if bound is not None:
             return bound
     thetas, logw = _draw(ls, q, method, center, opts["theta0"], n_samples, seed, result)
-    Fv = ls.values(thetas, *q, chunk=chunk)
+    Fv = _values_on(executor, remote, ls, q, thetas, chunk)
     return _summarize(result, Fv, logw, z, smoothing)
 
 
-def _sampling_args(method, design, z, n_samples, seed, smoothing, chunk, on_failure):
+def _sampling_setup(limit_state, design, method, center, m, batch, chunk, executor,
+                    mpp_options):
+    """`_sampling_problem` of a limit state or its `Builder` (built here, cached), with
+    the default `chunk`, and what a worker gets: the builder or the pickled limit state
+    (``None`` without executor); everything a worker needs pickles, checked before work."""
+    remote = limit_state if isinstance(limit_state, Builder) else None
+    if remote is not None:
+        limit_state = remote.build()
+    ls, q, opts, center = _sampling_problem(limit_state, design, method, center, m, batch,
+                                            mpp_options)
+    if chunk is None and (ls.batch or executor is None):
+        chunk = 16384
+    if executor is None:
+        return ls, q, opts, center, None, chunk
+    remote = _ship(ls if remote is None else remote, "limit_state")
+    _pickled("design", q)
+    return ls, q, opts, center, remote, chunk
+
+
+def _values_on(executor, remote, ls, q, thetas: np.ndarray, chunk: int | None) -> np.ndarray:
+    """``F`` at the rows of `thetas`: here, or by tasks of `chunk` rows on `executor`
+    (in order). A batched limit state gets one batch call per task, the pieces of
+    the serial ``values(..., chunk=chunk)``: the same values to the last bit.
+    """
+    if executor is None:
+        return ls.values(thetas, *q, chunk=chunk)
+    batch = ls.batch
+    bounds = _chunk_bounds(len(thetas), chunk, "chunk")
+    payloads = [(q, thetas[a:b], chunk if batch else b - a, batch) for a, b in bounds]
+    parts = _run_chunks(remote, _values_task, payloads, executor)
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _values_task(ls, payload) -> np.ndarray:
+    """One task on a worker: the limit state's values at a block of samples."""
+    q, thetas, chunk, batch = payload
+    if not isinstance(ls, LimitState):            # a Builder of a plain F(theta, design)
+        ls = LimitState(ls, batch=batch)
+    return ls.values(thetas, *q, chunk=chunk)
+
+
+def _sampling_args(method, design, z, n_samples, seed, smoothing, chunk, executor,
+                   on_failure):
     """The scalar arguments of `sampling_estimate`, checked in order."""
     check_choice("method", method, SAMPLING)
     if any(ad.is_traced(x) for x in (design, z)):
@@ -117,9 +170,10 @@ def _sampling_args(method, design, z, n_samples, seed, smoothing, chunk, on_fail
     check_seed("seed", seed)
     smoothing = check_range("smoothing", smoothing, 0.0, None,
                             what="width of the smoothed indicator; 0 counts")
-    chunk = check_int("chunk", chunk, 1, what="samples per batch call")
+    if chunk is not None:
+        chunk = check_int("chunk", chunk, 1, what="samples per batch call and per task")
     check_choice("on_failure", on_failure, ("raise", "bound"))
-    return z, n_samples, smoothing, chunk
+    return z, n_samples, smoothing, chunk, _check_executor(executor)
 
 
 def _sampling_problem(limit_state, design, method, center, m, batch, mpp_options):
