@@ -1,0 +1,135 @@
+"""Monte Carlo of FE solves on workers: serial against ``ProcessPoolExecutor(workers)``.
+
+The limit state is the reliable bracket (``n x n`` unit elements, clamped
+base, unit load on the top) at a uniform design ``x = 0.5`` whose four
+quadrants have lognormal moduli ``E_e = simp(x_e) exp(0.2 theta_zone(e))``:
+every sample assembles, factorizes and solves (a few ms at ``n = 40``). It
+fails above 1.3 times the nominal compliance. The same
+`rel.sampling_estimate` (``method="mc"``, same seed) runs serially and with
+``executor=ProcessPoolExecutor(workers)``, the model built once per worker
+from a `topopt.parallel.Builder`; the results must be identical to the bit.
+
+Times are medians of ``--repeat`` rounds, each running serial, parallel and
+empty tasks in turn (on a shared machine the others' load falls on both),
+after one warm-up round (it starts the worker processes and builds their
+models; its times are reported too). BLAS threads are pinned to 1 so that serial means one core.
+The per-task overhead is measured with empty tasks carrying the same sample
+blocks. Prints the JSON record (and writes it with ``--out``).
+
+    python scripts/benchmark_workers.py [--n 40] [--samples 2000] [--workers 2]
+                                        [--repeat 3] [--chunk N] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")          # before numpy: one core per process
+
+import argparse                                # noqa: E402
+import json                                    # noqa: E402
+import time                                    # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+
+import numpy as np                             # noqa: E402
+
+from topopt import fem, reliability as rel     # noqa: E402
+from topopt.interpolation import simp          # noqa: E402
+from topopt.parallel import Builder, _chunk_bounds, _run_chunks  # noqa: E402
+
+SIGMA_E = 0.2
+
+
+def bracket_moduli(n: int):
+    """The bracket's compliance with lognormal quadrant moduli, ``F(theta, x)``, m = 4."""
+    from problems.reliable_bracket import setup
+    mesh, model, f0, _ = setup(n)
+    system = model.system("auto")
+    centre = mesh.p[:, mesh.t].mean(axis=1)
+    zones = (centre[0] > n / 2).astype(int) + 2 * (centre[1] > n / 2).astype(int)
+
+    def compliance(theta, x):
+        E = simp(x, 3.0, 1e-9) * np.exp(SIGMA_E * theta[zones])
+        return f0 @ fem.solve(system, E, f0)
+    return rel.LimitState(compliance, m=4)
+
+
+def _empty_task(model, payload):
+    """A task that does nothing with its samples: the round trip of one chunk."""
+    return np.zeros(len(payload[1]))
+
+
+def _wall(fun):
+    t0 = time.perf_counter()
+    out = fun()
+    return time.perf_counter() - t0, out
+
+
+def _alternating(funs, repeat: int):
+    """Wall times of each of `funs`: one warm-up call each, then `repeat` rounds that
+    call them in turn (a shared machine's load falls on all alike); the last results."""
+    first, outs = zip(*[_wall(f) for f in funs])
+    times = [[] for _ in funs]
+    for _ in range(repeat):
+        for i, f in enumerate(funs):
+            t, out = _wall(f)
+            times[i].append(t)
+    return list(first), times, list(outs)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--chunk", type=int, default=None,
+                        help="samples per task (default ceil(samples / 64))")
+    parser.add_argument("--out", default=None, help="write the JSON record here")
+    args = parser.parse_args(argv)
+    builder = Builder(bracket_moduli, args.n)
+    ls = builder.build()
+    x = np.full(args.n * args.n, 0.5)
+    z = 1.3 * float(ls(np.zeros(4), x))
+    estimate = lambda executor=None: rel.sampling_estimate(      # noqa: E731
+        builder, x, z, "mc", n_samples=args.samples, seed=0, chunk=args.chunk,
+        executor=executor)
+    thetas = np.random.default_rng(0).standard_normal((args.samples, 4))
+    bounds = _chunk_bounds(args.samples, args.chunk)
+    payloads = [((x,), thetas[a:b], b - a, False) for a, b in bounds]
+    with ProcessPoolExecutor(args.workers) as pool:
+        first, times, (r_serial, r_par, _) = _alternating(
+            [estimate, lambda: estimate(pool),
+             lambda: _run_chunks(builder, _empty_task, payloads, pool)], args.repeat)
+    (serial_first, par_first, _), (serial_times, par_times, empty_times) = first, times
+    serial, par, empty = (float(np.median(t)) for t in times)
+    identical = (r_par.ln_pf == r_serial.ln_pf and r_par.n_failures == r_serial.n_failures
+                 and np.array_equal(r_par.log_terms, r_serial.log_terms))
+    record = {
+        "n": args.n, "dofs": 2 * (args.n + 1) ** 2, "samples": args.samples,
+        "workers": args.workers, "tasks": len(bounds), "repeat": args.repeat,
+        "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
+        "serial_s": serial, "parallel_s": par, "speedup": serial / par,
+        "serial_times_s": serial_times, "parallel_times_s": par_times,
+        "serial_first_s": serial_first, "parallel_first_s": par_first,
+        "ms_per_solve_serial": 1e3 * serial / args.samples,
+        "empty_tasks_s": empty, "overhead_ms_per_task": 1e3 * empty / len(bounds),
+        "pf": r_serial.pf, "pf_std": r_serial.pf_std, "n_failures": r_serial.n_failures,
+        "identical_to_serial": bool(identical),
+    }
+    print(json.dumps(record, indent=1))
+    print(f"{args.samples} FE-solve samples ({record['dofs']} dofs): serial {serial:.2f} s, "
+          f"{args.workers} workers {par:.2f} s -> speed-up {serial / par:.2f}x "
+          f"(ideal {args.workers}); {len(bounds)} tasks, overhead "
+          f"{record['overhead_ms_per_task']:.2f} ms/task; identical: {identical}")
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(record, fh, indent=1)
+    if not identical:
+        raise SystemExit("the parallel result differs from the serial one")
+    return record
+
+
+if __name__ == "__main__":
+    main()
