@@ -154,6 +154,17 @@ def test_sampling_on_workers_is_the_serial_result(case, executor):
     assert np.isfinite(serial.ln_pf_std)
 
 
+def test_any_number_of_workers_gives_the_same_bits():
+    """1 and 3 worker processes (the fixtures use 2) on the FE limit state."""
+    ls = Builder(bracket_moduli, N_EL)
+    z = _threshold(ls, FE_X, 1.3)
+    serial = rel.sampling_estimate(ls, FE_X, z, "mc", n_samples=200, seed=5, chunk=9)
+    for workers in (1, 3):
+        with ProcessPoolExecutor(workers) as ex:
+            assert_identical(rel.sampling_estimate(ls, FE_X, z, "mc", n_samples=200, seed=5,
+                                                   chunk=9, executor=ex), serial)
+
+
 def test_failure_counts_match_an_independent_count(pool):
     """Workers evaluate the right samples: the MC count is the count of ``theta . p >= z``
     over the same standard normals drawn here (``default_rng(seed)``)."""

@@ -14,6 +14,20 @@ the last bit on any number of workers (a batched limit state: for the same
 as a `topopt.parallel.Builder` (a module-level function and its arguments,
 built once per worker process: a FE model with a factorization does not
 pickle). The MPP search of ``"is"`` runs here. See `topopt.parallel`.
+
+Examples
+--------
+>>> import numpy as np
+>>> from concurrent.futures import ThreadPoolExecutor
+>>> from topopt import reliability as rel
+>>> def run(executor=None):                  # F = theta . p: exact ln Phi(-3) = -6.6077
+...     return rel.sampling_estimate(np.dot, np.array([3.0, 4.0]), 15.0, "is",
+...                                  n_samples=20000, seed=1, batch=True, m=2,
+...                                  chunk=5000, executor=executor)
+>>> with ThreadPoolExecutor(2) as ex:      # or ProcessPoolExecutor(2), a Dask executor
+...     on_workers = run(ex)
+>>> bool(on_workers.ln_pf == run().ln_pf), round(on_workers.ln_pf, 2)
+(True, -6.61)
 """
 
 from __future__ import annotations
