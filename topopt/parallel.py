@@ -159,19 +159,21 @@ def _short(v) -> str:
 
 
 class _Shipped:
-    """A picklable object sent as its pickle and cached per process by its hash.
+    """A picklable object sent with each task and cached per process by its pickle's hash.
 
     What `_run_chunks` makes of a model that is not a `Builder` (an analytic
-    limit state, a module-level function): pickled once by the caller, which
-    checks that it pickles before any work.
+    limit state, a module-level function). The caller checks that it pickles
+    before any work; the executor pickles it with the tasks (Dask's
+    cloudpickle sends a function of ``__main__`` by value), and a worker
+    keeps the first copy it gets.
     """
 
     def __init__(self, obj, name: str = "model"):
-        self.payload = _pickled(name, obj)
-        self.key = _key(self.payload)
+        self.obj = obj
+        self.key = _key(_pickled(name, obj))
 
     def get(self):
-        return _cached(self.key, lambda: pickle.loads(self.payload))
+        return _cached(self.key, lambda: self.obj)
 
 
 def _ship(model, name: str = "model"):
@@ -233,8 +235,8 @@ def _run_chunks(model, fn: Callable, payloads: Sequence, executor=None) -> list:
     Parameters
     ----------
     model : Builder or picklable object
-        A `Builder` (built once per process) or an object sent as its pickle
-        (checked here, before any task).
+        A `Builder` (built once per process) or a picklable object sent with
+        the tasks and kept by each worker (checked here, before any task).
     fn : callable
         A module-level function ``fn(model, payload)``: one task.
     payloads : sequence
