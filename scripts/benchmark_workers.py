@@ -14,10 +14,12 @@ empty tasks in turn (on a shared machine the others' load falls on both),
 after one warm-up round (it starts the worker processes and builds their
 models; its times are reported too). BLAS threads are pinned to 1 so that serial means one core.
 The per-task overhead is measured with empty tasks carrying the same sample
-blocks. Prints the JSON record (and writes it with ``--out``).
+blocks. ``--dask`` times the same on a Dask ``LocalCluster`` of ``--workers``
+processes (after the others; its speed-up is against the serial median).
+Prints the JSON record (and writes it with ``--out``).
 
     python scripts/benchmark_workers.py [--n 40] [--samples 2000] [--workers 2]
-                                        [--repeat 3] [--chunk N] [--out FILE.json]
+                                        [--repeat 3] [--chunk N] [--dask] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ def _alternating(funs, repeat: int):
     return list(first), times, list(outs)
 
 
+def _dask_record(args, estimate, same, serial: float) -> dict:
+    """Median time of the estimate on a Dask LocalCluster of `args.workers` processes."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        executor = client.get_executor()
+        first, (times,), (result,) = _alternating([lambda: estimate(executor)], args.repeat)
+    median = float(np.median(times))
+    return {"dask_s": median, "dask_times_s": times, "dask_first_s": first[0],
+            "dask_speedup": serial / median, "dask_identical": bool(same(result))}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40)
@@ -86,6 +100,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=None,
                         help="samples per task (default ceil(samples / 64))")
+    parser.add_argument("--dask", action="store_true",
+                        help="also time a Dask LocalCluster of --workers processes")
     parser.add_argument("--out", default=None, help="write the JSON record here")
     args = parser.parse_args(argv)
     builder = Builder(bracket_moduli, args.n)
@@ -104,8 +120,10 @@ def main(argv=None) -> dict:
              lambda: _run_chunks(builder, _empty_task, payloads, pool)], args.repeat)
     (serial_first, par_first, _), (serial_times, par_times, empty_times) = first, times
     serial, par, empty = (float(np.median(t)) for t in times)
-    identical = (r_par.ln_pf == r_serial.ln_pf and r_par.n_failures == r_serial.n_failures
-                 and np.array_equal(r_par.log_terms, r_serial.log_terms))
+    same = lambda r: (r.ln_pf == r_serial.ln_pf and r.n_failures == r_serial.n_failures  # noqa
+                      and np.array_equal(r.log_terms, r_serial.log_terms))
+    identical = same(r_par)
+    dask = _dask_record(args, estimate, same, serial) if args.dask else {}
     record = {
         "n": args.n, "dofs": 2 * (args.n + 1) ** 2, "samples": args.samples,
         "workers": args.workers, "tasks": len(bounds), "repeat": args.repeat,
@@ -116,7 +134,7 @@ def main(argv=None) -> dict:
         "ms_per_solve_serial": 1e3 * serial / args.samples,
         "empty_tasks_s": empty, "overhead_ms_per_task": 1e3 * empty / len(bounds),
         "pf": r_serial.pf, "pf_std": r_serial.pf_std, "n_failures": r_serial.n_failures,
-        "identical_to_serial": bool(identical),
+        "identical_to_serial": bool(identical), **dask,
     }
     print(json.dumps(record, indent=1))
     print(f"{args.samples} FE-solve samples ({record['dofs']} dofs): serial {serial:.2f} s, "
@@ -126,6 +144,10 @@ def main(argv=None) -> dict:
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(record, fh, indent=1)
+    if dask:
+        print(f"Dask LocalCluster({args.workers} processes): {dask['dask_s']:.2f} s -> "
+              f"speed-up {dask['dask_speedup']:.2f}x; identical: {dask['dask_identical']}")
+        identical = identical and dask["dask_identical"]
     if not identical:
         raise SystemExit("the parallel result differs from the serial one")
     return record
