@@ -286,3 +286,15 @@ def test_bad_parallel_input_is_rejected(call, exc, match):
 def test_unpicklable_sweep_item_is_rejected(pool):
     with pytest.raises(TypeError, match="params must pickle"):
         sweep(Builder(build_square, 0.0), [lambda: 1], executor=pool)
+
+
+def test_failure_probability_passes_the_executor_on(pool):
+    """The public entry point: ``failure_probability(method="mc", executor=...)`` is
+    `sampling_estimate` on the workers, the serial result to the bit."""
+    ls = Builder(bracket_quadratic, N_EL)
+    z = _threshold(ls, FE_X, 1.3)
+    serial = rel.failure_probability(ls, FE_X, z, "mc", n_samples=3000, seed=4)
+    workers = rel.failure_probability(ls, FE_X, z, "mc", n_samples=3000, seed=4,
+                                      executor=pool)
+    assert serial.n_failures > 0
+    assert_identical(workers, serial)

@@ -7,7 +7,8 @@ hold the filters (`filters`), the material interpolations and projection
 (`interpolation`), responses (`objectives`), the MMA driver (`optimize`),
 the compliance problem (`problem`), passive elements (`design`), the gallery's
 responses (`mechanism`, `robust` projection, `eigenproblem`, `stress`,
-`selfweight`), robust moments under Gaussian inputs (`robust_stats`) and run
+`selfweight`), robust moments under Gaussian inputs (`robust_stats`), work on many
+workers (`parallel`) and run
 results (`result`, `measures`, `checkpoint`). The main names of each are importable from here; the problem
 scripts' command line and figures are the modules `topopt.cli` and
 `topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
@@ -38,6 +39,8 @@ from .mechanism import (MechanismProblem, ideal_output, port_springs, robust_con
                         robust_run, run_mechanism)
 from .objectives import compliance, compliance_coefficients, output_displacement, volume
 from .optimize import Result, Stage, minimize
+from . import parallel
+from .parallel import Builder, MultistartResult, multistart, spawn_seeds, sweep
 from .problem import ComplianceProblem, run_compliance
 from .result import RunResult
 from .robust import (DilatedVolume, RobustFormulation, bound_formulation, robust_designs,
@@ -68,4 +71,5 @@ __all__ = [
     "stress_pnorm", "von_mises_matrix",
     "BodyLoad", "SelfWeightProblem", "element_loads", "load_ratio", "save_load_ratio",
     "mean_std", "mean_var", "covariance_factor", "monte_carlo_moments", "SampleMoments",
+    "parallel", "Builder", "sweep", "multistart", "MultistartResult", "spawn_seeds",
 ]

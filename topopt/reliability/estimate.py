@@ -27,7 +27,7 @@ def _split_options(options: dict):
                   on_failure=options.pop("on_failure", "raise"),
                   callback=options.pop("callback", None),
                   distribution=options.pop("distribution", None))
-    sampling = {k: options.pop(k) for k in ("n_samples", "seed", "center", "smoothing", "chunk")
+    sampling = {k: options.pop(k) for k in ("n_samples", "seed", "center", "smoothing", "chunk", "executor")
                 if k in options}
     _check_m(common["m"])
     check_bool("batch", common["batch"])
