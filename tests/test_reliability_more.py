@@ -146,10 +146,13 @@ def test_tvedt_and_hohenbichler_refuse_outside_their_range():
 
 # ------------------------------------------------------------ several MPPs
 def test_two_symmetric_failure_modes_are_both_found():
-    """F = theta_1^2 >= 9 in 2-D: pf = 2 Phi(-3) exactly; one MPP gives Phi(-3)."""
+    """F = theta_1^2 >= 9 in 2-D: pf = 2 Phi(-3) exactly, by default (the search restarts
+    from the mirror image of its first MPP); one search (``n_starts=1``) gives Phi(-3)."""
     F = lambda t, d: t[..., 0] ** 2             # noqa: E731
     exact = np.log(2 * sp.ndtr(-3.0))
-    single = rel.failure_probability(F, None, 9.0, "sorm", m=2)
+    default = rel.failure_probability(F, None, 9.0, "sorm", m=2)
+    assert default.n_mpp == 2 and default.ln_pf == pytest.approx(exact, abs=1e-8)
+    single = rel.failure_probability(F, None, 9.0, "sorm", m=2, n_starts=1)
     assert single.n_mpp == 1 and single.ln_pf == pytest.approx(sp.log_ndtr(-3.0), abs=1e-10)
     mpp = rel.find_mpp(F, None, 9.0, m=2, n_starts=3)
     found = np.array(sorted([mpp.theta] + [o.theta for o in mpp.others], key=lambda t: t[0]))

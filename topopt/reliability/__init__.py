@@ -58,8 +58,9 @@ differentiate, or a `LimitState` subclass; `QuadraticLimitState` (compliance
 under Gaussian loads) has an exact MPP and counts every local MPP.
 
 Several MPPs: `QuadraticLimitState` finds every local one exactly; any other
-limit state with ``n_starts=k`` (multi-start search from the mirror image of
-the first MPP and the coordinate directions). FORM/SORM add the contributions
+limit state by a multi-start search: by default (``n_starts=2``) once more
+from the mirror image of the first MPP, ``n_starts=k`` also along the
+coordinate directions, ``n_starts=1`` one search. FORM/SORM add the contributions
 of all of them, importance sampling uses them all as mixture centres.
 Systems: `system_failure_probability` (series/parallel; first-order
 multinormal, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:

@@ -65,7 +65,7 @@ class MPPResult:
 
 
 _MPP_DEFAULTS = dict(theta0=None, tol=1e-10, max_iter=200, solver="auto",
-                     polish=True, max_radius=40.0, n_starts=1)
+                     polish=True, max_radius=40.0, n_starts=2)
 
 
 def _mpp_options(options: dict) -> dict:
@@ -380,8 +380,9 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     z`` with the Hessian from `topopt.ad` (so the envelope-theorem gradient is
     accurate to round-off). A KKT point that is not a local minimum (checked
     with the Hessian; skipped when ``polish=False``), or on the wrong side of
-    the origin, is rejected. The iterative search finds one MPP unless
-    ``n_starts > 1`` (multi-start: every distinct local MPP); the exact
+    the origin, is rejected. The iterative search restarts from the mirror
+    image of its first MPP (``n_starts=2``, the default; every distinct local
+    MPP is kept); the exact
     quadratic solver returns every local one (``MPPResult.others``).
 
     Parameters
@@ -400,11 +401,13 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         ``theta0`` (start, default 0), ``tol`` (KKT tolerance, 1e-10),
         ``max_iter`` (200), ``solver`` (``"auto"``, ``"hlrf"``, ``"slsqp"``,
         ``"exact"``), ``polish`` (True), ``max_radius`` (40: leaving ``|theta|
-        <= max_radius`` below ``z`` counts as unreachable), ``n_starts`` (1:
-        the iterative search finds one MPP; ``k > 1`` restarts it from the
-        mirror image ``-theta1`` of the first MPP and then from ``+-|theta1|
-        e_i``, ``k - 1`` starts in all, and returns every distinct local
-        MPP: the global one, the rest in ``others``).
+        <= max_radius`` below ``z`` counts as unreachable), ``n_starts`` (2:
+        the iterative search restarts once from the mirror image ``-theta1``
+        of its first MPP, so that a symmetric second failure mode is not
+        missed (``F = theta_1^2``: ``ln(2 Phi(-3))``, not ``ln Phi(-3)``);
+        ``k > 2`` adds starts at ``+-|theta1| e_i``, ``k - 1`` restarts in
+        all; every distinct local MPP is returned: the global one, the rest
+        in ``others``; ``1``: one search, half the cost).
 
     Returns
     -------
