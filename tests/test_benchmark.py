@@ -30,3 +30,36 @@ def test_mbb_json(capsys):
 def test_bad_sizes():
     with pytest.raises(SystemExit):
         benchmark.main(["--nelx", "0"])
+
+
+def test_convergence_quick(tmp_path):
+    """`scripts/benchmark_convergence.py --quick`: the JSON of issue 16, finite numbers."""
+    import json
+    import math
+
+    import benchmark_convergence as bc
+    out = tmp_path / "conv.json"
+    bc.main(["--quick", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert data["checkpoints"] == [10, 20, 30, 50, 100]
+    assert data["tolerances"] == [0.02, 0.01, 0.005]
+    assert set(data["cases"]) == {"mbb_30x10", "cantilever3d_8x4x4"}
+    for row in data["cases"].values():
+        assert math.isfinite(row["reference"]) and row["reference"] > 0
+        methods = {k: v for k, v in row["methods"].items() if v is not None}
+        assert {"ours", "oc"} <= set(methods)
+        starts = []
+        for name, m in methods.items():
+            hist = m["history"]
+            assert len(hist) == m["evaluations"] > 10
+            assert all(math.isfinite(v) and v > 0 for v in hist)
+            assert set(m["compliance_at"]) == {"10", "20", "30", "50", "100"}
+            assert set(m["reach"]) == {"0.02", "0.01", "0.005"}
+            for r in m["reach"].values():
+                assert r is None or (1 <= r["evaluations"] <= len(hist)
+                                     and math.isfinite(r["seconds"]))
+            starts.append(hist[0])
+            # OC and both MMAs descend from the uniform start
+            assert hist[1] < hist[0] and hist[-1] < 0.5 * hist[0], name
+        # the same setup: every method starts from the same compliance
+        assert max(starts) / min(starts) - 1 < 1e-9
