@@ -17,8 +17,8 @@ uniform design ``x = volfrac``:
 For each: the compliance after 10/20/30/50/100 evaluations and the first
 evaluation (and the wall time to it) whose compliance is within 2 %, 1 %,
 0.5 % of the reference with the volume constraint met to 1e-3. The
-reference is top88's published 233.71 for 60x20 (Andreassen et al. 2011,
-Sec. 5) and otherwise the final compliance of our long run (its length is in
+reference is top88's published 233.71 for 60x20 (Andreassen et al. 2011)
+and otherwise the final compliance of our long run (its length is in
 the JSON). Evaluation 1 is the uniform start for all three.
 
     python scripts/benchmark_convergence.py --out results/benchmark_convergence.json
@@ -42,7 +42,7 @@ import pymoto_bridge  # noqa: E402
 CHECKPOINTS = (10, 20, 30, 50, 100)
 TOLERANCES = (0.02, 0.01, 0.005)
 VOLUME_TOL = 1e-3          # relative volume violation accepted as "feasible"
-TOP88_60x20 = 233.71       # Andreassen et al. 2011, Sec. 5 (density filter, rmin 2.4)
+TOP88_60x20 = 233.71       # Andreassen et al. 2011 (density filter, rmin 2.4)
 
 
 def cases(quick: bool) -> list[dict]:
@@ -199,7 +199,7 @@ def summarize(hist: dict, reference: float) -> dict:
 def run_case(case: dict, python: str | None, use_pymoto: bool) -> dict:
     ours = run_ours(case, case["ref_evals"])
     reference = case.get("reference", ours["compliance"][-1])
-    source = ("Andreassen et al. 2011 (top88), Sec. 5" if "reference" in case
+    source = ("Andreassen et al. 2011 (top88)" if "reference" in case
               else f"ours after {case['ref_evals']} evaluations")
     row = dict(sizes=list(case["sizes"]), volfrac=case["volfrac"], rmin=case["rmin"],
                reference=float(reference), reference_source=source,
@@ -207,6 +207,7 @@ def run_case(case: dict, python: str | None, use_pymoto: bool) -> dict:
                             oc=summarize(run_oc(case, case["evals"]), reference)))
     pm = run_pymoto(case, case["pymoto_evals"], python) if use_pymoto else None
     row["methods"]["pymoto"] = None if pm is None else summarize(pm, reference)
+    print(f"{case['name']}: done", file=sys.stderr, flush=True)
     return row
 
 
