@@ -1,0 +1,114 @@
+"""Cases of ``solver="petsc"`` run under ``mpirun -n P``; rank 0 writes the numbers as JSON.
+
+    mpirun -n 2 python tests/mpi_petsc.py OUT.json [case ...]
+
+Run by `tests/test_petsc.py`, which asserts on the numbers. Each case
+compares with the serial CHOLMOD solve of the same system (rank 0 only, no
+MPI involved in the reference). Cases: ``compliance`` (3-D cantilever 24 x 12
+x 12, a random SIMP design, rtol 1e-10), ``mma`` (10 MMA iterations of that
+cantilever from the uniform start), ``taylor`` (compliance of the filtered
+SIMP design), ``heat`` (3-D conduction, compliance and Taylor test),
+``adjoint`` (a displacement objective: the adjoint is a real solve).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from problems import cantilever3d  # noqa: E402
+from topopt import ad, fem  # noqa: E402
+from topopt.fem import petsc  # noqa: E402
+from topopt.interpolation import simp  # noqa: E402
+from topopt.problem import ComplianceProblem  # noqa: E402
+
+TIGHT = {"rtol": 1e-10}
+SIZE = (24, 12, 12)
+
+
+def _design(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.05, 1.0, n)
+
+
+def compliance_case() -> dict:
+    mesh, model, f = cantilever3d.setup(*SIZE)
+    E = simp(_design(model.n_el, 0), 3.0, 1e-9)
+    c = {s: float(f @ fem.solve(model.system(s, TIGHT if s == "petsc" else None), E, f))
+         for s in ("cholmod", "petsc")}
+    S = model.system("petsc", TIGHT)
+    return {"ndof": model.ndof, "cholmod": c["cholmod"], "petsc": c["petsc"],
+            "cg_iterations": S._iterative.log}
+
+
+def mma_case() -> dict:
+    runs = {}
+    for s in ("cholmod", "petsc"):
+        mesh, model, f = cantilever3d.setup(*SIZE)
+        problem = ComplianceProblem(model, f, 0.3, 1.5, solver=s,
+                                    solver_options=TIGHT if s == "petsc" else None)
+        runs[s] = problem.run(maxeval=10, verbose=False)
+    x = {s: np.asarray(r.x) for s, r in runs.items()}
+    return {"x_max_diff": float(np.max(np.abs(x["petsc"] - x["cholmod"]))),
+            "cholmod": runs["cholmod"]["compliance"], "petsc": runs["petsc"]["compliance"],
+            "evaluations": [runs[s]["evaluations"] for s in ("cholmod", "petsc")]}
+
+
+def taylor_case() -> dict:
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver="petsc", solver_options=TIGHT)
+    x = _design(model.n_el, 1)
+    dx = np.random.default_rng(2).standard_normal(model.n_el)
+    return {"rate": ad.taylor_test(problem.compliance, x, dx)}
+
+
+def adjoint_case() -> dict:
+    """A displacement objective: its adjoint load is not the load (a real adjoint solve)."""
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    g = np.zeros(model.ndof)
+    g[model.basis.nodal_dofs[0, -1]] = 1.0                  # x displacement of the last node
+
+    def objective(S):
+        return lambda x: g @ fem.solve(S, simp(x, 3.0, 1e-9), f)
+    x = _design(model.n_el, 3)
+    grads = {s: ad.gradient(objective(model.system(s, TIGHT if s == "petsc" else None)), x)
+             for s in ("cholmod", "petsc")}
+    dx = np.random.default_rng(4).standard_normal(model.n_el)
+    rate = ad.taylor_test(objective(model.system("petsc", TIGHT)), x, dx)
+    scale = np.max(np.abs(grads["cholmod"]))
+    return {"grad_rel_diff": float(np.max(np.abs(grads["petsc"] - grads["cholmod"])) / scale),
+            "rate": rate}
+
+
+def heat_case() -> dict:
+    mesh = fem.box(16, 8, 8)
+    model = fem.heat(mesh).fix(nodes=lambda p: np.isclose(p[0], 0.0) & (p[1] <= 4.0))
+    f = model.body_load(1.0)
+    x = _design(model.n_el, 5)
+    E = simp(x, 3.0, 1e-3)
+    c = {s: float(f @ fem.solve(model.system(s, TIGHT if s == "petsc" else None), E, f))
+         for s in ("cholmod", "petsc")}
+    S = model.system("petsc", TIGHT)
+    dx = np.random.default_rng(6).standard_normal(model.n_el)
+    rate = ad.taylor_test(lambda x: f @ fem.solve(S, simp(x, 3.0, 1e-3), f), x, dx)
+    return {"cholmod": c["cholmod"], "petsc": c["petsc"], "rate": rate}
+
+
+CASES = {"compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
+         "adjoint": adjoint_case, "heat": heat_case}
+
+
+def main(out: str, names: list[str]) -> None:
+    results = {"ranks": petsc.comm().size}
+    for name in names or sorted(CASES):
+        results[name] = CASES[name]()
+    with open(out, "w") as fh:
+        json.dump(results, fh, indent=1)
+
+
+if __name__ == "__main__":
+    petsc.run_on_root(main, sys.argv[1], sys.argv[2:])
