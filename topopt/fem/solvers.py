@@ -19,6 +19,8 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
   smoothed aggregation (``topopt[fast]``); real symmetric positive definite
   matrices only; "factorizing" sets up the hierarchy once per design (see
   `topopt.fem.multigrid`). ``"auto"`` never picks them.
+* ``"petsc"`` (`ITERATIVE` too): PETSc CG + GAMG across MPI ranks
+  (``pip install 'topopt[mpi]'``, run under ``mpirun``; `topopt.fem.petsc`).
 
 The factor classes live in `topopt.fem.direct` (re-exported here), the CG
 loop in `topopt.fem.krylov`. A backend whose optional module is missing
@@ -71,6 +73,7 @@ class Backend:
     iterative: bool = False
     spd_only: bool = False
     hierarchy: Callable | None = None
+    extra: str = FAST_EXTRA
 
     def available(self) -> bool:
         """Whether its optional module is installed."""
@@ -80,11 +83,16 @@ class Backend:
         """Raise ImportError naming the extra to install when it is not."""
         if not self.available():
             raise ImportError(f"solver={self.name!r} needs {self.module.split('.')[0]}: "
-                              f"{FAST_EXTRA}")
+                              f"{self.extra}")
 
 
 def _iterative_factor(K, symmetric, lower, context, a, options):
     return context.factor(K, a, options or {})
+
+
+def _petsc_context(system, geometry, options):
+    from .petsc import PetscContext     # petsc4py and mpi4py load only when asked for
+    return PetscContext(system, geometry, options)
 
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in [
@@ -98,6 +106,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
             hierarchy=GeometricMultigrid),
     Backend("amg-cg", _iterative_factor, module="pyamg", iterative=True, spd_only=True,
             hierarchy=SmoothedAggregation),
+    Backend("petsc", _iterative_factor, module="petsc4py", iterative=True, spd_only=True,
+            hierarchy=_petsc_context, extra="pip install 'topopt[mpi]' (see the README)"),
 ]}
 """Every backend, fastest first; ``"auto"`` takes the first available direct one that fits."""
 
