@@ -138,7 +138,11 @@ class LinearSystem:
         self._zeros_checked = None
         self._psd_elements = None
         self._check_structure(raise_=False)    # once per system; raised by `factorize`
-        self._build_pattern()
+        self._distributed = self.solver == "petsc"     # K(a) is assembled on the MPI ranks
+        if self._distributed:
+            self._diag_pos = None
+        else:
+            self._build_pattern()
         self.counts = defaultdict(int)
         self.timers = defaultdict(float)
         self._cache = None
@@ -329,7 +333,7 @@ class LinearSystem:
             lower = self._cvxopt_full(K.data)
             diag = None if self._diag_pos is None else K.data[self._diag_pos]
         else:
-            K, lower = self.matrix(a), None
+            K, lower = (None if self._distributed else self.matrix(a)), None
             diag = None if self._diag_pos is None else K.data[self._diag_pos]
         self.timers["assembly"] += time.perf_counter() - t0
         t0 = time.perf_counter()
