@@ -45,7 +45,7 @@ __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
 
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
-SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg")
+SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
 
 
 # --------------------------------------------------------------------------
@@ -258,6 +258,11 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         if args.solver not in available_solvers(iterative=True):
             parser.error(f"argument --solver: {args.solver!r} is not installed here; "
                          f"installed: {', '.join(available_solvers(iterative=True))}")
+    if solvers is not None and args.solver == "petsc":
+        from .fem import petsc
+        if not petsc.is_root():      # under mpirun: only rank 0 runs, prints and writes
+            petsc.serve()
+            return None
     paths = run_options(args, parser)          # --out, --checkpoint, --resume checked
     kwargs = {o.name: getattr(args, o.name) for o in options}
     for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
