@@ -1,0 +1,148 @@
+"""Strong scaling of the ``"petsc"`` state solve, 1 -> 2 ranks, and where the time goes.
+
+    python scripts/petsc_scaling.py [--sizes 40x20x20,80x40x40] [--ranks 1,2]
+                                    [--iterations 3] [--out results/petsc_scaling.json]
+
+For each size and rank count it launches ``mpirun -n P`` on this script
+(``--child``): rank 0 builds the 3-D cantilever of `problems/cantilever3d.py`
+with ``solver="petsc"`` (rtol 1e-8, warm start, as the problem script) and
+runs ``--iterations`` full MMA design iterations. Written per run:
+
+* ``s_per_iteration`` and the split of rank 0's wall time: ``assembly``
+  (``sum a_e K_e`` by PETSc's COO path), ``setup`` (GAMG), ``solve`` (CG;
+  the adjoint of compliance is the forward solution, no second solve),
+  ``scatter_gather`` (``a``, ``b`` to the ranks, ``u`` back), ``sensitivity``
+  (``-u_e^T K_e u_e`` on rank 0), ``rest`` (filter, MMA step, AD: everything
+  on rank 0 that is not the state solve) -- plus every rank's own
+  assembly / setup / solve times, its rows and elements;
+* CG iterations per solve; peak resident memory per rank
+  (``getrusage(RUSAGE_SELF).ru_maxrss``); the system build (partition and
+  COO preallocation, once).
+
+``--serial mg-cg`` adds the serial multigrid-CG run of the same sizes.
+Results go to ``--out`` (JSON); `scripts/NOTES-petsc.md` reads them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _size(text: str) -> tuple[int, int, int]:
+    parts = tuple(int(t) for t in text.lower().split("x"))
+    if len(parts) != 3 or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"a size is NXxNYxNZ, got {text!r}")
+    return parts
+
+
+def child(size, iterations: int, solver: str) -> dict:
+    """One run in this process (rank 0 under mpirun); the numbers of `main`'s table."""
+    import numpy as np
+
+    from problems import cantilever3d
+    from topopt.problem import ComplianceProblem
+    t0 = time.perf_counter()
+    mesh, model, f = cantilever3d.setup(*size)
+    options = {"warm_start": True}
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver=solver, solver_options=options)
+    build = time.perf_counter() - t0
+    res = problem.run(maxeval=iterations, verbose=False)
+    S = problem.system
+    out = {"size": list(size), "ndof": int(model.ndof), "solver": solver,
+           "iterations": iterations, "build_s": build, "run_s": res["seconds"],
+           "s_per_iteration": res["seconds"] / max(res["evaluations"], 1),
+           "cg_iterations_per_solve": res.metrics.get("cg_iterations_per_solve"),
+           "cg_iterations_max": res.metrics.get("cg_iterations_max"),
+           "system_timers": dict(S.timers), "counts": dict(S.counts),
+           "compliance": res["compliance"]}
+    if solver == "petsc":
+        from topopt.fem import petsc
+        ctx = S._iterative
+        stats = petsc.rank_stats(ctx)
+        out["ranks"] = len(stats)
+        out["per_rank"] = stats
+        t = stats[0]["timers"]
+        split = {"assembly": t.get("assembly", 0.0), "setup": t.get("setup", 0.0),
+                 "solve": t.get("solve", 0.0),
+                 "scatter_gather": sum(t.get(f"root_{k}", 0.0) for k in ("scatter", "gather")),
+                 "sensitivity": S.timers.get("sensitivity", 0.0)}
+        split["rest"] = res["seconds"] - sum(split.values())
+        out["split_rank0_s"] = split
+        out["max_rss_mb"] = [s["max_rss_mb"] for s in stats]
+    else:
+        out["ranks"] = 1
+        out["max_rss_mb"] = [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0]
+    out["x_checksum"] = float(np.sum(res.x))
+    return out
+
+
+def _launch(size, ranks: int, iterations: int, solver: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT, OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "x".join(map(str, size)),
+           "--iterations", str(iterations), "--solver", solver]
+    if solver == "petsc":
+        cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _row(r: dict) -> str:
+    split = r.get("split_rank0_s", {})
+    parts = " ".join(f"{k}={v:.2f}" for k, v in split.items())
+    return (f"{'x'.join(map(str, r['size'])):>10} {r['ndof']:>9} {r['solver']:>6} "
+            f"P={r['ranks']} {r['s_per_iteration']:7.2f} s/it  CG {r['cg_iterations_per_solve']}"
+            f"  rss {['%.0f' % m for m in r['max_rss_mb']]} MiB  {parts}")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="40x20x20,80x40x40")
+    parser.add_argument("--ranks", default="1,2")
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--serial", default=None, help="also run this serial solver (mg-cg)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "petsc_scaling.json"))
+    parser.add_argument("--child", type=_size, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--solver", default="petsc", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.iterations < 1:
+        parser.error("--iterations must be >= 1")
+    if args.child is not None:
+        if args.solver == "petsc":
+            from topopt.fem import petsc
+            result = petsc.run_on_root(child, args.child, args.iterations, "petsc")
+        else:
+            result = child(args.child, args.iterations, args.solver)
+        if result is not None:
+            print(json.dumps(result), flush=True)
+        return
+    sizes = [_size(s) for s in args.sizes.split(",")]
+    ranks = [int(r) for r in args.ranks.split(",")]
+    rows = []
+    for size in sizes:
+        for p in ranks:
+            rows.append(_launch(size, p, args.iterations, "petsc"))
+            print(_row(rows[-1]), flush=True)
+        if args.serial:
+            rows.append(_launch(size, 1, args.iterations, args.serial))
+            print(_row(rows[-1]), flush=True)
+    with open(args.out, "w") as fh:
+        json.dump({"command": "python scripts/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),
+                   "runs": rows}, fh, indent=1)
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
