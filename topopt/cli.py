@@ -250,6 +250,8 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     Returns
     -------
     RunResult
+        (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
+        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
     """
     parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help)
     args = parser.parse_args(argv)
