@@ -31,9 +31,10 @@ fit here.
 
 Options (``LinearSystem(..., solver_options=...)``): ``rtol`` (default
 `RTOL`), ``maxiter`` (`MAXITER`), ``warm_start`` (start from the best
-multiple of the previous solution of the same kind, as ``"mg-cg"``). PETSc
-options reach a system's KSP with the prefix ``topopt<k>_`` (``k`` counts the
-systems from 0), e.g. ``-topopt0_ksp_view``.
+multiple of the previous solution of the same kind, as ``"mg-cg"``). PETSc's
+own options reach a system's KSP through the environment with the prefix
+``topopt<k>_`` (``k`` counts the systems from 0), e.g.
+``PETSC_OPTIONS="-topopt0_ksp_view" mpirun -n 2 python ...``.
 """
 
 from __future__ import annotations
