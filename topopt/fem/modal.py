@@ -226,7 +226,7 @@ class ModalSystem:
         (massless void dofs; ARPACK's shift-invert mode then failed to build
         its factorization, error -9999, on a 32 x 4 beam).
         """
-        F = self.stiffness.factorize(a)
+        F = self.stiffness.factorize(a, exact=True)
         op = spla.LinearOperator(K.shape, matvec=F.solve, dtype=float)
         v0 = np.random.default_rng(0).uniform(0.5, 1.5, K.shape[0])     # deterministic start
         try:

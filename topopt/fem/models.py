@@ -230,7 +230,8 @@ class Model:
         """The `LinearSystem` for the current supports and springs (built once per solver
         and options).
 
-        `solver_options` go to the iterative solvers (see `topopt.fem.multigrid`).
+        `solver_options` go to the iterative solvers (see `topopt.fem.multigrid`)
+        or, for a direct one, set its reanalysis (`topopt.fem.reanalysis`).
         """
         if solver_options is not None and not isinstance(solver_options, dict):
             raise TypeError(f"solver_options must be a dict or None, got "

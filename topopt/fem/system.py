@@ -30,6 +30,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import ad
 from .csr import csr_structure
+from .reanalysis import reanalysis_policy
 from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
                       pick_solver)
 from .supports import unrestrained_modes
@@ -155,6 +156,7 @@ class LinearSystem:
         hierarchy = BACKENDS[self.solver].hierarchy
         if hierarchy is not None:
             self._iterative = hierarchy(self, geometry, self.solver_options)
+        self.reanalysis = reanalysis_policy(self)
 
     def __repr__(self):
         return (f"LinearSystem({self.n_el} elements, {self.free.size} free dofs, "
@@ -313,17 +315,36 @@ class LinearSystem:
         return sps.csr_matrix((self.data(a), self.indices, self.indptr), shape=(n, n))
 
     # -------------------------------------------------------- factorization
-    def factorize(self, a):
-        """Factorization of ``K(a)``; the last one is reused for an equal `a`."""
+    def factorize(self, a, exact: bool = False):
+        """Factorization of ``K(a)``; the last one is reused for an equal `a`.
+
+        With reanalysis on (`topopt.fem.reanalysis`) the result solves by CG
+        preconditioned with an earlier design's factor unless `exact`.
+        """
         a = np.asarray(ad.value(a))
         if not np.all(np.isfinite(a)):
             raise ValueError("the coefficient vector contains NaN or inf")
-        if self._cache is not None and np.array_equal(self._cache[0], a):
+        if self._cache is not None and np.array_equal(self._cache[0], a) and (
+                not exact or self._cache[1] is self._cache[2]):
             return self._cache[1]
         self._cache = None                        # free the previous factor first
         self._check_structure()
         if self._structure and not np.all(a):
             self._check_zeros(a)
+        if self.reanalysis is None or exact:
+            F = self._factorize(a)
+        else:
+            t0 = time.perf_counter()
+            K = self.matrix(a)
+            self.timers["assembly"] += time.perf_counter() - t0
+            F = self.reanalysis.factor(K, lambda: self._factorize(a), self.counts)
+            if F is not self.reanalysis.base:
+                F.diag = None if self._diag_pos is None else K.data[self._diag_pos]
+        self._cache = (a.copy(), F, F if getattr(F, "base", F) is F else None)
+        return F
+
+    def _factorize(self, a):
+        """A new factorization of ``K(a)`` by the system's backend."""
         t0 = time.perf_counter()
         if self.solver == "cholmod":
             K, lower = None, self._cvxopt_lower(a)
@@ -351,7 +372,6 @@ class LinearSystem:
         F.diag = diag if self._positive_definite(a) else None
         self.timers["factorization"] += time.perf_counter() - t0
         self.counts["factorizations"] += 1
-        self._cache = (a.copy(), F)
         return F
 
     def _cvxopt_lower(self, a):
