@@ -2,6 +2,7 @@
 
     python scripts/benchmark.py [--problem mbb|cantilever3d] [--nelx 240 --nely 80]
                                 [--nelz 40] [--solver all|auto|cholmod|superlu|...]
+                                [--reanalysis off|on|both]
                                 [--iters 20] [--repeat 3] [--json] [--no-pymoto]
 
 For each solver backend: MMA on the compliance problem for ``--iters``
@@ -14,7 +15,11 @@ one assembly + factorization + solve of the final matrix (or one MG-CG
 solve) timed alone in the same run. ``per_iteration_s`` is the wall time of
 the whole run over its designs (one-time setup such as the symbolic
 analysis and ``c0`` included); ``steady_iteration_s`` the median time
-between consecutive evaluations. With pyMOTO importable, its equivalent MBB problem
+between consecutive evaluations. ``--reanalysis`` runs the direct backends
+without (``off``, the default), with (``on``) or both ways
+(`topopt.fem.reanalysis`; a row's solver is then e.g. ``cholmod+reanalysis``,
+and ``reanalyses`` counts the designs solved by CG on an earlier factor).
+With pyMOTO importable, its equivalent MBB problem
 runs at the same size (`pymoto_mbb.py`, one fresh process per run because
 pyMOTO re-evaluates every network a process has built) and the speed
 ratios are reported.
@@ -42,13 +47,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_problem(args, solver):
+    solver, _, extra = solver.partition("+")
+    options = None
+    if solver != "auto" and not fem.solvers.BACKENDS[solver].iterative:
+        options = {"reanalysis": extra == "reanalysis"}
     if args.problem == "mbb":
         mesh, model, f = mbb_beam.setup(args.nelx, args.nely)
         volfrac, rmin = 0.5, args.rmin if args.rmin else 2.4
     else:
         mesh, model, f = cantilever3d.setup(args.nelx, args.nely, args.nelz)
         volfrac, rmin = 0.3, args.rmin if args.rmin else 1.5
-    problem = ComplianceProblem(model, f, volfrac, rmin, solver=solver)
+    problem = ComplianceProblem(model, f, volfrac, rmin, solver=solver, solver_options=options)
     if problem.system.solver in fem.solvers.ITERATIVE:
         problem.system.solver_options["warm_start"] = True        # as cantilever3d.run
     return problem
@@ -64,7 +73,7 @@ def floor_seconds(problem, x, repeat: int = 3) -> float:
     for _ in range(repeat):
         S._cache = None
         t0 = time.perf_counter()
-        F = S.factorize(E)
+        F = S.factorize(E, exact=True)
         S.free_solve(F, problem.f[S.free])
         times.append(time.perf_counter() - t0)
     S.solver_options.pop("warm_start")
@@ -121,7 +130,8 @@ def one_run(args, solver) -> dict:
             "fe_solves_per_iteration": result["fe_solves"] / outer,
             "fe_solves_per_evaluation": result["fe_solves_per_iteration"],
             "mma_iterations": outer,
-            "floor_s": floor_seconds(problem, result["x"]), "solver": S.solver,
+            "floor_s": floor_seconds(problem, result["x"]), "solver": solver,
+            "reanalyses": int(S.counts["reanalyses"]),
             "dofs": int(S.free.size), "elements": int(S.n_el),
             "compliance": result["compliance"], **cg}
 
@@ -159,6 +169,8 @@ def main(argv=None) -> list[dict]:
                         help="a backend name, 'auto', or 'all' installed backends")
     parser.add_argument("--iters", type=int, default=20, help="design iterations per run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per median")
+    parser.add_argument("--reanalysis", choices=("off", "on", "both"), default="off",
+                        help="direct backends without or with reanalysis, or both")
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--no-pymoto", action="store_true", help="skip the pyMOTO comparison")
     args = parser.parse_args(argv)
@@ -168,6 +180,9 @@ def main(argv=None) -> list[dict]:
     solvers = fem.available_solvers() if args.solver == "all" else [args.solver]
     if args.problem == "cantilever3d" and args.solver == "all":
         solvers = fem.available_solvers(iterative=True)
+    solvers = [name + suffix for name in solvers for suffix in (
+        ("",) if name in fem.solvers.ITERATIVE else
+        {"off": ("",), "on": ("+reanalysis",), "both": ("", "+reanalysis")}[args.reanalysis])]
     rows = [dict(problem=args.problem, nelx=args.nelx, nely=args.nely,
                  nelz=args.nelz if args.problem == "cantilever3d" else None,
                  **median_runs(args, s)) for s in solvers]

@@ -14,9 +14,12 @@ relative to the best final over the settings (1.0 = the best; > 1 worse for
 a minimized objective); ``to_1pct``, the first evaluation of the last stage
 whose feasible objective is within 1 % of that best final (None: never).
 
-    python scripts/study_mma.py --out results/study_mma.json
+    python scripts/study_mma.py --out /tmp/study_mma.json --table results/study_mma.json
     python scripts/study_mma.py --problems mbb_beam inverter --settings rho_init=1 rho_init=1e-4
-    python scripts/study_mma.py --summary results/study_mma.json   # print the table only
+    python scripts/study_mma.py --summary /tmp/study_mma.json   # print the table only
+
+``--out`` keeps every run's history (about 1 MB; a rerun with the same file
+skips the runs it holds), ``--table`` the summary that is committed.
 
 A setting is ``name=value[,name=value]`` over `topopt.mma_options.MMA_PARAMS`
 (``default`` = no override). Runs are deterministic (seeded scripts run
@@ -54,7 +57,7 @@ def parse_setting(text: str) -> dict:
         if name not in MMA_PARAMS or not value:
             raise SystemExit(f"setting {item!r}: expected name=value with name in "
                              f"{', '.join(MMA_PARAMS)}")
-        out[name] = float(value)
+        out[name] = value if value == "auto" else float(value)
     return out
 
 
@@ -135,11 +138,14 @@ def main(argv=None) -> None:
     parser.add_argument("--problems", nargs="*", default=list(problems.__all__))
     parser.add_argument("--settings", nargs="*", default=list(SETTINGS))
     parser.add_argument("--out", default=None, help="JSON file (rewritten after each run)")
+    parser.add_argument("--table", default=None, help="JSON file for the summary table")
     parser.add_argument("--summary", default=None, help="print the table of a JSON file")
     args = parser.parse_args(argv)
     if args.summary:
         with open(args.summary) as fh:
-            print_table(summarize(json.load(fh)["runs"]))
+            runs = json.load(fh)["runs"]
+        print_table(summarize(runs))
+        write_table(args.table, runs)
         return
     settings = {s: parse_setting(s) for s in args.settings}
     runs = {}
@@ -159,6 +165,16 @@ def main(argv=None) -> None:
                     json.dump({"feasible": FEASIBLE, "runs": runs}, fh)
                 os.replace(args.out + ".tmp", args.out)
     print_table(summarize(runs))
+    write_table(args.table, runs)
+
+
+def write_table(path: str | None, runs: dict) -> None:
+    """The summary and each run's headline metrics as JSON (nothing without `path`)."""
+    if path:
+        metrics = {name: {s: r["metrics"] for s, r in by.items()} for name, by in runs.items()}
+        with open(path, "w") as fh:
+            json.dump({"feasible": FEASIBLE, "table": summarize(runs), "metrics": metrics},
+                      fh, indent=1)
 
 
 if __name__ == "__main__":

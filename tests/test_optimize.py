@@ -30,7 +30,9 @@ X_STAR = V * np.sqrt(C) / np.sum(np.sqrt(C))
 # NLopt's own dual solver: its iterates never repeat exactly on this tiny problem,
 # so the resume tests can count forward passes against the budget (with the
 # default SLSQP dual MMA converges to repeated points that the cache absorbs)
-EXACT_BUDGET = {"dual_algorithm": nlopt.LD_MMA}
+# rho_init=1 (NLopt's): with "auto" the design NLopt returns after 20 of these
+# evaluations is not its last center, and its gradients are not in the checkpoint
+EXACT_BUDGET = {"dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0}
 F_STAR = np.sum(C / X_STAR)
 BOUNDS = (1e-3, 1.0)
 
@@ -236,9 +238,10 @@ def test_inner_gradients_off_skips_reverse_passes_of_rejected_designs():
 def test_initial_step_sets_mma_move_limits(step):
     """NLopt's MMA moves each variable at most ``0.9 sigma`` per step (mma.c),
     as far as that on a steep linear objective; ``initial_step`` is the first
-    ``sigma`` (default half the bound range)."""
+    ``sigma`` (default half the bound range). ``rho_init=1``: NLopt's penalty,
+    negligible against the slope (the default "auto" scales with the slope)."""
     res = run(lambda x: 1e4 * np.sum(x), bounds=(0.0, 1.0), maxeval=2, ftol_rel=0.0,
-              initial_step=step, mma_params={"dual_algorithm": nlopt.LD_MMA})
+              initial_step=step, mma_params={"dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0})
     sigma = 0.5 if step is None else step
     np.testing.assert_allclose(0.3 - res.x, np.minimum(0.9 * sigma, 0.3), rtol=1e-9)
 

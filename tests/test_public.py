@@ -62,7 +62,8 @@ INTERNAL = {
     "topopt.fem.solvers": {"pick_solver", "factorize"},      # the dispatch of `solve`
     "topopt.problem": {"compliance_options", "compliance_summary", "write_results",
                        "write_json", "plot_record",          # the compliance scripts' I/O
-                       "minimize_compliance"},               # shared by selfweight's run
+                       "minimize_compliance",                # shared by selfweight's run
+                       "announce"},                          # and by the mechanism runs
 }
 
 

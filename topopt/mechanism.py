@@ -29,7 +29,7 @@ from .design import Passive
 from .interpolation import blueprint, simp
 from .objectives import output_displacement, volume
 from .optimize import Stage, minimize
-from .problem import ComplianceProblem, run_compliance
+from .problem import ComplianceProblem, announce, run_compliance
 from .result import RunResult, grey_level
 from .robust import DESIGNS, RobustFormulation, robust_stages
 from .runio import check_writable_file
@@ -226,6 +226,7 @@ class MechanismProblem(ComplianceProblem):
         solves0 = self.system.counts["factorizations"]
         if self.u_scale is None:
             self.u_scale = abs(self.input_displacement(self.state(self.x_phys(x0))))
+        announce(self.system, verbose)
         t0 = time.perf_counter()
         res = minimize(
             self.responses, x0, n_constraints=len(self.constraint_names), bounds=(0.0, 1.0),
@@ -325,6 +326,7 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     if checkpoint is not None:
         check_writable_file(checkpoint, "checkpoint")
     solves0 = problem.system.counts["factorizations"]
+    announce(problem.system, verbose)
     t0 = time.perf_counter()
     res = robust.minimize(
         x0, stages, maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,

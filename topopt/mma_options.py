@@ -21,7 +21,10 @@ name                NLopt      meaning
 ``dual_maxeval``    100000     evaluations of the dual subproblem
 ``dual_algorithm``  LD_MMA     NLopt algorithm code for the dual. **Set to
                                LD_SLSQP here**.
-``rho_init``        1          initial MMA penalty ``rho`` (> 0)
+``rho_init``        1          initial MMA penalty ``rho`` (> 0), or
+                               ``"auto"`` (**the default here**):
+                               Svanberg's ``0.1 mean_j |df/dx_j| (ub_j -
+                               lb_j)`` at each stage's start, >= 1e-5
 ``inner_gradients`` 1          0: inner iterations ask for values only, and
                                the gradient is requested again at a design
                                MMA accepts
@@ -55,8 +58,8 @@ MMA_PARAMS: dict[str, float] = {
     "dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0, "inner_gradients": 1,
     "always_improve": 1, "sigma_min": 0.0, "verbosity": 0,
 }
-#: What `minimize` sets unless ``mma_params`` overrides it.
-DEFAULT_MMA_PARAMS = {"dual_algorithm": nlopt.LD_SLSQP}
+#: What `minimize` sets unless ``mma_params`` overrides it (``scripts/NOTES-mma.md``).
+DEFAULT_MMA_PARAMS = {"dual_algorithm": nlopt.LD_SLSQP, "rho_init": "auto"}
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class Options:
         with its own budget and calls the responses with ``**stage.params``.
     mma_params : dict, optional
         NLopt ``LD_MMA`` parameters (names in `MMA_PARAMS`) over
-        `DEFAULT_MMA_PARAMS` (the SLSQP dual).
+        `DEFAULT_MMA_PARAMS` (the SLSQP dual, ``rho_init="auto"``).
     initial_step : float or array_like, optional
         NLopt's initial step, which ``LD_MMA`` takes as its initial move
         limits ``sigma`` (distance of the asymptotes) at the start of each
@@ -326,9 +329,9 @@ def _check_mma_params(mma_params) -> dict:
         if k not in MMA_PARAMS:
             raise ValueError(f"mma_params: unknown NLopt LD_MMA parameter {k!r}; "
                              f"accepted: {', '.join(MMA_PARAMS)}")
-        params[k] = check_range(f"mma_params[{k!r}]", v)
-    if params.get("rho_init", 1.0) <= 0:
-        raise ValueError("mma_params['rho_init'] must be > 0")
+        params[k] = v if (k, v) == ("rho_init", "auto") else check_range(f"mma_params[{k!r}]", v)
+    if params["rho_init"] != "auto" and params["rho_init"] <= 0:
+        raise ValueError("mma_params['rho_init'] must be > 0 or 'auto'")
     for k in ("inner_gradients", "always_improve"):
         if params.get(k, 1) not in (0, 1):
             raise ValueError(f"mma_params[{k!r}] must be 0 or 1, got {params[k]!r}")

@@ -39,6 +39,20 @@ _STATUS = {
 
 # a stage that ended with one of these statuses is finished; any other
 # (maxeval, interrupted, stopped) is continued by `resume` if budget is left
+RHO_MIN = 1e-5
+"""NLopt's lower limit of MMA's penalty ``rho`` (``CCSA_RHOMIN`` in its mma.c)."""
+
+ELASTIC_COST = 1e3
+"""Cost ``c`` of the elastic variables of an infeasible start (Svanberg's ``c_i = 1000``,
+for objectives of order 1)."""
+
+ELASTIC_FROM = 1e-3
+"""A start gets elastic variables for the constraints above this (constraints of order 1).
+
+Stages of a continuation and resumed runs start from MMA's last design, which
+may violate a constraint by ~1e-6; MMA recovers from that by itself, and
+elastic variables there would change the iterates of every such run."""
+
 _CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
 
 
@@ -204,14 +218,21 @@ class _Run:
         return x
 
     def run_stage(self, stage: Stage, budget: int) -> tuple[np.ndarray, str]:
-        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations."""
+        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations.
+
+        A start that violates constraints runs with Svanberg's elastic
+        variables (`ELASTIC_COST`, `_nlopt`).
+        """
         x0, opt = self.x_stage, None
         try:
-            if self.k is None:
-                self.evaluate(x0, False)     # learn k; NLopt's first call is a cache hit
+            if self.k is None or self.cache.values_at(x0) is None:
+                # learn k and whether x0 is feasible; NLopt's first call is a cache hit
+                self.evaluate(x0, False)
                 budget -= 1
-            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0))
-            x = opt.optimize(x0.copy())
+            violated = self._violated(x0)
+            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated)
+            y0 = self.cache.values_at(x0)[1:][violated] if violated.size else violated
+            x = opt.optimize(np.concatenate([x0, y0]))[:self.n]
             status = _STATUS.get(opt.last_optimize_result(), "unknown")
         except nlopt.ForcedStop:
             status = self.stop_reason or "forced_stop"
@@ -224,32 +245,65 @@ class _Run:
                 self.nlopt_evals += opt.get_numevals()
         return np.array(x, dtype=float), status
 
-    def _nlopt(self, stage: Stage, maxeval: int) -> nlopt.opt:
-        """NLopt's ``LD_MMA`` for one stage, its callbacks served by `evaluate`."""
-        opt = nlopt.opt(nlopt.LD_MMA, self.n)
-        opt.set_lower_bounds(self.o.lb)
-        opt.set_upper_bounds(self.o.ub)
+    def _rho_init(self, x0: np.ndarray) -> float:
+        """Svanberg's initial penalty ``0.1 mean_j |df/dx_j| (ub_j - lb_j)`` at `x0`, >= 1e-5.
+
+        Svanberg (2002, SIAM J. Optim. 12:555, section 5: ``rho_i^(1)``) for
+        the objective; NLopt takes one ``rho_init`` for all responses and never
+        goes below 1e-5. An infinite bound range counts as 1.
+        """
+        grad = self.evaluate(x0, True)[1][0]            # NLopt asks for it next: a cache hit
+        width = np.where(np.isfinite(self.o.ub - self.o.lb), self.o.ub - self.o.lb, 1.0)
+        return max(0.1 * float(np.mean(np.abs(grad) * width)), RHO_MIN)
+
+    def _violated(self, x0: np.ndarray) -> np.ndarray:
+        """Indices of the constraints above `ELASTIC_FROM` at an evaluated `x0`."""
+        values = self.cache.values_at(x0)
+        if values is None or not self.k:
+            return np.zeros(0, dtype=int)
+        return np.flatnonzero(values[1:] > max(self.o.constraint_tol, ELASTIC_FROM))
+
+    def _nlopt(self, stage: Stage, maxeval: int, violated: np.ndarray) -> nlopt.opt:
+        """NLopt's ``LD_MMA`` for one stage, its callbacks served by `evaluate`.
+
+        With `violated` constraints at the start, MMA runs on ``(x, y)``, one
+        elastic variable per violated constraint: minimize ``f + c sum(y)``
+        subject to ``g_i - y_i <= 0`` and ``0 <= y_i <= g_i(x0)`` (Svanberg
+        1987, Int. J. Numer. Meth. Eng. 24:359, eq. (4.1); ``c =
+        ELASTIC_COST``), whose start ``(x0, g(x0))`` is feasible; otherwise on
+        ``x`` alone.
+        """
+        y0 = self.cache.values_at(self.x_stage)[1:][violated] if violated.size else \
+            np.zeros(0)
+        E = np.zeros((self.k or 0, violated.size))
+        E[violated, np.arange(violated.size)] = 1.0        # y_j relaxes constraint violated[j]
+        n, m = self.n, y0.size
+        opt = nlopt.opt(nlopt.LD_MMA, n + m)
+        opt.set_lower_bounds(np.concatenate([self.o.lb, np.zeros(m)]))
+        opt.set_upper_bounds(np.concatenate([self.o.ub, y0]))
         opt.set_maxeval(maxeval)
         ftol, xtol = self.o.tolerances(stage)
         opt.set_ftol_rel(ftol)
         if xtol > 0:
-            opt.set_xtol_abs(xtol)
+            opt.set_xtol_abs(np.concatenate([np.full(n, xtol), np.zeros(m)]))
         for name, v in self.o.mma_params.items():
-            opt.set_param(name, v)
+            opt.set_param(name, self._rho_init(self.x_stage) if v == "auto" else v)
         if self.o.initial_step is not None:
-            opt.set_initial_step(self.o.initial_step)
+            opt.set_initial_step(np.concatenate([self.o.initial_step, y0 / 2]))
 
-        def objective(x, grad):
-            values, grads = self.evaluate(x, grad.size > 0)
+        def objective(z, grad):
+            values, grads = self.evaluate(z[:n], grad.size > 0)
             if grad.size:
-                grad[:] = grads[0]
-            return float(values[0])
+                grad[:n] = grads[0]
+                grad[n:] = ELASTIC_COST
+            return float(values[0]) + ELASTIC_COST * float(np.sum(z[n:]))
 
-        def constraints(result, x, grad):
-            values, grads = self.evaluate(x, grad.size > 0)
-            result[:] = values[1:]
+        def constraints(result, z, grad):
+            values, grads = self.evaluate(z[:n], grad.size > 0)
+            result[:] = values[1:] - E @ z[n:]
             if grad.size:
-                grad[:] = grads[1:]
+                grad[:, :n] = grads[1:]
+                grad[:, n:] = -E
 
         opt.set_min_objective(objective)
         if self.k:
@@ -274,8 +328,10 @@ class _Run:
         arrays = {"x": x}
         if self.x_prev is not None:
             arrays["x_last"] = self.x_prev
-        if best is not None and np.array_equal(best[0], x) and best[2].ready:
-            arrays["seed_values"], arrays["seed_grads"] = best[1], best[2]()
+        grads = best[2] if best is not None and np.array_equal(best[0], x) else None
+        if grads is not None and (grads.ready or grads.compute is not None):
+            # the restart's gradients: kept, or one reverse pass on the last tape
+            arrays["seed_values"], arrays["seed_grads"] = best[1], grads()
         Checkpoint(arrays, {
             "status": status, "n": self.n, "n_constraints": self.k, "stage": self.stage,
             "stage_evaluations": self.stage_evals, "stage_done": self.stage_done,

@@ -23,6 +23,8 @@ from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
 from .objectives import compliance, volume
+from .fem.auto import describe
+from .mma_progress import show
 from .optimize import Result, Stage, minimize
 from .cli import (Option, at_least, open_unit, positive_float, positive_int, run_record,
                   signals_held)
@@ -30,7 +32,7 @@ from .result import RUN_KEYS, RunResult, grey_level
 from .runio import atomic_write_text, check_writable_file, check_writable_folder
 
 __all__ = ["ComplianceProblem", "grey_level", "write_results", "plot_record", "write_json",
-           "run_compliance", "minimize_compliance", "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
+           "run_compliance", "minimize_compliance", "announce", "compliance_options", "compliance_summary", "RunResult", "RUN_KEYS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -230,6 +232,12 @@ class ComplianceProblem:
                 "cg_iterations_max": int(max(self.system._iterative.log))}
 
 
+def announce(system, verbose: bool) -> None:
+    """Print the linear solver of a run (`topopt.fem.auto.describe`) when `verbose`."""
+    if verbose:
+        show(describe(system))
+
+
 def minimize_compliance(problem, maxeval: int, x0, stages, ftol_rel: float, xtol_abs: float,
                         verbose: bool, checkpoint, resume, mma_params) -> tuple[Result, float, int]:
     """The start and the MMA run of a volume-constrained compliance problem.
@@ -247,6 +255,7 @@ def minimize_compliance(problem, maxeval: int, x0, stages, ftol_rel: float, xtol
     solves0 = counts["factorizations"]
     if problem.c0 is None:
         problem.c0 = float(problem.compliance(x0))
+    announce(problem.system, verbose)
     t0 = time.perf_counter()
     res: Result = minimize(
         problem.responses, x0, n_constraints=1, bounds=(0.0, 1.0),

@@ -2,16 +2,20 @@
 
 Modules, each importing only those above it: `errors`, `csr`, `direct`
 (SuperLU, CHOLMOD, UMFPACK), `smoothers`, `krylov` (the CG loop),
-`lattice`, `amg`, `multigrid`, `solvers` (the backend table), `supports`,
-`system`, `models`, `modal` (mass matrices, eigenvalues), `helmholtz`, `mesh`, `shapes`
+`lattice`, `amg`, `multigrid`, `auto` (what ``solver="auto"`` picks),
+`solvers` (the backend table), `reanalysis` (solves on an earlier factor),
+`supports`, `system`, `models`, `modal` (mass matrices, eigenvalues), `helmholtz`, `mesh`, `shapes`
 (L-shape, plate with a hole), `refine` (nested grids).
 """
 
+from .auto import ITERATIVE_MIN_DOFS, auto_solver, describe
 from .errors import ConvergenceError, SingularSystemError
 from .helmholtz import WaveModel, graded_axis
 from .mesh import box, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
+from .reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
+                         reanalysis_policy)
 from .refine import nested_elements
 from .shapes import l_shape, plate_with_hole
 from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
@@ -24,4 +28,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "element_centroids",
            "ConvergenceError", "available_solvers", "Backend", "BACKENDS", "ITERATIVE",
            "Unrestrained", "rigid_body_modes", "unrestrained_modes",
            "ModalSystem", "eigenmodes", "eigenvalues", "element_mass", "point_mass",
-           "l_shape", "plate_with_hole"]
+           "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
+           "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
+           "reanalysis_policy"]

@@ -18,7 +18,8 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
   by geometric multigrid on structured quad/hex lattices, or by pyamg's
   smoothed aggregation (``topopt[fast]``); real symmetric positive definite
   matrices only; "factorizing" sets up the hierarchy once per design (see
-  `topopt.fem.multigrid`). ``"auto"`` never picks them.
+  `topopt.fem.multigrid`). ``"auto"`` picks ``"mg-cg"`` for large 3-D
+  lattices (`topopt.fem.auto`).
 * ``"petsc"`` (`ITERATIVE` too): PETSc CG + GAMG across MPI ranks
   (``pip install 'topopt[mpi]'``, run under ``mpirun``; `topopt.fem.petsc`).
 
@@ -35,6 +36,7 @@ from typing import Callable
 import scipy.sparse as sps
 
 from .amg import SmoothedAggregation
+from .auto import auto_solver
 from .direct import (FAST_EXTRA, CholmodContext, CholmodFactor, SuperLUFactor, UmfpackFactor,
                      has_module)
 from .errors import ConvergenceError, SingularSystemError
@@ -58,7 +60,7 @@ class Backend:
     module : str or None
         Optional module it imports (None: always installed).
     iterative : bool
-        CG with a multigrid preconditioner (never picked by ``"auto"``).
+        CG with a multigrid preconditioner (``"auto"`` picks one only by `topopt.fem.auto`).
     spd_only : bool
         Only real symmetric positive definite matrices (else also complex and
         non-symmetric ones).
@@ -109,7 +111,7 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("petsc", _iterative_factor, module="petsc4py", iterative=True, spd_only=True,
             hierarchy=_petsc_context, extra="pip install 'topopt[mpi]' (see the README)"),
 ]}
-"""Every backend, fastest first; ``"auto"`` takes the first available direct one that fits."""
+"""Every backend, fastest first; ``"auto"``: `topopt.fem.auto.auto_solver`."""
 
 ITERATIVE: list[str] = [name for name, b in BACKENDS.items() if b.iterative]
 """Iterative backends (conjugate gradients with a multigrid preconditioner)."""
@@ -127,16 +129,21 @@ def available_solvers(iterative: bool = False) -> list[str]:
             if b.available() and (iterative or not b.iterative)]
 
 
-def pick_solver(solver: str, real: bool, hermitian: bool) -> str:
+def pick_solver(solver: str, real: bool, hermitian: bool, geometry=None, n_loc: int = 0,
+                free_dofs: int = 0, constant: bool = False) -> str:
     """Resolve ``"auto"`` and check that `solver` is installed and can factorize such a matrix.
 
-    Raises ValueError for an unknown name or a matrix the backend does not
-    take, ImportError naming the extra to install for a missing module.
+    ``"auto"`` is `topopt.fem.auto.auto_solver` of the mesh `geometry`, the
+    element's `n_loc` dofs and the `free_dofs` (a system with a `constant`
+    part ``K0`` gets a direct backend). Raises ValueError for an unknown
+    name or a matrix the backend does not take, ImportError naming the
+    extra to install for a missing module.
     """
     spd = real and hermitian
     if solver == "auto":
-        return next(name for name, b in BACKENDS.items() if not b.iterative
-                    and b.available() and (spd or not b.spd_only))
+        direct = [name for name, b in BACKENDS.items() if not b.iterative
+                  and b.available() and (spd or not b.spd_only)]
+        return auto_solver(direct, spd and not constant, geometry, n_loc, free_dofs)
     backend = BACKENDS.get(solver) if isinstance(solver, str) else None
     if backend is None:
         raise ValueError(f"unknown solver {solver!r}; expected one of "

@@ -131,7 +131,10 @@ class LinearSystem:
         self.symmetric = symmetric
         real = self.K0 is None or not np.iscomplexobj(self.K0.data)
         self.real = real
-        self.solver = pick_solver(solver, real=real, hermitian=symmetric and real)
+        self.requested_solver = solver
+        self.solver = pick_solver(solver, real=real, hermitian=symmetric and real,
+                                  geometry=geometry, n_loc=self.n_loc,
+                                  free_dofs=self.free.size, constant=self.K0 is not None)
         self.geometry = geometry
         self.requires_support = requires_support
         self._structure = None      # rigid-mode check: None not yet run, then True/False

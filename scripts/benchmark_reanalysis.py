@@ -1,0 +1,116 @@
+"""Reanalysis on and off: seconds per design iteration and the final compliance (issue 16).
+
+For the MBB beam (2-D) and the 3-D cantilever with a direct backend
+(CHOLMOD when installed, else SuperLU), `ComplianceProblem.run` for
+``--evals`` evaluations with ``solver_options={"reanalysis": False}`` and
+``True`` (`topopt.fem.reanalysis`), the two alternating, ``--repeat`` times;
+the table gives the median seconds per evaluation, their ratio, the final
+compliances and their relative difference, and how the designs were
+solved (factorizations, reanalysed designs, fallbacks, CG iterations per
+reanalysed design).
+
+    python scripts/benchmark_reanalysis.py --out results/benchmark_reanalysis.json
+    python scripts/benchmark_reanalysis.py --quick
+
+Needs the ``fast`` extra for CHOLMOD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from problems import cantilever3d, mbb_beam  # noqa: E402
+from topopt import fem  # noqa: E402
+from topopt.problem import ComplianceProblem  # noqa: E402
+
+CASES = {"mbb_600x200": ("mbb", (600, 200)), "mbb_300x100": ("mbb", (300, 100)),
+         "cantilever3d_40x20x20": ("cantilever3d", (40, 20, 20)),
+         "cantilever3d_24x12x12": ("cantilever3d", (24, 12, 12))}
+QUICK = {"mbb_60x20": ("mbb", (60, 20)), "cantilever3d_8x4x4": ("cantilever3d", (8, 4, 4))}
+
+
+def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int) -> dict:
+    """One optimization; its time per evaluation and how its designs were solved."""
+    if kind == "mbb":
+        _, model, f = mbb_beam.setup(*sizes)
+        volfrac, rmin = 0.5, 2.4 * sizes[0] / 60
+    else:
+        _, model, f = cantilever3d.setup(*sizes)
+        volfrac, rmin = 0.3, 1.5
+    problem = ComplianceProblem(model, f, volfrac, rmin, solver=solver,
+                                solver_options={"reanalysis": on})
+    t0 = time.perf_counter()
+    result = problem.run(maxeval=evals, verbose=False)
+    seconds = time.perf_counter() - t0
+    c = problem.system.counts
+    out = dict(seconds_per_evaluation=seconds / result.evaluations,
+               compliance=result["compliance"], evaluations=result.evaluations,
+               factorizations=int(c["factorizations"]), reanalyses=int(c["reanalyses"]),
+               fallbacks=int(c["reanalysis_failures"]),
+               cg_per_reanalysis=(c["reanalysis_iterations"] / c["reanalyses"]
+                                  if c["reanalyses"] else None),
+               dofs=int(problem.system.free.size))
+    del problem, model
+    gc.collect()
+    return out
+
+
+def run_case(kind: str, sizes: tuple, solver: str, evals: int, repeat: int) -> dict:
+    runs = {False: [], True: []}
+    for _ in range(repeat):
+        for on in (False, True):                    # alternating: the same machine state
+            runs[on].append(one_run(kind, sizes, solver, on, evals))
+            r = runs[on][-1]
+            print(f"  {kind} {sizes} reanalysis={on}: {r['seconds_per_evaluation']:.3f} s/eval, "
+                  f"c = {r['compliance']:.6g}", file=sys.stderr, flush=True)
+    med = {on: float(np.median([r["seconds_per_evaluation"] for r in runs[on]]))
+           for on in runs}
+    return dict(kind=kind, sizes=list(sizes), solver=solver, evaluations=evals,
+                repeat=repeat, dofs=runs[False][0]["dofs"],
+                seconds_off=med[False], seconds_on=med[True], ratio=med[True] / med[False],
+                compliance_off=runs[False][0]["compliance"],
+                compliance_on=runs[True][0]["compliance"],
+                compliance_difference=runs[True][0]["compliance"]
+                / runs[False][0]["compliance"] - 1,
+                off=runs[False], on=runs[True])
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None, help="JSON file to write")
+    parser.add_argument("--quick", action="store_true", help="two small cases")
+    parser.add_argument("--cases", nargs="*", default=None, help="case names to run")
+    parser.add_argument("--evals", type=int, default=None, help="evaluations (default 100)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per median (default 3)")
+    args = parser.parse_args(argv)
+    table = QUICK if args.quick else CASES
+    names = args.cases or list(table)
+    unknown = sorted(set(names) - set(table))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; choose from {sorted(table)}")
+    solver = "cholmod" if fem.solvers.BACKENDS["cholmod"].available() else "superlu"
+    evals = args.evals or (10 if args.quick else 100)
+    repeat = args.repeat or (1 if args.quick else 3)
+    out = {name: run_case(*table[name], solver, evals, repeat) for name in names}
+    for name, r in out.items():
+        print(f"{name:24s} {r['dofs']:8d} dofs  off {r['seconds_off']:.3f} s  on "
+              f"{r['seconds_on']:.3f} s  ratio {r['ratio']:.2f}  c {r['compliance_off']:.6g} / "
+              f"{r['compliance_on']:.6g} ({r['compliance_difference']:+.1e})")
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(out, fh, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

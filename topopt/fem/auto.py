@@ -1,0 +1,90 @@
+"""``solver="auto"``: the backend for a system, by dimension and size.
+
+The rule comes from ``scripts/benchmark_auto.py`` (per design iteration of
+MMA on the MBB beam and the 3-D cantilever, every installed backend, the
+medians of several runs; the figures are in that script's docstring and
+``results/benchmark_auto.json``):
+
+* complex or non-symmetric matrices: the first direct backend that takes
+  them (UMFPACK, else SuperLU);
+* real symmetric positive definite ones in 3-D on a structured quad/hex
+  lattice from `ITERATIVE_MIN_DOFS` free dofs on: geometric multigrid CG
+  (``"mg-cg"``), which grows linearly where a factorization grows with the
+  square of the size;
+* otherwise the fastest installed direct backend (CHOLMOD, else SuperLU);
+  `topopt.fem.reanalysis` decides separately whether its designs reuse an
+  earlier factor.
+
+`describe` says what was picked and why, for the first line of a run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .lattice import lattice
+
+__all__ = ["ITERATIVE_MIN_DOFS", "auto_solver", "describe"]
+
+ITERATIVE_MIN_DOFS = {3: 4_000}
+"""``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices."""
+
+
+def _on_lattice(geometry, n_loc: int) -> bool:
+    """Whether the mesh is a full tensor lattice of quads/hexes (multigrid applies)."""
+    if geometry is None:
+        return False
+    p, nodal_dofs = geometry
+    dim, components = np.shape(p)[0], np.shape(nodal_dofs)[0]
+    return n_loc == components * 2 ** dim and lattice(np.asarray(p)) is not None
+
+
+def auto_solver(direct: list[str], spd: bool, geometry, n_loc: int, free_dofs: int) -> str:
+    """The backend ``"auto"`` means for such a system.
+
+    Parameters
+    ----------
+    direct : list of str
+        The installed direct backends that take the matrix, fastest first.
+    spd : bool
+        Real symmetric (positive definite) matrix.
+    geometry : (p, nodal_dofs) or None
+        Node coordinates and dofs per node (`LinearSystem`'s `geometry`).
+    n_loc, free_dofs : int
+        Dofs per element and free dofs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.box(30, 15, 15))
+    >>> geometry = (model.mesh.p, model.basis.nodal_dofs)
+    >>> auto_solver(["cholmod", "superlu"], True, geometry, 24, model.ndof)
+    'mg-cg'
+    >>> auto_solver(["cholmod", "superlu"], True, geometry, 24, 1000)
+    'cholmod'
+    """
+    dim = None if geometry is None else np.shape(geometry[0])[0]
+    if spd and free_dofs >= ITERATIVE_MIN_DOFS.get(dim, np.inf) and _on_lattice(geometry, n_loc):
+        return "mg-cg"
+    return direct[0]
+
+
+def describe(system) -> str:
+    """One line: the backend of `system`, its size and, for ``"auto"``, why.
+
+    Examples
+    --------
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    >>> describe(model.system("superlu"))
+    'solver superlu (24 free dofs, 2-D)'
+    """
+    geometry = system.geometry
+    dim = "" if geometry is None else f", {np.shape(geometry[0])[0]}-D"
+    line = f"solver {system.solver} ({system.free.size} free dofs{dim}"
+    if getattr(system, "requested_solver", None) == "auto":
+        line += ", picked by solver='auto'"
+    if getattr(system, "reanalysis", None) is not None:
+        line += ", reanalysis on"
+    return line + ")"
