@@ -41,8 +41,8 @@ def compliance_case() -> dict:
     c = {s: float(f @ fem.solve(model.system(s, TIGHT if s == "petsc" else None), E, f))
          for s in ("cholmod", "petsc")}
     S = model.system("petsc", TIGHT)
-    return {"ndof": model.ndof, "cholmod": c["cholmod"], "petsc": c["petsc"],
-            "cg_iterations": S._iterative.log}
+    return {"ndof": int(model.ndof), "cholmod": c["cholmod"], "petsc": c["petsc"],
+            "cg_iterations": [int(i) for i in S._iterative.log]}
 
 
 def mma_case() -> dict:

@@ -64,7 +64,9 @@ RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve (`topopt.fem.system.RAYLEIGH_TOL`)."""
 
 _OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False}
-_INDEFINITE = (-8, -10)     # KSP_DIVERGED_INDEFINITE_PC, KSP_DIVERGED_INDEFINITE_MAT
+_INDEFINITE_MAT = -10       # KSP_DIVERGED_INDEFINITE_MAT
+_REASONS = {-3: "iteration limit", -4: "residual norm grew", -5: "breakdown",
+            -8: "the preconditioner is not positive definite", -9: "NaN or inf"}
 _IDS = itertools.count()
 _STATE = {"stopped": False, "atexit": False}
 
@@ -143,8 +145,8 @@ def serve() -> None:
             c.gather(ranks[sid].stats(), root=0)
         elif name == "close":
             ranks.pop(sid).destroy()
-    for r in ranks.values():
-        r.destroy()
+    # the rest are left to PETSc's finalization: destroying them here (collective) without
+    # rank 0 doing the same could block
 
 
 def run_on_root(fn, *args, **kwargs):
@@ -261,12 +263,17 @@ class PetscContext:
         self.log.append(its)
         self.system.counts["cg_iterations"] += its
         self.system.counts["cg_solves"] += 1
+        if reason == _INDEFINITE_MAT:
+            raise SingularSystemError(f"PETSc CG found the matrix not positive definite after "
+                                      f"{its} iterations: is every part of the domain "
+                                      "supported?")
         if reason < 0:
-            kind = SingularSystemError if reason in _INDEFINITE else ConvergenceError
-            raise kind(f"PETSc CG + GAMG stopped after {its} iterations with reason "
-                       f"{reason} (rtol {self.options['rtol']:.0e}, maxiter "
-                       f"{self.options['maxiter']}): the system may be singular (unsupported "
-                       "parts) or too ill-conditioned; raise maxiter or use a direct solver")
+            raise ConvergenceError(
+                f"PETSc CG + GAMG stopped after {its} iterations with reason {reason} "
+                f"({_REASONS.get(reason, 'see KSPConvergedReason')}; rtol "
+                f"{self.options['rtol']:.0e}, maxiter {self.options['maxiter']}): the system "
+                "may be singular (unsupported parts) or too ill-conditioned; raise maxiter or "
+                "use a direct solver")
         if rayleigh <= RAYLEIGH_TOL:
             raise SingularSystemError(
                 f"the solve returned x with x^T b / x^T diag(K) x = {rayleigh:.1e} <= "
