@@ -15,8 +15,8 @@ to the end-node weights.) Minimum compliance subject to volume fraction
 
 writes ``results/cantilever3d/{design.png, history.png, result.json}`` and the
 design (`topopt.io`): ``design.npz``, ``design.vtu`` (ParaView) and ``design.stl``.
-Large meshes want ``--solver mg-cg`` (multigrid-preconditioned CG);
-``auto`` is a direct solver (CHOLMOD when cvxopt is installed).
+``auto`` picks multigrid-preconditioned CG (``mg-cg``) from a few thousand
+dofs on and a direct solver below (`topopt.fem.auto`); the run prints which.
 """
 
 from __future__ import annotations
@@ -67,19 +67,17 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
         solver_options: dict | None = None, **options) -> RunResult:
     """Optimize the 3-D cantilever; `options` go to `ComplianceProblem.run`.
 
-    `solver_options` tune the iterative solvers (``{"rtol": 1e-8,
-    "coarse_size": 10000, ...}``, see `topopt.fem.multigrid`); they start
-    from the previous solution (``warm_start``: compliance stays
-    second-order accurate from a warm start, `topopt.fem.multigrid`).
+    `solver_options` tune the solver (``{"rtol": 1e-8, "coarse_size":
+    10000, ...}`` for the multigrid ones, see `topopt.fem.multigrid`;
+    ``{"reanalysis": True}`` for a direct one, `topopt.fem.reanalysis`). The
+    multigrid solvers start from the previous solution (``warm_start``:
+    compliance stays second-order accurate from a warm start).
     """
-    if solver in fem.solvers.ITERATIVE:
-        solver_options = {"warm_start": True, **(solver_options or {})}
-    elif solver_options:
-        raise ValueError(f"solver_options tune the iterative solvers {fem.solvers.ITERATIVE}; "
-                         f"solver={solver!r} takes none, got {solver_options!r}")
     mesh, model, f = setup(nelx, nely, nelz)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver, solver_options=solver_options)
+    if problem.system.solver in ("mg-cg", "amg-cg"):
+        problem.system.solver_options.setdefault("warm_start", True)
     return run_compliance("cantilever3d", problem,
                           title=f"Cantilever 3D {nelx}x{nely}x{nelz}", notes=dict(load=LOAD),
                           sizes=dict(nelx=nelx, nely=nely, nelz=nelz), out=out,
