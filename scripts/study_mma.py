@@ -41,7 +41,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 FEASIBLE = 1e-3
-SETTINGS = ("default", "rho_init=1e-2", "rho_init=1e-3", "rho_init=1e-4", "rho_init=1e-5")
+SETTINGS = ("rho_init=1", "rho_init=1e-2", "rho_init=1e-3", "rho_init=1e-4", "rho_init=1e-5",
+            "rho_init=auto")
 # keywords making a default run lighter without changing its optimization
 LIGHTER = {"reliable_bracket": dict(samples=10 ** 4)}
 
