@@ -63,3 +63,36 @@ def test_convergence_quick(tmp_path):
             assert hist[1] < hist[0] and hist[-1] < 0.5 * hist[0], name
         # the same setup: every method starts from the same compliance
         assert max(starts) / min(starts) - 1 < 1e-9
+
+
+def test_reanalysis_quick(tmp_path):
+    """`scripts/benchmark_reanalysis.py --quick`: on and off reach the same design."""
+    import json
+
+    import benchmark_reanalysis as br
+    out = tmp_path / "re.json"
+    br.main(["--quick", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert set(data) == {"mbb_60x20", "cantilever3d_8x4x4"}
+    for row in data.values():
+        assert abs(row["compliance_difference"]) < 1e-4      # CG to rtol 1e-6 in energy
+        on, = row["on"]
+        assert on["reanalyses"] > on["fallbacks"]       # designs solved without a factorization
+        assert row["off"][0]["reanalyses"] == 0
+
+
+def test_auto_quick(tmp_path, capsys):
+    """`scripts/benchmark_auto.py --quick`: every installed backend timed, auto among them."""
+    import json
+
+    import benchmark_auto as ba
+    from topopt import fem
+    out = tmp_path / "auto.json"
+    ba.main(["--quick", "--out", str(out)])
+    data = json.loads(out.read_text())
+    for row in data["cases"]:
+        assert row["auto"] in row["seconds"] and row["best"] in row["seconds"]
+        assert "superlu" in row["seconds"] and "superlu+reanalysis" in row["seconds"]
+        assert all(v > 0 for v in row["seconds"].values())
+        assert row["auto"].partition("+")[0] in fem.available_solvers(iterative=True)
+    assert "auto" in capsys.readouterr().out
