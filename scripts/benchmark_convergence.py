@@ -57,7 +57,7 @@ def cases(quick: bool) -> list[dict]:
            for nx, ny, ref in ((60, 20, 1000), (150, 50, 1000), (300, 100, 600))]
     mbb[0]["reference"] = TOP88_60x20
     return mbb + [dict(name="cantilever3d_40x20x20", kind="cantilever3d", sizes=(40, 20, 20),
-                       volfrac=0.3, rmin=1.5, ref_evals=300, evals=100, pymoto_evals=50)]
+                       volfrac=0.3, rmin=1.5, ref_evals=300, evals=100, pymoto_evals=150)]
 
 
 def build(case: dict):
@@ -249,12 +249,16 @@ def main(argv=None) -> dict:
         chosen = [c for c in chosen if c["name"] in args.cases]
     results = dict(checkpoints=list(CHECKPOINTS), tolerances=list(TOLERANCES),
                    volume_tol=VOLUME_TOL, cases={})
+    if args.out and args.cases and os.path.exists(args.out):
+        with open(args.out) as fh:              # --cases: replace those, keep the others
+            results["cases"] = {k: v for k, v in json.load(fh)["cases"].items()
+                                if k not in args.cases}
     for case in chosen:
         results["cases"][case["name"]] = run_case(case, args.python, not args.no_pymoto)
+        if args.out:
+            with open(args.out, "w") as fh:
+                json.dump(results, fh, indent=1)
     print(table(results))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(results, fh, indent=1)
     return results
 
 
