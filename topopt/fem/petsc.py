@@ -105,9 +105,24 @@ def is_root() -> bool:
     return comm().rank == 0
 
 
+def _init_petsc() -> None:
+    """Import PETSc: its initialization is collective, so every rank does it first.
+
+    The serving ranks do so when they start serving, rank 0 before its first
+    request (`_command`, `stop`). It also registers petsc4py's collective
+    clean-up at exit; `stop`, registered with `atexit` after it, runs before
+    it (last in, first out), so the serving ranks are released first.
+    """
+    from petsc4py import PETSc  # noqa: F401
+    if comm().rank == 0 and not _STATE["atexit"]:
+        atexit.register(stop)
+        _STATE["atexit"] = True
+
+
 def _command(name: str, sid=None, arg=None) -> None:
     """Tell the serving ranks what to do next (rank 0; nothing to tell on one rank)."""
     c = comm()
+    _init_petsc()
     if c.size > 1:
         if _STATE["stopped"]:
             raise RuntimeError("the serving ranks were stopped (petsc.stop); no more solves")
@@ -118,6 +133,7 @@ def stop() -> None:
     """Rank 0: release the serving ranks (their `serve` returns). Safe to call twice."""
     c = comm()
     if c.rank == 0 and c.size > 1 and not _STATE["stopped"]:
+        _init_petsc()
         c.bcast(("stop", None, None), root=0)
         _STATE["stopped"] = True
 
@@ -127,6 +143,7 @@ def serve() -> None:
     c = comm()
     if c.rank == 0:
         raise RuntimeError("serve() runs on ranks > 0; rank 0 runs the problem")
+    _init_petsc()
     ranks = {}
     while True:
         name, sid, arg = c.bcast(None, root=0)
@@ -190,9 +207,6 @@ class PetscContext:
         if c.rank != 0:
             raise RuntimeError("only rank 0 builds systems on solver='petsc'; the other ranks "
                                "call topopt.fem.petsc.serve()")
-        if c.size > 1 and not _STATE["atexit"]:
-            atexit.register(stop)
-            _STATE["atexit"] = True
         p, nodal_dofs = geometry
         if nodal_dofs.shape[0] not in (1, np.shape(p)[0]):
             raise ValueError(f"solver='petsc' takes scalar fields or displacements with one "
