@@ -116,14 +116,11 @@ class RankSolver:
         self.b, self.x = A.createVecs()[::-1]
         self.warm = {}
         self.diag = None
+        self.first = True
         self.timers["init"] += time.perf_counter() - t0
 
     def _ksp(self, prefix: str):
         PETSc = self.PETSc
-        opts = PETSc.Options(prefix)
-        for name, value in SMOOTHER.items():      # PETSC_OPTIONS may override them
-            if not opts.hasName(name):
-                opts.setValue(name, value)
         ksp = PETSc.KSP().create(comm=PETSc.COMM_WORLD)
         ksp.setOptionsPrefix(prefix)
         ksp.setType(PETSc.KSP.Type.CG)
@@ -146,6 +143,19 @@ class RankSolver:
             xyz.destroy()
         self.A.setNearNullSpace(self.nullspace)
 
+    def _setup_with(self, defaults: dict) -> None:
+        """The first GAMG setup with `defaults` for options PETSC_OPTIONS does not set."""
+        opts = self.PETSc.Options(self.ksp.getOptionsPrefix())
+        added = [name for name in defaults if not opts.hasName(name)]
+        for name in added:
+            opts.setValue(name, defaults[name])
+        try:
+            self.ksp.setFromOptions()
+            self.ksp.setUp()
+        finally:
+            for name in added:          # used: not left in the database ("Option left")
+                opts.delValue(name)
+
     def factor(self, a_local: np.ndarray, rtol: float, maxiter: int) -> None:
         """``K = sum_e a_e K_e`` on this rank's elements, then the GAMG setup (collective)."""
         t0 = time.perf_counter()
@@ -155,7 +165,11 @@ class RankSolver:
         t1 = time.perf_counter()
         self.ksp.setOperators(self.A)
         self.ksp.setTolerances(rtol=rtol, atol=0.0, max_it=maxiter)
-        self.ksp.setUp()
+        if self.first:      # the level smoothers exist from the first setup on
+            self._setup_with(SMOOTHER)
+            self.first = False
+        else:
+            self.ksp.setUp()
         if self.diag is not None:
             self.diag.destroy()
         self.diag = self.A.getDiagonal()
