@@ -108,27 +108,43 @@ class Reanalysis:
         The last factorization (a direct backend's factor object).
     previous : int
         CG iterations of the last reanalysed solve (0 after a factorization).
+    skip, backoff : int
+        Designs still to factorize without trying CG, and how many the next
+        failure skips: after a design whose CG did not converge the next
+        ``backoff`` designs are factorized at once (1, 2, 4, ... while CG keeps
+        failing; back to 1 after a success), so the large steps of an
+        optimization's first iterations do not pay for CG iterations in vain.
     """
 
     def __init__(self, maxiter: int, rtol: float):
         self.maxiter, self.rtol = maxiter, rtol
         self.base = None
         self.previous = 0
+        self.skip, self.backoff = 0, 1
 
     def factor(self, K, factorize: Callable, counts):
         """A factor for the design with free-dof matrix `K`.
 
         `factorize()` returns a new direct factorization of `K`; it is called
-        now when there is no base yet or the base has aged (the previous
-        reanalysed design needed more than ``maxiter / 2`` iterations), else
-        only if CG does not converge.
+        now when there is no base yet, the base has aged (the previous
+        reanalysed design needed more than ``maxiter / 2`` iterations) or CG
+        failed recently (`skip`), else only if CG does not converge.
         """
+        if self.skip > 0:
+            self.skip -= 1
+            return self._refactor(factorize)
         if self.base is None or 2 * self.previous > self.maxiter:
             return self._refactor(factorize)
         counts["reanalyses"] += 1
-        return ReanalysisFactor(K, self, lambda: self._refactor(factorize), counts)
+        return ReanalysisFactor(K, self, lambda: self._refactor(factorize, failed=True), counts)
 
-    def _refactor(self, factorize: Callable):
+    def succeeded(self) -> None:
+        """CG converged for a design: the next failure skips one design again."""
+        self.backoff = 1
+
+    def _refactor(self, factorize: Callable, failed: bool = False):
+        if failed:
+            self.skip, self.backoff = self.backoff, min(2 * self.backoff, 64)
         self.base = factorize()
         self.previous = 0
         return self.base
@@ -167,6 +183,7 @@ class ReanalysisFactor:
                 xs.append(x)
             else:
                 self.policy.previous = max(self.iterations, default=0)
+                self.policy.succeeded()
                 x = np.stack(xs, axis=1) if xs else np.zeros(columns.shape)
                 return x[:, 0] if b.ndim == 1 else x
         return self.direct.solve(b)
