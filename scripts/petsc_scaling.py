@@ -95,6 +95,7 @@ def child(size, iterations: int, solver: str) -> dict:
     out = {"size": list(size), "ndof": int(model.ndof), "n_el": int(model.n_el),
            "solver": solver, "ranks": len(after), "iterations": int(res["evaluations"]),
            "build_s": build, "run_wall_s": wall, "factorizations": n_fact,
+           "counts": {k: int(v) for k, v in S.counts.items()},
            "s_per_iteration": wall / n_fact,
            "cg_iterations_per_solve": res.metrics.get("cg_iterations_per_solve"),
            "cg_iterations_max": res.metrics.get("cg_iterations_max"),
