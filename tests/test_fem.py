@@ -483,7 +483,7 @@ def test_pick_solver_table(monkeypatch, cvxopt, solver, real, hermitian, with_cv
 def test_backend_table_matches_available_solvers():
     assert fem.available_solvers() == [n for n, b in BACKENDS.items()
                                        if not b.iterative and b.available()]
-    assert fem.ITERATIVE == ["mg-cg", "amg-cg"]
+    assert fem.ITERATIVE == ["mg-cg", "amg-cg", "petsc"]
     assert all(BACKENDS[n].hierarchy is not None for n in fem.ITERATIVE)
     assert [n for n, b in BACKENDS.items() if not b.spd_only] == ["umfpack", "superlu"]
 

@@ -52,6 +52,9 @@ INTERNAL_MODULES = {
     "topopt.fem.krylov": "the CG loop behind solver='mgcg'/'amgcg'",
     "topopt.fem.lattice": "the geometric hierarchy of solver='mgcg'",
     "topopt.fem.amg": "the aggregation hierarchy of solver='amgcg'",
+    "topopt.fem.petsc": "the backend behind solver='petsc' (rank 0's side, serve/stop)",
+    "topopt.fem.mpi_layout": "the rank layout of solver='petsc'",
+    "topopt.fem.mpi_rank": "one rank's PETSc matrix and solver behind solver='petsc'",
     "topopt.fem.multigrid": "the preconditioner of solver='mgcg'",
 }
 INTERNAL = {
