@@ -7,10 +7,10 @@ medians of several runs; the figures are in that script's docstring and
 
 * complex or non-symmetric matrices: the first direct backend that takes
   them (UMFPACK, else SuperLU);
-* real symmetric positive definite ones on a structured quad/hex lattice
-  from `ITERATIVE_MIN_DOFS` free dofs on (by dimension): geometric
-  multigrid CG (``"mg-cg"``), whose cost grows linearly with the size where
-  a factorization's grows faster (in 3-D with the square);
+* real symmetric positive definite ones in 3-D on a structured hexahedral
+  lattice from `ITERATIVE_MIN_DOFS` free dofs on: geometric multigrid CG
+  (``"mg-cg"``), whose cost grows linearly with the size where a 3-D
+  factorization's grows with its square;
 * otherwise the fastest installed direct backend (CHOLMOD, else SuperLU);
   `topopt.fem.reanalysis` decides separately whether its designs reuse an
   earlier factor.
@@ -26,14 +26,16 @@ from .lattice import lattice
 
 __all__ = ["ITERATIVE_MIN_DOFS", "auto_solver", "describe"]
 
-ITERATIVE_MIN_DOFS = {2: 50_000, 3: 7_000}
+ITERATIVE_MIN_DOFS = {3: 7_000}
 """``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices.
 
 Between the sizes measured (``results/benchmark_auto.json``): in 3-D CHOLMOD
 was faster at 16 x 8 x 8 (3 888 free dofs: 0.057 against 0.087 s per
-iteration), MG-CG at 24 x 12 x 12 (12 168: 0.13 against 0.49 s); in 2-D
-CHOLMOD at 150 x 50 (15 k: 0.063 against 0.21 s), MG-CG at 300 x 100 (60 k:
-0.38 against 0.44 s)."""
+iteration), MG-CG at 24 x 12 x 12 (12 168: 0.13 against 0.49 s) and 40 x 20 x
+20 (0.86 against 5.3 s). Never in 2-D: MG-CG's first 10 iterations of the MBB
+beam 300 x 100 were faster (0.38 against 0.44 s), but over 100 evaluations at
+600 x 200 it took 2.28 s per evaluation against CHOLMOD's 0.79 (its CG
+iterations grow with the void regions of later designs)."""
 
 
 def _on_lattice(geometry, n_loc: int) -> bool:
