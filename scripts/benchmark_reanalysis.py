@@ -39,7 +39,8 @@ CASES = {"mbb_600x200": ("mbb", (600, 200)), "mbb_300x100": ("mbb", (300, 100)),
 QUICK = {"mbb_60x20": ("mbb", (60, 20)), "cantilever3d_8x4x4": ("cantilever3d", (8, 4, 4))}
 
 
-def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int) -> dict:
+def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int,
+            maxiter: int | None = None) -> dict:
     """One optimization; its time per evaluation and how its designs were solved."""
     if kind == "mbb":
         _, model, f = mbb_beam.setup(*sizes)
@@ -48,7 +49,8 @@ def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int) -> dict:
         _, model, f = cantilever3d.setup(*sizes)
         volfrac, rmin = 0.3, 1.5
     problem = ComplianceProblem(model, f, volfrac, rmin, solver=solver,
-                                solver_options={"reanalysis": on})
+                                solver_options={"reanalysis": on, **(
+                                    {"maxiter": maxiter} if maxiter else {})})
     t0 = time.perf_counter()
     result = problem.run(maxeval=evals, verbose=False)
     seconds = time.perf_counter() - t0
@@ -65,11 +67,12 @@ def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int) -> dict:
     return out
 
 
-def run_case(kind: str, sizes: tuple, solver: str, evals: int, repeat: int) -> dict:
+def run_case(kind: str, sizes: tuple, solver: str, evals: int, repeat: int,
+             maxiter: int | None = None) -> dict:
     runs = {False: [], True: []}
     for _ in range(repeat):
         for on in (False, True):                    # alternating: the same machine state
-            runs[on].append(one_run(kind, sizes, solver, on, evals))
+            runs[on].append(one_run(kind, sizes, solver, on, evals, maxiter))
             r = runs[on][-1]
             print(f"  {kind} {sizes} reanalysis={on}: {r['seconds_per_evaluation']:.3f} s/eval, "
                   f"c = {r['compliance']:.6g}", file=sys.stderr, flush=True)
@@ -92,6 +95,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--cases", nargs="*", default=None, help="case names to run")
     parser.add_argument("--evals", type=int, default=None, help="evaluations (default 100)")
     parser.add_argument("--repeat", type=int, default=None, help="runs per median (default 3)")
+    parser.add_argument("--maxiter", type=int, default=None,
+                        help="CG iterations before a factorization (default: the library's)")
     args = parser.parse_args(argv)
     table = QUICK if args.quick else CASES
     names = args.cases or list(table)
@@ -101,7 +106,7 @@ def main(argv=None) -> dict:
     solver = "cholmod" if fem.solvers.BACKENDS["cholmod"].available() else "superlu"
     evals = args.evals or (40 if args.quick else 100)
     repeat = args.repeat or (1 if args.quick else 3)
-    out = {name: run_case(*table[name], solver, evals, repeat) for name in names}
+    out = {name: run_case(*table[name], solver, evals, repeat, args.maxiter) for name in names}
     for name, r in out.items():
         print(f"{name:24s} {r['dofs']:8d} dofs  off {r['seconds_off']:.3f} s  on "
               f"{r['seconds_on']:.3f} s  ratio {r['ratio']:.2f}  c {r['compliance_off']:.6g} / "

@@ -37,16 +37,18 @@ from .krylov import _dot
 __all__ = ["OPTIONS", "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy"]
 
-OPTIONS = {"reanalysis": "auto", "maxiter": 8, "rtol": 1e-6}
+OPTIONS = {"reanalysis": "auto", "maxiter": 25, "rtol": 1e-6}
 """The direct backends' ``solver_options``: reanalysis on/off/``"auto"``, CG limit, tolerance."""
 
-AUTO_MIN_DOFS = {3: 10_000}
+AUTO_MIN_DOFS = {3: 30_000}
 """``reanalysis="auto"`` turns it on from these free-dof counts, by spatial dimension.
 
-Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD):
-the 3-D cantilever 24 x 12 x 12 (12 168 free dofs) took 0.81 times as long
-per evaluation with reanalysis; the MBB beam 600 x 200 (241 k dofs) 1.02
-times (a 2-D factorization costs only ~5 triangular solves): never in 2-D."""
+Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
+``maxiter`` 25): the 3-D cantilever 40 x 20 x 20 (52 920 free dofs) took
+0.78 times as long per evaluation with reanalysis (64 factorizations instead
+of 100; ``maxiter`` 8: 92, 40: 59 and no faster), 24 x 12 x 12 (12 168)
+1.00 times; the MBB beam 600 x 200 (241 k dofs) 1.02 times (a 2-D
+factorization costs only ~5 pairs of triangular solves): never in 2-D."""
 
 
 def direct_options(options: dict | None) -> dict:
@@ -55,7 +57,7 @@ def direct_options(options: dict | None) -> dict:
     Examples
     --------
     >>> direct_options({"reanalysis": True})["maxiter"]
-    8
+    25
     >>> direct_options({"rtol": 2.0})
     Traceback (most recent call last):
     ...
