@@ -41,6 +41,7 @@ import numpy as np
 
 from topopt import cli, fem, reliability as rel
 from topopt.cli import Option, at_least, open_unit, run_record, signals_held
+from topopt.interpolation import simp
 from topopt.objectives import compliance_coefficients
 from topopt.optimize import minimize
 from topopt.problem import ComplianceProblem, plot_record, write_json
@@ -76,6 +77,31 @@ def setup(n: int = 40):
     G = np.stack([SIGMA_V * model.traction(patch, (0.0, -1.0 / width)),
                   SIGMA_H * model.traction(patch, (1.0 / width, 0.0))], axis=1)
     return mesh, model, f0, G
+
+
+def moduli_limit_state(n: int, sigma_e: float) -> rel.LimitState:
+    """The bracket's nominal compliance with lognormal quadrant moduli, ``F(theta, x)``.
+
+    ``F = f^T K(E)^{-1} f`` with ``E_e = simp(x_e) exp(sigma_e theta_zone(e))``,
+    one standard normal ``theta`` per quadrant (m = 4): one factorization and
+    solve per sample. The sampling workload of `topopt.parallel`'s tests and
+    ``scripts/benchmark_workers.py`` (importable by name in worker processes).
+
+    Examples
+    --------
+    >>> ls = moduli_limit_state(8, 0.2)
+    >>> ls.m, bool(ls(np.zeros(4), np.ones(64)) > 0)
+    (4, True)
+    """
+    mesh, model, f0, _ = setup(n)
+    system = model.system("auto")
+    centre = mesh.p[:, mesh.t].mean(axis=1)
+    zones = (centre[0] > n / 2).astype(int) + 2 * (centre[1] > n / 2).astype(int)
+
+    def compliance(theta, x):
+        E = simp(x, 3.0, 1e-9) * np.exp(sigma_e * theta[zones])
+        return f0 @ fem.solve(system, E, f0)
+    return rel.LimitState(compliance, m=4)
 
 
 class ReliableBracket:

@@ -36,25 +36,11 @@ from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
 import numpy as np                             # noqa: E402
 
-from topopt import fem, reliability as rel     # noqa: E402
-from topopt.interpolation import simp          # noqa: E402
+from problems.reliable_bracket import moduli_limit_state  # noqa: E402
+from topopt import reliability as rel          # noqa: E402
 from topopt.parallel import Builder, _chunk_bounds, _run_chunks  # noqa: E402
 
 SIGMA_E = 0.2
-
-
-def bracket_moduli(n: int):
-    """The bracket's compliance with lognormal quadrant moduli, ``F(theta, x)``, m = 4."""
-    from problems.reliable_bracket import setup
-    mesh, model, f0, _ = setup(n)
-    system = model.system("auto")
-    centre = mesh.p[:, mesh.t].mean(axis=1)
-    zones = (centre[0] > n / 2).astype(int) + 2 * (centre[1] > n / 2).astype(int)
-
-    def compliance(theta, x):
-        E = simp(x, 3.0, 1e-9) * np.exp(SIGMA_E * theta[zones])
-        return f0 @ fem.solve(system, E, f0)
-    return rel.LimitState(compliance, m=4)
 
 
 def _empty_task(model, payload):
@@ -104,7 +90,7 @@ def main(argv=None) -> dict:
                         help="also time a Dask LocalCluster of --workers processes")
     parser.add_argument("--out", default=None, help="write the JSON record here")
     args = parser.parse_args(argv)
-    builder = Builder(bracket_moduli, args.n)
+    builder = Builder(moduli_limit_state, args.n, SIGMA_E)
     ls = builder.build()
     x = np.full(args.n * args.n, 0.5)
     z = 1.3 * float(ls(np.zeros(4), x))
@@ -118,7 +104,7 @@ def main(argv=None) -> dict:
         first, times, (r_serial, r_par, _) = _alternating(
             [estimate, lambda: estimate(pool),
              lambda: _run_chunks(builder, _empty_task, payloads, pool)], args.repeat)
-    (serial_first, par_first, _), (serial_times, par_times, empty_times) = first, times
+    (serial_first, par_first, _), (serial_times, par_times, _) = first, times
     serial, par, empty = (float(np.median(t)) for t in times)
     same = lambda r: (r.ln_pf == r_serial.ln_pf and r.n_failures == r_serial.n_failures  # noqa
                       and np.array_equal(r.log_terms, r_serial.log_terms))

@@ -17,10 +17,10 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from topopt import fem
 from topopt import reliability as rel
-from topopt.interpolation import simp
 from topopt.parallel import Builder, multistart, spawn_seeds, sweep
+
+from problems.reliable_bracket import moduli_limit_state
 
 N_EL = 10                                   # bracket: N_EL x N_EL elements
 SIGMA_E = 0.3                               # log-std of each quadrant's modulus
@@ -41,24 +41,6 @@ def bracket_quadratic(n):
     """The reliable bracket's limit state: compliance, quadratic in the load ``theta``."""
     from problems.reliable_bracket import ReliableBracket
     return ReliableBracket(n).limit_state
-
-
-def bracket_moduli(n):
-    """Compliance of the bracket under its nominal load with lognormal quadrant moduli.
-
-    ``F(theta, x) = f^T K(E)^{-1} f`` with ``E_e = simp(x_e) exp(SIGMA_E
-    theta_{zone(e)})``: one factorization and solve per sample.
-    """
-    from problems.reliable_bracket import setup
-    mesh, model, f0, _ = setup(n)
-    system = model.system("auto")
-    centre = mesh.p[:, mesh.t].mean(axis=1)
-    zones = (centre[0] > n / 2).astype(int) + 2 * (centre[1] > n / 2).astype(int)
-
-    def compliance(theta, x):
-        E = simp(x, 3.0, 1e-9) * np.exp(SIGMA_E * theta[zones])
-        return f0 @ fem.solve(system, E, f0)
-    return rel.LimitState(compliance, m=4)
 
 
 def build_square(offset):
@@ -128,9 +110,9 @@ CASES = [
      dict(n_samples=5000)),
     ("bracket-quadratic-is", Builder(bracket_quadratic, N_EL), FE_X, 1.6, "is",
      dict(n_samples=5000)),
-    ("bracket-moduli-mc", Builder(bracket_moduli, N_EL), FE_X, 1.3, "mc",
+    ("bracket-moduli-mc", Builder(moduli_limit_state, N_EL, SIGMA_E), FE_X, 1.3, "mc",
      dict(n_samples=300)),
-    ("bracket-moduli-is", Builder(bracket_moduli, N_EL), FE_X, 1.3, "is",
+    ("bracket-moduli-is", Builder(moduli_limit_state, N_EL, SIGMA_E), FE_X, 1.3, "is",
      dict(n_samples=200)),
 ]
 
@@ -156,7 +138,7 @@ def test_sampling_on_workers_is_the_serial_result(case, executor):
 
 def test_any_number_of_workers_gives_the_same_bits():
     """1 and 3 worker processes (the fixtures use 2) on the FE limit state."""
-    ls = Builder(bracket_moduli, N_EL)
+    ls = Builder(moduli_limit_state, N_EL, SIGMA_E)
     z = _threshold(ls, FE_X, 1.3)
     serial = rel.sampling_estimate(ls, FE_X, z, "mc", n_samples=200, seed=5, chunk=9)
     for workers in (1, 3):
