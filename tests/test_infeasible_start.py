@@ -16,8 +16,8 @@ def spy_dimensions(monkeypatch) -> list:
     seen = []
     original = mma_run._Run._nlopt
 
-    def spy(self, stage, maxeval, violated):
-        opt = original(self, stage, maxeval, violated)
+    def spy(self, *args):
+        opt = original(self, *args)
         seen.append(opt.get_dimension())
         return opt
 

@@ -229,9 +229,8 @@ class _Run:
                 # learn k and whether x0 is feasible; NLopt's first call is a cache hit
                 self.evaluate(x0, False)
                 budget -= 1
-            violated = self._violated(x0)
-            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated)
-            y0 = self.cache.values_at(x0)[1:][violated] if violated.size else violated
+            violated, y0 = self._violations(x0)
+            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated, y0)
             x = opt.optimize(np.concatenate([x0, y0]))[:self.n]
             status = _STATUS.get(opt.last_optimize_result(), "unknown")
         except nlopt.ForcedStop:
@@ -256,25 +255,25 @@ class _Run:
         width = np.where(np.isfinite(self.o.ub - self.o.lb), self.o.ub - self.o.lb, 1.0)
         return max(0.1 * float(np.mean(np.abs(grad) * width)), RHO_MIN)
 
-    def _violated(self, x0: np.ndarray) -> np.ndarray:
-        """Indices of the constraints above `ELASTIC_FROM` at an evaluated `x0`."""
+    def _violations(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The constraints above `ELASTIC_FROM` at an evaluated `x0`: indices and values."""
         values = self.cache.values_at(x0)
         if values is None or not self.k:
-            return np.zeros(0, dtype=int)
-        return np.flatnonzero(values[1:] > max(self.o.constraint_tol, ELASTIC_FROM))
+            return np.zeros(0, dtype=int), np.zeros(0)
+        violated = np.flatnonzero(values[1:] > max(self.o.constraint_tol, ELASTIC_FROM))
+        return violated, values[1:][violated]
 
-    def _nlopt(self, stage: Stage, maxeval: int, violated: np.ndarray) -> nlopt.opt:
+    def _nlopt(self, stage: Stage, maxeval: int, violated: np.ndarray,
+               y0: np.ndarray) -> nlopt.opt:
         """NLopt's ``LD_MMA`` for one stage, its callbacks served by `evaluate`.
 
-        With `violated` constraints at the start, MMA runs on ``(x, y)``, one
-        elastic variable per violated constraint: minimize ``f + c sum(y)``
-        subject to ``g_i - y_i <= 0`` and ``0 <= y_i <= g_i(x0)`` (Svanberg
-        1987, Int. J. Numer. Meth. Eng. 24:359, eq. (4.1); ``c =
-        ELASTIC_COST``), whose start ``(x0, g(x0))`` is feasible; otherwise on
+        With `violated` constraints at the start (values `y0`), MMA runs on
+        ``(x, y)``, one elastic variable per violated constraint: minimize ``f
+        + c sum(y)`` subject to ``g_i - y_i <= 0`` and ``0 <= y_i <= g_i(x0)``
+        (Svanberg 1987, Int. J. Numer. Meth. Eng. 24:359, eq. (4.1); ``c =
+        ELASTIC_COST``), whose start ``(x0, y0)`` is feasible; otherwise on
         ``x`` alone.
         """
-        y0 = self.cache.values_at(self.x_stage)[1:][violated] if violated.size else \
-            np.zeros(0)
         E = np.zeros((self.k or 0, violated.size))
         E[violated, np.arange(violated.size)] = 1.0        # y_j relaxes constraint violated[j]
         n, m = self.n, y0.size

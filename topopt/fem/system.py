@@ -30,7 +30,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import ad
 from .csr import csr_structure
-from .reanalysis import reanalysis_policy
+from .reanalysis import ReanalysisFactor, reanalysis_policy
 from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
                       pick_solver)
 from .supports import unrestrained_modes
@@ -328,7 +328,7 @@ class LinearSystem:
         if not np.all(np.isfinite(a)):
             raise ValueError("the coefficient vector contains NaN or inf")
         if self._cache is not None and np.array_equal(self._cache[0], a) and (
-                not exact or self._cache[1] is self._cache[2]):
+                not exact or not isinstance(self._cache[1], ReanalysisFactor)):
             return self._cache[1]
         self._cache = None                        # free the previous factor first
         self._check_structure()
@@ -343,7 +343,7 @@ class LinearSystem:
             F = self.reanalysis.factor(K, lambda: self._factorize(a), self.counts)
             if F is not self.reanalysis.base:
                 F.diag = None if self._diag_pos is None else K.data[self._diag_pos]
-        self._cache = (a.copy(), F, F if getattr(F, "base", F) is F else None)
+        self._cache = (a.copy(), F)
         return F
 
     def _factorize(self, a):
