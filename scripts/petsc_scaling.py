@@ -72,7 +72,7 @@ def _split(before: list, after: list, S, timers0: dict, wall: float) -> dict:
     return split
 
 
-def child(size, iterations: int, solver: str) -> dict:
+def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
     """One run in this process (rank 0 under mpirun); the numbers of `main`'s table.
 
     The split covers the whole `problem.run` window: the start (``c0``), the
@@ -82,8 +82,8 @@ def child(size, iterations: int, solver: str) -> dict:
     from topopt.problem import ComplianceProblem
     t0 = time.perf_counter()
     mesh, model, f = cantilever3d.setup(*size)
-    problem = ComplianceProblem(model, f, 0.3, 1.5, solver=solver,
-                                solver_options={"warm_start": True})
+    options = {"warm_start": True, **({"pc": pc} if solver == "petsc" else {})}
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver=solver, solver_options=options)
     S = problem.system
     build = time.perf_counter() - t0
     before, timers0 = _rank_timers(S), dict(S.timers)
@@ -93,7 +93,7 @@ def child(size, iterations: int, solver: str) -> dict:
     after = _rank_timers(S)
     n_fact = S.counts["factorizations"]
     out = {"size": list(size), "ndof": int(model.ndof), "n_el": int(model.n_el),
-           "solver": solver, "ranks": len(after), "iterations": int(res["evaluations"]),
+           "solver": solver, "pc": pc if solver == "petsc" else None, "ranks": len(after), "iterations": int(res["evaluations"]),
            "build_s": build, "run_wall_s": wall, "factorizations": n_fact,
            "counts": {k: int(v) for k, v in S.counts.items()},
            "s_per_iteration": wall / n_fact,
@@ -105,12 +105,12 @@ def child(size, iterations: int, solver: str) -> dict:
     return out
 
 
-def _launch(size, ranks: int, iterations: int, solver: str) -> dict:
+def _launch(size, ranks: int, iterations: int, solver: str, pc: str = "gamg") -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "x".join(map(str, size)),
-           "--iterations", str(iterations), "--solver", solver]
+           "--iterations", str(iterations), "--solver", solver, "--pc", pc]
     if solver == "petsc":
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -123,7 +123,8 @@ def _row(r: dict) -> str:
     split = r.get("split_rank0_s", {})
     parts = " ".join(f"{k}={v:.2f}" for k, v in split.items())
     parts += f"  load {r['load_average'][0]:.1f}"
-    return (f"{'x'.join(map(str, r['size'])):>10} {r['ndof']:>9} {r['solver']:>6} "
+    name = r["solver"] + (f"/{r['pc']}" if r.get("pc") else "")
+    return (f"{'x'.join(map(str, r['size'])):>10} {r['ndof']:>9} {name:>10} "
             f"P={r['ranks']} {r['s_per_iteration']:7.2f} s/it  CG {r['cg_iterations_per_solve']}"
             f"  rss {['%.0f' % m for m in r['max_rss_mb']]} MiB  {parts}")
 
@@ -133,17 +134,21 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", default="40x20x20,80x40x40")
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--pcs", default="gamg,mg", help="PETSc preconditioners to run")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each case; the JSON keeps all, the table the median")
     parser.add_argument("--serial", default=None, help="also run this serial solver (mg-cg)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "petsc_scaling.json"))
     parser.add_argument("--child", type=_size, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--solver", default="petsc", help=argparse.SUPPRESS)
+    parser.add_argument("--pc", default="gamg", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.iterations < 1:
         parser.error("--iterations must be >= 1")
     if args.child is not None:
         if args.solver == "petsc":
             from topopt.fem import petsc
-            result = petsc.run_on_root(child, args.child, args.iterations, "petsc")
+            result = petsc.run_on_root(child, args.child, args.iterations, "petsc", args.pc)
         else:
             result = child(args.child, args.iterations, args.solver)
         if result is not None:
@@ -151,13 +156,14 @@ def main(argv=None) -> None:
         return
     sizes = [_size(s) for s in args.sizes.split(",")]
     ranks = [int(r) for r in args.ranks.split(",")]
+    cases = [(size, p, "petsc", pc) for size in sizes for pc in args.pcs.split(",")
+             for p in ranks]
+    cases += [(size, 1, args.serial, None) for size in sizes] if args.serial else []
     rows = []
-    for size in sizes:
-        for p in ranks:
-            rows.append(_launch(size, p, args.iterations, "petsc"))
-            print(_row(rows[-1]), flush=True)
-        if args.serial:
-            rows.append(_launch(size, 1, args.iterations, args.serial))
+    for repeat in range(args.repeats):      # cases alternate, so load drifts hit all alike
+        for size, p, solver, pc in cases:
+            rows.append(_launch(size, p, args.iterations, solver, pc or "gamg"))
+            rows[-1]["repeat"] = repeat
             print(_row(rows[-1]), flush=True)
     with open(args.out, "w") as fh:
         json.dump({"command": "python scripts/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),

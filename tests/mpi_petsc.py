@@ -1,6 +1,6 @@
 """Cases of ``solver="petsc"`` run under ``mpirun -n P``; rank 0 writes the numbers as JSON.
 
-    mpirun -n 2 python tests/mpi_petsc.py OUT.json [case ...]
+    mpirun -n 2 python tests/mpi_petsc.py OUT.json PC [case ...]
 
 Run by `tests/test_petsc.py`, which asserts on the numbers. Each case
 compares with the serial CHOLMOD solve of the same system (rank 0 only, no
@@ -8,7 +8,8 @@ MPI involved in the reference). Cases: ``compliance`` (3-D cantilever 24 x 12
 x 12, a random SIMP design, rtol 1e-10), ``mma`` (10 MMA iterations of that
 cantilever from the uniform start), ``taylor`` (compliance of the filtered
 SIMP design), ``heat`` (3-D conduction, compliance and Taylor test),
-``adjoint`` (a displacement objective: the adjoint is a real solve).
+``adjoint`` (a displacement objective: the adjoint is a real solve). ``PC``
+is the preconditioner (``gamg`` or ``mg``, `topopt.fem.petsc.PCS`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from topopt.fem import petsc  # noqa: E402
 from topopt.interpolation import simp  # noqa: E402
 from topopt.problem import ComplianceProblem  # noqa: E402
 
-TIGHT = {"rtol": 1e-10}
+TIGHT = {"rtol": 1e-10}           # and "pc", set by main
 SIZE = (24, 12, 12)
 
 
@@ -102,8 +103,9 @@ CASES = {"compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
          "adjoint": adjoint_case, "heat": heat_case}
 
 
-def main(out: str, names: list[str]) -> None:
-    results = {"ranks": petsc.comm().size}
+def main(out: str, pc: str, names: list[str]) -> None:
+    TIGHT["pc"] = pc
+    results = {"ranks": petsc.comm().size, "pc": pc}
     for name in names or sorted(CASES):
         results[name] = CASES[name]()
     with open(out, "w") as fh:
@@ -111,4 +113,4 @@ def main(out: str, names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    petsc.run_on_root(main, sys.argv[1], sys.argv[2:])
+    petsc.run_on_root(main, sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -148,17 +148,20 @@ def _mpirun(n: int, args: list, timeout: int = 900) -> subprocess.CompletedProce
     return proc
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """The cases of `tests/mpi_petsc.py` on 1 rank (compliance, MMA) and on 2 (all)."""
+PCS = ("gamg", "mg")         # topopt.fem.petsc.PCS (not imported: petsc4py may be missing)
+
+
+@pytest.fixture(scope="module", params=PCS)
+def runs(tmp_path_factory, request):
+    """The cases of `tests/mpi_petsc.py` on 1 rank (compliance, MMA) and on 2 (all), per pc."""
     if not HAVE_MPI:
         pytest.skip("petsc4py, mpi4py or mpirun missing")
-    out = {}
+    out, pc = {}, request.param
     for n, cases in ((1, ["compliance", "mma"]), (2, [])):
-        path = tmp_path_factory.mktemp(f"mpi{n}") / "out.json"
-        _mpirun(n, [os.path.join(ROOT, "tests", "mpi_petsc.py"), str(path), *cases])
+        path = tmp_path_factory.mktemp(f"mpi{n}{pc}") / "out.json"
+        _mpirun(n, [os.path.join(ROOT, "tests", "mpi_petsc.py"), str(path), pc, *cases])
         out[n] = json.loads(path.read_text())
-        assert out[n]["ranks"] == n
+        assert out[n]["ranks"] == n and out[n]["pc"] == pc
     return out
 
 

@@ -46,9 +46,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from .._validate import check_bool, check_int, check_keywords, check_range
+from .._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from .errors import ConvergenceError, SingularSystemError
 from .mpi_layout import partition, rank_payload
+from .mpi_mg import hierarchy, rank_rows
 from .mpi_rank import RankSolver, gather_rows, scatter_rows
 
 __all__ = ["PetscContext", "PetscFactor", "RTOL", "MAXITER", "comm", "is_root", "serve",
@@ -63,7 +64,10 @@ MAXITER = 500
 RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve (`topopt.fem.system.RAYLEIGH_TOL`)."""
 
-_OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False}
+PCS = ("gamg", "mg")
+"""Preconditioners of the CG solve: PETSc's algebraic multigrid, or PCMG on our lattice."""
+
+_OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "pc": "gamg"}
 _INDEFINITE_MAT = -10       # KSP_DIVERGED_INDEFINITE_MAT
 _REASONS = {-3: "iteration limit", -4: "residual norm grew", -5: "breakdown",
             -8: "the preconditioner is not positive definite", -9: "NaN or inf"}
@@ -82,7 +86,7 @@ def petsc_options(options: dict | None) -> dict:
     Traceback (most recent call last):
     ...
     TypeError: solver_options got unknown keyword(s) ['coarse_size']; known: \
-['maxiter', 'rtol', 'warm_start']
+['maxiter', 'pc', 'rtol', 'warm_start']
     """
     out = dict(_OPTIONS)
     if options:
@@ -91,6 +95,7 @@ def petsc_options(options: dict | None) -> dict:
     out["rtol"] = check_range("rtol", out["rtol"], 0, 1, lo_open=True, hi_open=True)
     out["maxiter"] = check_int("maxiter", out["maxiter"], 1)
     out["warm_start"] = check_bool("warm_start", out["warm_start"])
+    out["pc"] = check_choice("pc", out["pc"], PCS)
     return out
 
 
@@ -196,7 +201,7 @@ class PetscContext:
     """
 
     def __init__(self, system, geometry, options: dict | None = None):
-        petsc_options(options)
+        self.options = petsc_options(options)
         if geometry is None:
             raise ValueError("solver='petsc' needs geometry=(p, nodal_dofs) (Model.system "
                              "passes it)")
@@ -220,6 +225,11 @@ class PetscContext:
         self.el_counts = np.diff(self.layout.starts)
         payloads = [rank_payload(self.layout, r, system.element_dofs, system.fixed,
                                  np.asarray(p, dtype=float), system.Ke) for r in range(c.size)]
+        if self.options["pc"] == "mg":
+            levels = hierarchy(self.layout, p, nodal_dofs, system.fixed)
+            for r, payload in enumerate(payloads):
+                payload["mg"] = rank_rows(levels, self.layout.node_starts * self.layout.bs, r)
+            del levels
         self.timers = defaultdict(float)
         self.timers["partition"] += time.perf_counter() - t0
         _command("setup", self.sid)
@@ -228,11 +238,14 @@ class PetscContext:
         del payloads
         self.log: list[int] = []
         self.generation = 0
-        self.options = petsc_options(options)
 
     def factor(self, K, a, options: dict | None = None) -> "PetscFactor":
-        """Assemble ``K(a)`` on the ranks and set up GAMG; `K` is unused (None)."""
-        self.options = petsc_options(options)
+        """Assemble ``K(a)`` on the ranks and set up the preconditioner; `K` is unused (None)."""
+        options = petsc_options(options)
+        if options["pc"] != self.options["pc"]:
+            raise ValueError(f"pc={options['pc']!r}: this system was built with "
+                             f"pc={self.options['pc']!r}; build a new system to change it")
+        self.options = options
         a = np.asarray(a, dtype=float)
         if a.shape != (self.system.n_el,):
             raise ValueError(f"a has shape {a.shape}; expected ({self.system.n_el},)")
