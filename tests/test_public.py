@@ -55,6 +55,7 @@ INTERNAL_MODULES = {
     "topopt.fem.petsc": "the backend behind solver='petsc' (rank 0's side, serve/stop)",
     "topopt.fem.mpi_layout": "the rank layout of solver='petsc'",
     "topopt.fem.mpi_rank": "one rank's PETSc matrix and solver behind solver='petsc'",
+    "topopt.fem.mpi_mg": "the geometric hierarchy of solver='petsc' with pc='mg'",
     "topopt.fem.multigrid": "the preconditioner of solver='mgcg'",
 }
 INTERNAL = {

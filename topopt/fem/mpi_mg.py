@@ -68,6 +68,22 @@ def _prolongation(cur_coords, ci, ncomp: int, fixed: np.ndarray, inj: np.ndarray
     return sps.csr_matrix((vals, (rows, cols)), shape=P.shape), c_fixed
 
 
+def _fine_level(layout, index, shape, nodal_dofs, fixed):
+    """Owner of every lattice node, PETSc row and fixedness of every lattice dof (the mesh)."""
+    ncomp, n_nodes = nodal_dofs.shape
+    lex = np.ravel_multi_index(index, shape, order="F")             # mesh node -> lattice node
+    new_node = layout.petsc[nodal_dofs[0]] // ncomp
+    owner = np.empty(n_nodes, dtype=np.int64)
+    owner[lex] = np.searchsorted(layout.node_starts, new_node, side="right") - 1
+    lat = np.empty(nodal_dofs.size, dtype=np.int64)                 # mesh dof -> lattice dof
+    lat[nodal_dofs] = lex[None, :] * ncomp + np.arange(ncomp)[:, None]
+    perm = np.empty(nodal_dofs.size, dtype=np.int64)                # lattice dof -> PETSc row
+    perm[lat] = layout.petsc
+    is_fixed = np.zeros(nodal_dofs.size, dtype=bool)
+    is_fixed[lat[np.asarray(fixed, dtype=np.int64)]] = True
+    return owner, perm, is_fixed
+
+
 def hierarchy(layout: SimpleNamespace, p: np.ndarray, nodal_dofs: np.ndarray,
               fixed: np.ndarray, coarse_size: int = COARSE_SIZE,
               semi_ratio: float = SEMI_RATIO, max_levels: int = MAX_LEVELS) -> list:
@@ -113,22 +129,10 @@ def hierarchy(layout: SimpleNamespace, p: np.ndarray, nodal_dofs: np.ndarray,
         raise ValueError("pc='mg' needs a structured mesh whose nodes form a full "
                          "tensor-product lattice (fem.rectangle, fem.box); use pc='gamg'")
     coords, index = found
-    ncomp, n_nodes = nodal_dofs.shape
     n_ranks = layout.node_starts.size - 1
-    shape = tuple(c.size for c in coords)
-    lex = np.ravel_multi_index(index, shape, order="F")             # mesh node -> lattice node
-    # the fine level in lattice numbering: owner and PETSc dof of every lattice dof
-    node_owner = np.empty(n_nodes, dtype=np.int64)
-    new_node = layout.petsc[nodal_dofs[0]] // ncomp
-    node_owner[:] = np.searchsorted(layout.node_starts, new_node, side="right") - 1
-    owner = np.empty(n_nodes, dtype=np.int64)
-    owner[lex] = node_owner
-    lat = np.empty(nodal_dofs.size, dtype=np.int64)                 # mesh dof -> lattice dof
-    lat[nodal_dofs] = lex[None, :] * ncomp + np.arange(ncomp)[:, None]
-    perm = np.empty(nodal_dofs.size, dtype=np.int64)                # lattice dof -> PETSc row
-    perm[lat] = layout.petsc
-    is_fixed = np.zeros(nodal_dofs.size, dtype=bool)
-    is_fixed[lat[np.asarray(fixed, dtype=np.int64)]] = True
+    owner, perm, is_fixed = _fine_level(layout, index, tuple(c.size for c in coords),
+                                        nodal_dofs, fixed)
+    ncomp = nodal_dofs.shape[0]
     levels, cur = [], list(coords)
     while (perm.size > coarse_size and len(levels) + 1 < max_levels
            and max(c.size for c in cur) > 2):
