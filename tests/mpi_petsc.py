@@ -99,7 +99,26 @@ def heat_case() -> dict:
     return {"cholmod": c["cholmod"], "petsc": c["petsc"], "rate": rate}
 
 
-CASES = {"compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
+def auto_case() -> dict:
+    """pc="auto" picks "mg" on a lattice and "gamg" on a box with a notch (not a lattice)."""
+    mesh = fem.box(6, 3, 3)
+    mid = mesh.p[:, mesh.t].mean(axis=1)
+    notched = mesh.remove_elements(np.flatnonzero((mid[0] > 3.0) & (mid[1] > 2.0)))
+    out = {}
+    for name, m in (("lattice", mesh), ("notched", notched)):
+        model = fem.elasticity(m).fix(nodes=lambda x: np.isclose(x[0], 0.0))
+        f = model.point_load(lambda x: np.isclose(x[0], 6.0), [0.0, -1.0, 0.0])
+        S = model.system("petsc", TIGHT_AUTO)
+        E = simp(_design(model.n_el, 7), 3.0, 1e-9)
+        c = float(f @ fem.solve(S, E, f))
+        ref = float(f @ fem.solve(model.system("cholmod"), E, f))
+        out[name] = {"pc": S._iterative.options["pc"], "rel": abs(c - ref) / ref}
+    return out
+
+
+TIGHT_AUTO = {"rtol": 1e-10}
+
+CASES = {"auto": auto_case, "compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
          "adjoint": adjoint_case, "heat": heat_case}
 
 

@@ -196,6 +196,13 @@ def test_taylor_rates_under_two_ranks(runs):
 
 
 @needs_mpi
+def test_auto_pc_is_mg_on_a_lattice_and_gamg_off_it(runs):
+    case = runs[2]["auto"]
+    assert case["lattice"]["pc"] == "mg" and case["notched"]["pc"] == "gamg"
+    assert max(case["lattice"]["rel"], case["notched"]["rel"]) <= 1e-8
+
+
+@needs_mpi
 def test_heat_matches_cholmod_under_two_ranks(runs):
     case = runs[2]["heat"]
     assert _rel(case["petsc"], case["cholmod"]) <= 1e-8

@@ -16,8 +16,11 @@ Per `LinearSystem` (`PetscContext`, the backend's ``hierarchy``):
 * factor, per design: the element coefficients ``a`` are scattered from
   rank 0, each rank assembles ``sum_e a_e K_e`` over its elements with the
   precomputed element matrix (PETSc's COO assembly, `topopt.fem.mpi_rank`)
-  and PETSc sets up CG + GAMG with the rigid-body near-nullspace (heat: the
-  constant).
+  and PETSc sets up the CG preconditioner: PCMG on the geometric hierarchy
+  of a structured lattice (trilinear prolongations built once on rank 0,
+  `topopt.fem.mpi_mg`; Galerkin coarse operators ``P^T K P`` per design),
+  or GAMG with the rigid-body near-nullspace (heat: the constant) on other
+  meshes (option ``pc``, `PCS`).
 * solve: the right-hand side is scattered, CG runs to ``|K u - b| <= rtol
   |b|`` (`RTOL`), ``u`` is gathered on rank 0. The adjoint is the same solve
   (``K`` is symmetric). A solve that does not converge raises
@@ -31,7 +34,8 @@ fit here.
 
 Options (``LinearSystem(..., solver_options=...)``): ``rtol`` (default
 `RTOL`), ``maxiter`` (`MAXITER`), ``warm_start`` (start from the best
-multiple of the previous solution of the same kind, as ``"mg-cg"``). PETSc's
+multiple of the previous solution of the same kind, as ``"mg-cg"``), ``pc``
+(`PCS`; default ``"auto"``). PETSc's
 own options reach a system's KSP through the environment with the prefix
 ``topopt<k>_`` (``k`` counts the systems from 0), e.g.
 ``PETSC_OPTIONS="-topopt0_ksp_view" mpirun -n 2 python ...``.
@@ -49,6 +53,7 @@ import numpy as np
 from .._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from .errors import ConvergenceError, SingularSystemError
 from .mpi_layout import partition, rank_payload
+from .lattice import lattice
 from .mpi_mg import hierarchy, rank_rows
 from .mpi_rank import RankSolver, gather_rows, scatter_rows
 
@@ -64,10 +69,14 @@ MAXITER = 500
 RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve (`topopt.fem.system.RAYLEIGH_TOL`)."""
 
-PCS = ("gamg", "mg")
-"""Preconditioners of the CG solve: PETSc's algebraic multigrid, or PCMG on our lattice."""
+PCS = ("auto", "mg", "gamg")
+"""Preconditioners of the CG solve: ``"mg"``, PCMG on the geometric hierarchy of a
+structured lattice (`topopt.fem.mpi_mg`); ``"gamg"``, PETSc's algebraic multigrid
+with the rigid-body near-nullspace, for any mesh; ``"auto"``, ``"mg"`` where the
+nodes form a lattice, else ``"gamg"`` (``scripts/NOTES-petsc.md``: on the 3-D
+cantilever ``"mg"`` takes 2-4x less time per design)."""
 
-_OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "pc": "gamg"}
+_OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "pc": "auto"}
 _INDEFINITE_MAT = -10       # KSP_DIVERGED_INDEFINITE_MAT
 _REASONS = {-3: "iteration limit", -4: "residual norm grew", -5: "breakdown",
             -8: "the preconditioner is not positive definite", -9: "NaN or inf"}
@@ -225,6 +234,8 @@ class PetscContext:
         self.el_counts = np.diff(self.layout.starts)
         payloads = [rank_payload(self.layout, r, system.element_dofs, system.fixed,
                                  np.asarray(p, dtype=float), system.Ke) for r in range(c.size)]
+        if self.options["pc"] == "auto":
+            self.options["pc"] = "mg" if lattice(np.asarray(p, dtype=float)) else "gamg"
         if self.options["pc"] == "mg":
             levels = hierarchy(self.layout, p, nodal_dofs, system.fixed)
             for r, payload in enumerate(payloads):
@@ -242,6 +253,8 @@ class PetscContext:
     def factor(self, K, a, options: dict | None = None) -> "PetscFactor":
         """Assemble ``K(a)`` on the ranks and set up the preconditioner; `K` is unused (None)."""
         options = petsc_options(options)
+        if options["pc"] == "auto":
+            options["pc"] = self.options["pc"]
         if options["pc"] != self.options["pc"]:
             raise ValueError(f"pc={options['pc']!r}: this system was built with "
                              f"pc={self.options['pc']!r}; build a new system to change it")
@@ -296,7 +309,7 @@ class PetscContext:
                                       "supported?")
         if reason < 0:
             raise ConvergenceError(
-                f"PETSc CG + GAMG stopped after {its} iterations with reason {reason} "
+                f"PETSc CG + {self.options['pc']} stopped after {its} iterations with reason {reason} "
                 f"({_REASONS.get(reason, 'see KSPConvergedReason')}; rtol "
                 f"{self.options['rtol']:.0e}, maxiter {self.options['maxiter']}): the system "
                 "may be singular (unsupported parts) or too ill-conditioned; raise maxiter or "
