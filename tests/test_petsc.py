@@ -177,6 +177,7 @@ def test_compliance_matches_cholmod_to_1e8(runs, n):
     assert case["ndof"] == 3 * 25 * 13 * 13
     assert _rel(case["petsc"], case["cholmod"]) <= 1e-8
     assert 0 < max(case["cg_iterations"]) < 200
+    assert case["matrix_diff"] == 0.0          # S.matrix(a) of a petsc system: the serial K
 
 
 @needs_mpi

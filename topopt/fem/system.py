@@ -307,6 +307,8 @@ class LinearSystem:
         if a.shape != (self.n_el,):
             raise ValueError(f"the coefficient vector has shape {a.shape}; expected "
                              f"({self.n_el},), one entry per design element")
+        if not hasattr(self, "P"):      # solver="petsc" assembles on the ranks: built on demand
+            self._build_pattern()
         data = self.P @ a if not np.iscomplexobj(a) else self.P @ a.real + 1j * (self.P @ a.imag)
         if self.K0_data is not None:
             data = data + self.K0_data
