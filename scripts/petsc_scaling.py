@@ -1,28 +1,34 @@
 """Strong scaling of the ``"petsc"`` state solve, 1 -> 2 ranks, and where the time goes.
 
     python scripts/petsc_scaling.py [--sizes 40x20x20,80x40x40] [--ranks 1,2]
-                                    [--iterations 3] [--out results/petsc_scaling.json]
+        [--pcs gamg,mg] [--serial mg-cg] [--iterations 3] [--repeats 1]
+        [--out results/petsc_scaling.json]
 
-For each size and rank count it launches ``mpirun -n P`` on this script
-(``--child``): rank 0 builds the 3-D cantilever of `problems/cantilever3d.py`
-with ``solver="petsc"`` (rtol 1e-8, warm start, as the problem script) and
-runs ``--iterations`` full MMA design iterations. Written per run:
+For each size, preconditioner (``--pcs``) and rank count it launches
+``mpirun -n P`` on this script (``--child``): rank 0 builds the 3-D
+cantilever of `problems/cantilever3d.py` with ``solver="petsc"`` (rtol 1e-8,
+warm start, as the problem script) and runs ``--iterations`` full MMA design
+iterations. The cases alternate ``--repeats`` times (so that a change of the
+machine's load hits all of them alike). Written per run:
 
 * ``s_per_iteration`` (wall time of `problem.run` per factorization: the start,
   each MMA iteration and the final state count one each) and the split of rank 0's
   wall time over that window: ``assembly``
-  (``sum a_e K_e`` by PETSc's COO path), ``setup`` (GAMG), ``solve`` (CG;
-  the adjoint of compliance is the forward solution, no second solve),
-  ``scatter_gather`` (``a``, ``b`` to the ranks, ``u`` back), ``sensitivity``
-  (``-u_e^T K_e u_e`` on rank 0), ``rest`` (filter, MMA step, AD: everything
-  on rank 0 that is not the state solve) -- plus every rank's own
-  assembly / setup / solve times, its rows and elements;
+  (``sum a_e K_e`` by PETSc's COO path), ``setup`` (PCMG's Galerkin
+  products or GAMG's setup), ``solve`` (CG; the adjoint of compliance is the
+  forward solution, no second solve), ``scatter_gather`` (``a``, ``b`` to the
+  ranks, ``u`` back), ``sensitivity`` (``-u_e^T K_e u_e`` on rank 0),
+  ``optimizer`` (NLopt's MMA step: its time outside our evaluations),
+  ``rest`` (filter, AD, the run's bookkeeping on rank 0) -- plus every rank's
+  own assembly / setup / solve times, its rows and elements;
 * CG iterations per solve; peak resident memory per rank
   (``getrusage(RUSAGE_SELF).ru_maxrss``); the system build (partition and
   COO preallocation, once).
 
-``--serial mg-cg`` adds the serial multigrid-CG run of the same sizes.
-Results go to ``--out`` (JSON); `scripts/NOTES-petsc.md` reads them.
+``--serial mg-cg`` adds the serial multigrid-CG run of the same sizes. The
+``summary`` holds the median of each case over the repeats, per-iteration
+parts and the speed-up over one rank. Results go to ``--out`` (JSON);
+`scripts/NOTES-petsc.md` reads them.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -55,7 +62,35 @@ def _rank_timers(S) -> list[dict]:
     return petsc.rank_stats(S._iterative)
 
 
-def _split(before: list, after: list, S, timers0: dict, wall: float) -> dict:
+def _time_optimizer() -> dict:
+    """Seconds NLopt's MMA spends outside our evaluations (``{"s": ...}``, updated as it runs).
+
+    NLopt's ``optimize`` calls our evaluations back; its wall time minus theirs
+    is the optimizer's own work (the MMA subproblems), all on rank 0.
+    """
+    import nlopt
+    from topopt import mma_run
+    total = {"s": 0.0, "eval": 0.0}
+    evaluate, optimize = mma_run._Run.evaluate, nlopt.opt.optimize
+
+    def timed_evaluate(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return evaluate(self, *args, **kwargs)
+        finally:
+            total["eval"] += time.perf_counter() - t0
+
+    def timed_optimize(self, *args, **kwargs):
+        t0, e0 = time.perf_counter(), total["eval"]
+        try:
+            return optimize(self, *args, **kwargs)
+        finally:
+            total["s"] += time.perf_counter() - t0 - (total["eval"] - e0)
+    mma_run._Run.evaluate, nlopt.opt.optimize = timed_evaluate, timed_optimize
+    return total
+
+
+def _split(before: list, after: list, S, timers0: dict, wall: float, optimizer: float) -> dict:
     """Rank 0's wall time of the run window, by part (seconds)."""
     t0, t1 = before[0]["timers"], after[0]["timers"]
     d = {k: t1.get(k, 0.0) - t0.get(k, 0.0) for k in t1}
@@ -68,6 +103,7 @@ def _split(before: list, after: list, S, timers0: dict, wall: float) -> dict:
         split = {"assembly": st.get("assembly", 0.0), "setup": st.get("factorization", 0.0),
                  "solve": st.get("solve", 0.0) + st.get("adjoint", 0.0), "scatter_gather": 0.0}
     split["sensitivity"] = S.timers.get("sensitivity", 0.0) - timers0.get("sensitivity", 0.0)
+    split["optimizer"] = optimizer
     split["rest"] = wall - sum(split.values())
     return split
 
@@ -87,6 +123,7 @@ def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
     S = problem.system
     build = time.perf_counter() - t0
     before, timers0 = _rank_timers(S), dict(S.timers)
+    optimizer = _time_optimizer()
     t0 = time.perf_counter()
     res = problem.run(maxeval=iterations, verbose=False)
     wall = time.perf_counter() - t0
@@ -99,7 +136,7 @@ def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
            "s_per_iteration": wall / n_fact,
            "cg_iterations_per_solve": res.metrics.get("cg_iterations_per_solve"),
            "cg_iterations_max": res.metrics.get("cg_iterations_max"),
-           "split_rank0_s": _split(before, after, S, timers0, wall),
+           "split_rank0_s": _split(before, after, S, timers0, wall, optimizer["s"]),
            "per_rank": after, "max_rss_mb": [s["max_rss_mb"] for s in after],
            "compliance": res["compliance"], "load_average": os.getloadavg()}
     return out
@@ -127,6 +164,28 @@ def _row(r: dict) -> str:
     return (f"{'x'.join(map(str, r['size'])):>10} {r['ndof']:>9} {name:>10} "
             f"P={r['ranks']} {r['s_per_iteration']:7.2f} s/it  CG {r['cg_iterations_per_solve']}"
             f"  rss {['%.0f' % m for m in r['max_rss_mb']]} MiB  {parts}")
+
+
+def _summary(rows: list) -> list[dict]:
+    """Median seconds per iteration of each case over its repeats, and 1 -> P speed-ups."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((tuple(r["size"]), r["solver"], r.get("pc"), r["ranks"]), []).append(r)
+    out = []
+    for (size, solver, pc, ranks), rs in groups.items():
+        med = statistics.median(r["s_per_iteration"] for r in rs)
+        one = groups.get((size, solver, pc, 1))
+        speedup = statistics.median(r["s_per_iteration"] for r in one) / med if one else None
+        parts = {k: statistics.median(r["split_rank0_s"][k] / r["factorizations"] for r in rs)
+                 for k in rs[0]["split_rank0_s"]}
+        name = solver + (f"/{pc}" if pc else "")
+        text = (f"median of {len(rs)}: {'x'.join(map(str, size))} {name} P={ranks} "
+                f"{med:.3f} s/it" + (f", speed-up over 1 rank {speedup:.2f}" if speedup else "")
+                + "  per iteration: " + " ".join(f"{k}={v:.3f}" for k, v in parts.items()))
+        out.append({"size": list(size), "solver": solver, "pc": pc, "ranks": ranks,
+                    "runs": len(rs), "s_per_iteration": med, "speedup": speedup,
+                    "split_per_iteration_s": parts, "text": text})
+    return out
 
 
 def main(argv=None) -> None:
@@ -165,9 +224,12 @@ def main(argv=None) -> None:
             rows.append(_launch(size, p, args.iterations, solver, pc or "gamg"))
             rows[-1]["repeat"] = repeat
             print(_row(rows[-1]), flush=True)
+    summary = _summary(rows)
+    for line in summary:
+        print(line["text"])
     with open(args.out, "w") as fh:
         json.dump({"command": "python scripts/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),
-                   "runs": rows}, fh, indent=1)
+                   "summary": summary, "runs": rows}, fh, indent=1)
     print(f"-> {args.out}")
 
 
