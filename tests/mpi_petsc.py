@@ -117,9 +117,21 @@ def auto_case() -> dict:
     return out
 
 
+def products_case() -> dict:
+    """Element products v_e^T K_e w_e on the owning ranks against the serial ones, two
+    load columns, v and w nonzero at the fixed dofs too."""
+    from topopt.fem.system import products
+    mesh, model, f = cantilever3d.setup(8, 4, 4)
+    rng = np.random.default_rng(8)
+    v, w = rng.standard_normal((2, model.ndof, 2))
+    got = products(model.system("petsc", TIGHT), v, w)
+    want = products(model.system("cholmod"), v, w)
+    return {"rel": float(np.max(np.abs(got - want)) / np.max(np.abs(want)))}
+
+
 TIGHT_AUTO = {"rtol": 1e-10}
 
-CASES = {"auto": auto_case, "compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
+CASES = {"auto": auto_case, "products": products_case, "compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
          "adjoint": adjoint_case, "heat": heat_case}
 
 

@@ -204,6 +204,11 @@ def test_auto_pc_is_mg_on_a_lattice_and_gamg_off_it(runs):
 
 
 @needs_mpi
+def test_element_products_on_the_owning_ranks_equal_the_serial_ones(runs):
+    assert runs[2]["products"]["rel"] <= 1e-13
+
+
+@needs_mpi
 def test_heat_matches_cholmod_under_two_ranks(runs):
     case = runs[2]["heat"]
     assert _rel(case["petsc"], case["cholmod"]) <= 1e-8

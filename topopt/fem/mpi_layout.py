@@ -85,7 +85,8 @@ def rank_payload(layout: SimpleNamespace, rank: int, element_dofs: np.ndarray,
     """What rank `rank` needs to assemble and precondition its rows.
 
     ``edofs``: its elements' dofs in the new numbering, -1 at fixed dofs
-    (PETSc's COO assembly ignores those entries); ``fixed_rows``: its fixed
+    (PETSc's COO assembly ignores those entries); ``element_rows``: the same
+    without the -1 (the element sensitivities read every dof); ``fixed_rows``: its fixed
     dofs (identity rows scaled by ``mean(diag Ke)``); ``coords``: its nodes'
     coordinates, node by node (the rigid-body near-nullspace); ``rows``: its
     range of rows ``[lo, hi)``; ``n``: the global size.
@@ -101,6 +102,7 @@ def rank_payload(layout: SimpleNamespace, rank: int, element_dofs: np.ndarray,
     nodes = layout.order[layout.node_starts[rank]:layout.node_starts[rank + 1]]
     index = np.int32 if layout.petsc.size < 2 ** 31 else np.int64
     return {"edofs": edofs.astype(index), "fixed_rows": fixed_rows.astype(index),
+            "element_rows": layout.petsc[element_dofs[s:t]].astype(index),
             "coords": np.ascontiguousarray(p[:, nodes].T), "rows": (int(lo), int(hi)),
             "n": int(layout.petsc.size), "bs": bs, "Ke": np.asarray(Ke, dtype=float),
             "diag": float(np.mean(np.diag(Ke)))}

@@ -121,6 +121,8 @@ class RankSolver:
         if not self.interpolations:
             self._near_nullspace(payload["coords"])
         self.b, self.x = A.createVecs()[::-1]
+        self.element_rows, self.Ke = payload["element_rows"], np.asarray(Ke, dtype=float)
+        self.to_elements = None         # VecScatter: owned rows -> this rank's element dofs
         self.warm = {}
         self.diag = None
         self.first = True
@@ -238,6 +240,30 @@ class RankSolver:
         self.timers["solve"] += time.perf_counter() - t0
         return x.array.copy(), reason, its, float(rayleigh)
 
+    def products(self, v_local: np.ndarray, w_local: np.ndarray) -> np.ndarray:
+        """``v_e^T K_e w_e`` of this rank's elements from the rows each rank owns (collective).
+
+        The values of the element dofs owned by other ranks come through a
+        PETSc scatter built on first use.
+        """
+        PETSc = self.PETSc
+        t0 = time.perf_counter()
+        n_el, n_loc = self.element_rows.shape
+        if self.to_elements is None:
+            rows = PETSc.IS().createGeneral(self.element_rows.ravel(), comm=PETSc.COMM_SELF)
+            self.elements_v = PETSc.Vec().createSeq(n_el * n_loc, comm=PETSc.COMM_SELF)
+            self.to_elements = PETSc.Scatter().create(self.b, rows, self.elements_v, None)
+            rows.destroy()
+        values = []
+        for local in (v_local, w_local):
+            self.b.array[:] = local
+            self.to_elements.scatter(self.b, self.elements_v, addv=PETSc.InsertMode.INSERT,
+                                     mode=PETSc.ScatterMode.FORWARD)
+            values.append(self.elements_v.array.reshape(n_el, n_loc).copy())
+        y = np.sum(values[0] * (values[1] @ self.Ke.T), axis=1)
+        self.timers["sensitivity"] += time.perf_counter() - t0
+        return y
+
     def stats(self) -> dict:
         """This rank's timers, elements, rows and peak memory (MiB)."""
         return {"timers": dict(self.timers), "elements": self.n_el, "rows": self.n_rows,
@@ -247,6 +273,6 @@ class RankSolver:
         for v in self.warm.values():
             v.destroy()
         for obj in (self.ksp, self.A, self.nullspace, self.b, self.x, self.diag,
-                    *self.interpolations):
+                    self.to_elements, getattr(self, "elements_v", None), *self.interpolations):
             if obj is not None:
                 obj.destroy()

@@ -27,10 +27,10 @@ Per `LinearSystem` (`PetscContext`, the backend's ``hierarchy``):
   `ConvergenceError` (`SingularSystemError` when CG finds ``K`` or the
   preconditioner indefinite) on rank 0; the other ranks keep serving.
 
-The element sensitivities ``-lambda_e^T K_e u_e`` are computed on rank 0
-from the gathered ``u`` (`topopt.fem.system.products`): measured in
-``scripts/NOTES-petsc.md``, they cost less than the gather at the sizes that
-fit here.
+The element sensitivities ``-lambda_e^T K_e u_e`` (`topopt.fem.system.products`)
+are computed on the ranks that own the elements: rank 0 sends ``lambda`` and
+``u`` (each rank its rows), each rank reads its elements' dofs, other ranks'
+included, through a PETSc scatter, and rank 0 gathers one number per element.
 
 Options (``LinearSystem(..., solver_options=...)``): ``rtol`` (default
 `RTOL`), ``maxiter`` (`MAXITER`), ``warm_start`` (start from the best
@@ -172,6 +172,10 @@ def serve() -> None:
             r = ranks[sid]
             x = r.solve(scatter_rows(c, None, None, r.n_rows), arg["key"], arg["warm"])[0]
             gather_rows(c, x, None)
+        elif name == "products":
+            r = ranks[sid]
+            v, w = (scatter_rows(c, None, None, r.n_rows) for _ in range(2))
+            gather_rows(c, r.products(v, w), None)
         elif name == "stats":
             c.gather(ranks[sid].stats(), root=0)
         elif name == "close":
@@ -320,6 +324,29 @@ class PetscContext:
                 f"{RAYLEIGH_TOL:.0e}: the stiffness matrix is singular to working precision "
                 "(a part held by nothing, or a coefficient contrast beyond 1/eps)")
         return x
+
+    def products(self, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``sum_k v_e[:, k]^T K_e w_e[:, k]`` per element, each computed on its owning rank.
+
+        `v`, `w`: real full-dof vectors ``(ndof,)`` or ``(ndof, k)``. Rank 0
+        sends both (its rows to each rank) and gathers one number per element.
+        """
+        v, w = np.asarray(v, dtype=float), np.asarray(w, dtype=float)
+        if v.ndim == 2:
+            return sum(self.products(v[:, k], w[:, k]) for k in range(v.shape[1]))
+        t0 = time.perf_counter()
+        _command("products", self.sid)
+        parts = []
+        for full in (v, w):
+            ordered = np.empty(full.size)
+            ordered[self.layout.petsc] = full
+            parts.append(scatter_rows(self.comm, ordered, self.row_counts, self.rank.n_rows))
+        self.timers["scatter"] += time.perf_counter() - t0
+        y_local = self.rank.products(*parts)
+        t0 = time.perf_counter()
+        y = gather_rows(self.comm, y_local, self.el_counts)
+        self.timers["gather"] += time.perf_counter() - t0
+        return y
 
     def close(self) -> None:
         """Free this system's PETSc objects on every rank."""

@@ -650,10 +650,13 @@ ad.frule(matvec)(_bilinear_frule(matvec))
 def products(S: LinearSystem, v, w):
     """Per element ``conj(v_e)^T K_e w_e``, summed over load cases."""
     t0 = time.perf_counter()
-    ve, Kw = S.gather(v), S.apply_Ke(S.gather(w))
-    if np.iscomplexobj(ve):
-        ve = np.conj(ve)
-    y = np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
+    if S._distributed and not (np.iscomplexobj(v) or np.iscomplexobj(w)):
+        y = S._iterative.products(v, w)         # on the ranks that own the elements
+    else:
+        ve, Kw = S.gather(v), S.apply_Ke(S.gather(w))
+        if np.iscomplexobj(ve):
+            ve = np.conj(ve)
+        y = np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
     S.timers["sensitivity"] += time.perf_counter() - t0
     return y
 
