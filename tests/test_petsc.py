@@ -216,6 +216,17 @@ def test_heat_matches_cholmod_under_two_ranks(runs):
 
 
 @needs_mpi
+def test_topopt_command_runs_on_two_ranks_and_names_the_solver(tmp_path):
+    proc = _mpirun(2, ["-c", "import sys; from topopt.command import main; sys.exit(main())",
+                       "run", "cantilever3d", "--solver", "petsc", "--nelx", "8", "--nely", "4",
+                       "--nelz", "4", "--maxeval", "2", "--out", str(tmp_path / "out")])
+    out = proc.stdout + proc.stderr
+    assert out.count("solver petsc (") == 1                         # rank 0 prints, once
+    assert "pc mg, 2 MPI ranks)" in out
+    assert (tmp_path / "out" / "result.json").exists()
+
+
+@needs_mpi
 def test_problem_script_runs_on_two_ranks_and_only_rank_0_writes(tmp_path):
     out = tmp_path / "out"
     proc = _mpirun(2, [os.path.join(ROOT, "problems", "cantilever3d.py"), "--solver", "petsc",

@@ -95,4 +95,7 @@ def describe(system) -> str:
         line += ", picked by solver='auto'"
     if getattr(system, "reanalysis", None) is not None:
         line += ", reanalysis on"
+    if system.solver == "petsc":
+        context = system._iterative
+        line += f", pc {context.options['pc']}, {context.comm.size} MPI ranks"
     return line + ")"
