@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import gc
 import contextlib
+import ctypes
 import json
 import os
 import sys
@@ -85,13 +86,16 @@ def floor_seconds(problem, x, repeat: int = 3) -> float:
 @contextlib.contextmanager
 def nlopt_output(lines: list):
     """Collect what NLopt's C code prints (its MMA verbosity) into `lines`."""
+    libc = ctypes.CDLL(None)        # NLopt prints with C stdio: buffered unless PYTHONUNBUFFERED
     sys.stdout.flush()
+    libc.fflush(None)
     saved = os.dup(1)
     with tempfile.TemporaryFile(mode="w+") as tmp:
         os.dup2(tmp.fileno(), 1)
         try:
             yield lines
         finally:
+            libc.fflush(None)       # into tmp before fd 1 is restored
             os.dup2(saved, 1)
             os.close(saved)
             tmp.seek(0)

@@ -31,6 +31,7 @@ eval stage compliance (= 2 * minimized f) | cons: max g (<= 0) | ch: max |dx| | 
 
 from __future__ import annotations
 
+import os
 import sys
 
 _CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
@@ -41,6 +42,17 @@ _OUTCOME = {"maxeval_reached": "budget reached", "interrupted": "interrupted",
 def show(line: str) -> None:
     """Print a progress line on stderr, at once."""
     print(line, file=sys.stderr, flush=True)
+
+
+def show_unbuffered(line: str) -> None:
+    """`show` from a signal handler: straight to stderr's file descriptor, since the handler
+    may run inside a print to stderr, whose buffered writer then refuses a reentrant call."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # stderr without a descriptor
+        show(line)
+        return
+    os.write(fd, f"{line}\n".encode())
 
 
 def _fmt(value, spec: str) -> str:

@@ -376,8 +376,8 @@ class _Signals:
             raise KeyboardInterrupt(signal.Signals(signum).name)
         self.run.stop_reason = "interrupted"
         self.run.signal = signal.Signals(signum).name
-        if self.run.o.verbose:
-            progress.show(progress.signal_line(self.run.signal))
+        if self.run.o.verbose:      # not print: the signal may land inside a print to stderr
+            progress.show_unbuffered(progress.signal_line(self.run.signal))
 
     def __enter__(self):
         if self.enabled:
