@@ -6,10 +6,11 @@
 Inputs are measurements of `scripts/petsc_scaling.py` (the medians in its
 ``summary``) on the largest size it ran with 1 and 2 ranks:
 
-* the parallel part (assembly, preconditioner setup, CG) in rank-seconds per
-  dof, from the 1-rank run: it divides by ``P``;
-* rank 0's serial part per element (filter, AD, NLopt's MMA step, the
-  scatter of ``a``, ``b``, ``lambda`` and the gather of ``u`` and the
+* the parallel part (assembly, preconditioner setup, CG, the element
+  sensitivities on their ranks) in rank-seconds per element, from the
+  1-rank run: it divides by ``P``;
+* rank 0's serial part per element (NLopt's MMA step, filter, AD, the
+  scatter of ``a``, ``b``, ``lambda``, ``u`` and the gather of ``u`` and the
   element sensitivities), from the 2-rank run: it does not divide;
 * CG iterations per solve (they do not grow with ``P`` for a geometric
   multigrid: the hierarchy is the same on any number of ranks, and SOR is
@@ -51,6 +52,8 @@ ALLREDUCES = 3            # CG: two inner products and the residual norm
 COARSE_DOFS = 3000        # `topopt.fem.mpi_mg.COARSE_SIZE`
 BYTES_PER_ELEMENT_ROOT = 8 * (1 + 3 + 3 + 3 + 3 + 1)   # a, b, u, lambda, u, products
 RANKS = (1, 2, 8, 64, 256, 1024)
+PARALLEL = ("assembly", "setup", "solve", "sensitivity")    # split over the ranks
+ROOT_PARTS = ("scatter_gather", "optimizer", "rest")        # rank 0 alone
 
 
 def measured(path: str, pc: str) -> dict:
@@ -64,7 +67,9 @@ def measured(path: str, pc: str) -> dict:
         if 1 in by_p and 2 in by_p:
             runs = [r for r in data["runs"] if tuple(r["size"]) == size and r.get("pc") == pc]
             cg = sorted(r["cg_iterations_per_solve"] for r in runs)[len(runs) // 2]
-            return {"size": size, "one": by_p[1], "two": by_p[2], "cg": cg}
+            rss0 = sorted(r["max_rss_mb"][0] for r in runs if r["ranks"] == 2)
+            return {"size": size, "one": by_p[1], "two": by_p[2], "cg": cg,
+                    "root_bytes_per_element": rss0[len(rss0) // 2] * 2 ** 20 / math.prod(size)}
     raise SystemExit(f"{path} has no size measured with pc={pc!r} on 1 and 2 ranks")
 
 
@@ -75,16 +80,15 @@ def model(m: dict, scale: float, alpha: float, beta: float) -> list[dict]:
     ndof = 3 * (nx + 1) * (ny + 1) * (nz + 1)
     n_el0 = math.prod(m["size"])
     one, two = m["one"]["split_per_iteration_s"], m["two"]["split_per_iteration_s"]
-    par = (one["assembly"] + one["setup"] + one["solve"]) * n_el / n_el0   # rank-seconds
-    root = sum(two[k] for k in ("scatter_gather", "sensitivity", "optimizer", "rest")) \
-        * n_el / n_el0
+    par = sum(one[k] for k in PARALLEL) * n_el / n_el0                    # rank-seconds
+    root = sum(two[k] for k in ROOT_PARTS) * n_el / n_el0
     cg = m["cg"]
     out = []
     for p in RANKS:
         slab = 2 * 3 * (nx + 1) * (ny + 1) if p > 1 else 0        # dofs sent per exchange
         box = 6 * (ndof / p) ** (2 / 3) if p > 1 else 0
         halo = {k: cg * HALO_EXCHANGES * LEVEL_FACTOR * (6 * alpha + 8 * d / beta)
-                for k, d in (("slab", slab), ("box", box))}
+                if p > 1 else 0.0 for k, d in (("slab", slab), ("box", box))}
         reduce = cg * ALLREDUCES * 2 * alpha * math.log2(p) if p > 1 else 0.0
         coarse = cg * (alpha * math.log2(p) + 8 * COARSE_DOFS / beta) if p > 1 else 0.0
         link = (BYTES_PER_ELEMENT_ROOT * n_el / beta + 4 * p * alpha) if p > 1 else 0.0
@@ -95,7 +99,8 @@ def model(m: dict, scale: float, alpha: float, beta: float) -> list[dict]:
         total_slab = sum(v for k, v in parts.items() if k != "halo_box")
         out.append({"ranks": p, "elements": n_el, "dofs": ndof, "parts": parts,
                     "s_per_iteration_box": total_box, "s_per_iteration_slab": total_slab,
-                    "dofs_per_rank": ndof / p, "slab_layers_per_rank": nz / p})
+                    "dofs_per_rank": ndof / p, "slab_layers_per_rank": nz / p,
+                    "root_memory_gb": m["root_bytes_per_element"] * n_el / 1e9})
     for row in out:
         row["efficiency_box"] = out[0]["s_per_iteration_box"] / (
             row["ranks"] * row["s_per_iteration_box"])
@@ -119,14 +124,20 @@ def main(argv=None) -> None:
         print(f"\n{rows[0]['elements']} elements, {rows[0]['dofs']} dofs "
               f"(measured size x {scale}); seconds per design iteration")
         print(f"{'P':>5} {'box':>8} {'slab':>8} {'eff.':>5} | {'parallel':>8} {'root':>7} "
-              f"{'link':>6} {'halo box':>8} {'halo slab':>9} {'reduce':>7} {'coarse':>7}")
+              f"{'link':>6} {'halo box':>8} {'halo slab':>9} {'reduce':>7} {'coarse':>7} | "
+              f"{'layers/rank':>11} {'rank-0 GB':>9}")
         for r in rows:
             q = r["parts"]
             print(f"{r['ranks']:>5} {r['s_per_iteration_box']:8.3f} "
                   f"{r['s_per_iteration_slab']:8.3f} {r['efficiency_box']:5.2f} | "
                   f"{q['parallel']:8.3f} {q['root_serial']:7.3f} {q['root_link']:6.3f} "
                   f"{q['halo_box']:8.4f} {q['halo_slab']:9.4f} {q['allreduce']:7.4f} "
-                  f"{q['coarse']:7.4f}")
+                  f"{q['coarse']:7.4f} | {r['slab_layers_per_rank']:11.2f} "
+                  f"{r['root_memory_gb']:9.1f}")
+        q = rows[0]["parts"]
+        print(f"rank 0's serial part equals the parallel part at P = "
+              f"{q['parallel'] / q['root_serial']:.0f} (Amdahl: speed-up < "
+              f"{(q['parallel'] + q['root_serial']) / q['root_serial']:.0f} at any P)")
     with open(args.out, "w") as fh:
         json.dump({"command": "python scripts/petsc_extrapolate.py " + " ".join(
             argv if argv is not None else []), "measured": {

@@ -108,7 +108,8 @@ def _split(before: list, after: list, S, timers0: dict, wall: float, optimizer: 
     return split
 
 
-def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
+def child(size, iterations: int, solver: str, pc: str = "gamg",
+          filter: str = "density") -> dict:
     """One run in this process (rank 0 under mpirun); the numbers of `main`'s table.
 
     The split covers the whole `problem.run` window: the start (``c0``), the
@@ -119,7 +120,8 @@ def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
     t0 = time.perf_counter()
     mesh, model, f = cantilever3d.setup(*size)
     options = {"warm_start": True, **({"pc": pc} if solver == "petsc" else {})}
-    problem = ComplianceProblem(model, f, 0.3, 1.5, solver=solver, solver_options=options)
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver=solver, solver_options=options,
+                                filter=filter)
     S = problem.system
     build = time.perf_counter() - t0
     before, timers0 = _rank_timers(S), dict(S.timers)
@@ -130,7 +132,8 @@ def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
     after = _rank_timers(S)
     n_fact = S.counts["factorizations"]
     out = {"size": list(size), "ndof": int(model.ndof), "n_el": int(model.n_el),
-           "solver": solver, "pc": pc if solver == "petsc" else None, "ranks": len(after), "iterations": int(res["evaluations"]),
+           "solver": solver, "pc": pc if solver == "petsc" else None, "filter": filter,
+           "ranks": len(after), "iterations": int(res["evaluations"]),
            "build_s": build, "run_wall_s": wall, "factorizations": n_fact,
            "counts": {k: int(v) for k, v in S.counts.items()},
            "s_per_iteration": wall / n_fact,
@@ -142,12 +145,13 @@ def child(size, iterations: int, solver: str, pc: str = "gamg") -> dict:
     return out
 
 
-def _launch(size, ranks: int, iterations: int, solver: str, pc: str = "gamg") -> dict:
+def _launch(size, ranks: int, iterations: int, solver: str, pc: str = "gamg",
+            filter: str = "density") -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "x".join(map(str, size)),
-           "--iterations", str(iterations), "--solver", solver, "--pc", pc]
+           "--iterations", str(iterations), "--solver", solver, "--pc", pc, "--filter", filter]
     if solver == "petsc":
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -201,27 +205,30 @@ def main(argv=None) -> None:
     parser.add_argument("--child", type=_size, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--solver", default="petsc", help=argparse.SUPPRESS)
     parser.add_argument("--pc", default="gamg", help=argparse.SUPPRESS)
+    parser.add_argument("--filter", default="density", choices=("density", "helmholtz"),
+                        help="the design filter (on rank 0; its time is in 'rest')")
     args = parser.parse_args(argv)
     if args.iterations < 1:
         parser.error("--iterations must be >= 1")
     if args.child is not None:
         if args.solver == "petsc":
             from topopt.fem import petsc
-            result = petsc.run_on_root(child, args.child, args.iterations, "petsc", args.pc)
+            result = petsc.run_on_root(child, args.child, args.iterations, "petsc", args.pc,
+                                       args.filter)
         else:
-            result = child(args.child, args.iterations, args.solver)
+            result = child(args.child, args.iterations, args.solver, filter=args.filter)
         if result is not None:
             print(json.dumps(result), flush=True)
         return
     sizes = [_size(s) for s in args.sizes.split(",")]
     ranks = [int(r) for r in args.ranks.split(",")]
-    cases = [(size, p, "petsc", pc) for size in sizes for pc in args.pcs.split(",")
+    cases = [(size, p, "petsc", pc) for size in sizes for pc in args.pcs.split(",") if pc
              for p in ranks]
     cases += [(size, 1, args.serial, None) for size in sizes] if args.serial else []
     rows = []
     for repeat in range(args.repeats):      # cases alternate, so load drifts hit all alike
         for size, p, solver, pc in cases:
-            rows.append(_launch(size, p, args.iterations, solver, pc or "gamg"))
+            rows.append(_launch(size, p, args.iterations, solver, pc or "gamg", args.filter))
             rows[-1]["repeat"] = repeat
             print(_row(rows[-1]), flush=True)
     summary = _summary(rows)

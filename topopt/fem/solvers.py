@@ -20,7 +20,7 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
   matrices only; "factorizing" sets up the hierarchy once per design (see
   `topopt.fem.multigrid`). ``"auto"`` picks ``"mg-cg"`` for large 3-D
   lattices (`topopt.fem.auto`).
-* ``"petsc"`` (`ITERATIVE` too): PETSc CG + GAMG across MPI ranks
+* ``"petsc"`` (`ITERATIVE` too): PETSc CG + PCMG (lattices) or GAMG across MPI ranks
   (``pip install 'topopt[mpi]'``, run under ``mpirun``; `topopt.fem.petsc`).
 
 The factor classes live in `topopt.fem.direct` (re-exported here), the CG
