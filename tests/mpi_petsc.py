@@ -129,9 +129,26 @@ def products_case() -> dict:
     return {"rel": float(np.max(np.abs(got - want)) / np.max(np.abs(want)))}
 
 
+def helmholtz_case() -> dict:
+    """The Helmholtz filter's PDE on PETSc against SuperLU: filter, transpose, the filtered
+    problem's compliance, and a Taylor test of the chain."""
+    from topopt.filters import HelmholtzFilter
+    mesh, model, f = cantilever3d.setup(12, 6, 6)
+    x = _design(model.n_el, 9)
+    w = np.random.default_rng(10).standard_normal(model.n_el)
+    serial, dist = (HelmholtzFilter.from_rmin(mesh, 1.5, s) for s in (None, "petsc"))
+    rel = max(float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in (
+        (dist(x), serial(x)), (dist.transpose(w), serial.transpose(w))))
+    problem = ComplianceProblem(model, f, 0.3, 1.5, solver="petsc", solver_options=TIGHT,
+                                filter="helmholtz")
+    dx = np.random.default_rng(11).standard_normal(model.n_el)
+    return {"filter_rel": rel, "rate": ad.taylor_test(problem.compliance, x, dx),
+            "distributed": dist.system is not None and problem.filter.system is not None}
+
+
 TIGHT_AUTO = {"rtol": 1e-10}
 
-CASES = {"auto": auto_case, "products": products_case, "compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
+CASES = {"auto": auto_case, "products": products_case, "helmholtz": helmholtz_case, "compliance": compliance_case, "mma": mma_case, "taylor": taylor_case,
          "adjoint": adjoint_case, "heat": heat_case}
 
 

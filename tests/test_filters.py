@@ -290,3 +290,12 @@ def test_bad_design_vector(flt):
         ad.gradient(lambda x: np.sum(flt(x)), x)
     with pytest.raises(TypeError, match=r"x must be a numeric array"):
         flt(np.array(["a"] * 24))
+
+
+def test_helmholtz_solver_is_checked_before_any_work():
+    """solver: None or "petsc" (the MPI path itself: tests/test_petsc.py); "petsc" needs a
+    uniform lattice, refused before PETSc is touched."""
+    with pytest.raises(ValueError, match="solver must be None .* or 'petsc'"):
+        HelmholtzFilter(MeshTri().refined(2), r=0.1, solver="cholmod")
+    with pytest.raises(ValueError, match="uniform quadrilateral or hexahedral lattice"):
+        HelmholtzFilter(MeshTri().refined(2), r=0.1, solver="petsc")

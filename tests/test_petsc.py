@@ -209,6 +209,13 @@ def test_element_products_on_the_owning_ranks_equal_the_serial_ones(runs):
 
 
 @needs_mpi
+def test_helmholtz_filter_on_petsc_matches_superlu(runs):
+    case = runs[2]["helmholtz"]
+    assert case["distributed"] and case["filter_rel"] <= 1e-8
+    assert case["rate"] >= 1.9
+
+
+@needs_mpi
 def test_heat_matches_cholmod_under_two_ranks(runs):
     case = runs[2]["heat"]
     assert _rel(case["petsc"], case["cholmod"]) <= 1e-8

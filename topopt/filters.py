@@ -346,6 +346,10 @@ class HelmholtzFilter(LinearFilter):
         filter of radius `rmin` (or use `from_rmin`). An equivalent radius
         ``2 sqrt(3) r`` larger than the domain (`domain_size`) warns
         (`topopt._validate.TopoptWarning`).
+    solver : {None, "petsc"}
+        None: ``Kf`` factorized by SuperLU in this process. ``"petsc"``: the
+        filter's PDE solved by CG across the MPI ranks (`topopt.fem.petsc`;
+        uniform lattices), as the state solve of ``solver="petsc"`` problems.
 
     Attributes
     ----------
@@ -372,8 +376,11 @@ class HelmholtzFilter(LinearFilter):
 
     helmholtz_radius = staticmethod(helmholtz_radius)
 
-    def __init__(self, mesh: Mesh, r: float):
+    def __init__(self, mesh: Mesh, r: float, solver: str | None = None):
         self.r = check_positive("r", r, "Helmholtz filter length scale")
+        if solver not in (None, "petsc"):
+            raise ValueError(f"solver must be None (SuperLU on this process) or 'petsc' (the "
+                             f"filter's PDE solved across the MPI ranks), got {solver!r}")
         self.n = _mesh(mesh)
         for mesh_type, p1, p0 in _ELEMENTS:
             if isinstance(mesh, mesh_type):
@@ -388,10 +395,14 @@ class HelmholtzFilter(LinearFilter):
         self.Kf = _helmholtz.assemble(self.basis, r2=self.r ** 2).tocsr()
         self.T = _mass.assemble(basis0, self.basis).tocsr()
         self.measures = _measure.assemble(basis0)
-        self._lu = spla.splu(self.Kf.tocsc())
+        self.system = self._lu = None
+        if solver == "petsc":
+            self.system, self._factor = _distributed(self.basis, self.r)
+        else:
+            self._lu = spla.splu(self.Kf.tocsc())
 
     @classmethod
-    def from_rmin(cls, mesh: Mesh, rmin: float) -> "HelmholtzFilter":
+    def from_rmin(cls, mesh: Mesh, rmin: float, solver: str | None = None) -> "HelmholtzFilter":
         """The Helmholtz filter matching a density filter of radius `rmin`.
 
         Examples
@@ -411,7 +422,7 @@ class HelmholtzFilter(LinearFilter):
         >>> print(caught[0].message)  # doctest: +ELLIPSIS
         filter radius 2 sqrt(3) r (r = 0.57735) = 2 is larger than the domain (...: 1)...
         """
-        return cls(mesh, helmholtz_radius(rmin))
+        return cls(mesh, helmholtz_radius(rmin), solver)
 
     @property
     def at_quadrature(self) -> "QuadratureField":
@@ -427,6 +438,8 @@ class HelmholtzFilter(LinearFilter):
         return self._at_quadrature
 
     def _solve(self, b, trans: str) -> np.ndarray:
+        if self._lu is None:    # on PETSc; Kf is symmetric, so "T" is the same solve
+            return self._factor.solve(b)
         if np.iscomplexobj(b):  # a real factorization solves real right-hand sides
             return self._lu.solve(b.real, trans) + 1j * self._lu.solve(b.imag, trans)
         return self._lu.solve(b, trans)
@@ -438,6 +451,27 @@ class HelmholtzFilter(LinearFilter):
     def _transpose(self, y):
         # F^T y = T^T Kf^-T T D^-1 y
         return self.T.T @ self._solve(self.T @ (y / self.measures), "T")
+
+
+def _distributed(basis: Basis, r: float):
+    """``Kf`` as a `topopt.fem.LinearSystem` on ``solver="petsc"``, and its factor.
+
+    ``Kf = sum_e K_e`` with one element's ``r^2 K + M`` (a uniform lattice:
+    every element a translate of the first), no fixed dofs; CG to 1e-10 with
+    PCMG on the lattice hierarchy, set up once.
+    """
+    from .fem.models import _translates
+    from .fem.system import LinearSystem
+    mesh = basis.mesh
+    if not _translates(mesh):
+        raise ValueError("HelmholtzFilter(solver='petsc') needs a uniform quadrilateral or "
+                         "hexahedral lattice (fem.rectangle, fem.box); use solver=None")
+    one = type(mesh)(mesh.p[:, mesh.t[:, 0]], np.arange(mesh.t.shape[0])[:, None])
+    Ke = _helmholtz.assemble(Basis(one, basis.elem), r2=r ** 2).toarray()
+    system = LinearSystem(basis.element_dofs.T, Ke, basis.N, np.zeros(0, dtype=np.int64),
+                          solver="petsc", geometry=(mesh.p, basis.nodal_dofs),
+                          solver_options={"rtol": 1e-10})
+    return system, system.factorize(np.ones(mesh.t.shape[1]))
 
 
 class QuadratureField(LinearFilter):

@@ -103,7 +103,8 @@ class ComplianceProblem:
         self.filter_name = filter
         mesh = model.mesh
         self.filter = (DensityFilter(mesh, rmin) if filter == "density"
-                       else HelmholtzFilter.from_rmin(mesh, rmin))
+                       else HelmholtzFilter.from_rmin(
+                           mesh, rmin, solver="petsc" if solver == "petsc" else None))
         self.system = model.system(solver, solver_options=solver_options)
         self.weights = fem.element_volumes(mesh)
         self.passive = Passive.of(passive, model.n_el)
