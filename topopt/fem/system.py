@@ -654,8 +654,7 @@ def products(S: LinearSystem, v, w):
         y = S._iterative.products(v, w)         # on the ranks that own the elements
     else:
         ve, Kw = S.gather(v), S.apply_Ke(S.gather(w))
-        if np.iscomplexobj(ve):
-            ve = np.conj(ve)
+        ve = np.conj(ve) if np.iscomplexobj(ve) else ve
         y = np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
     S.timers["sensitivity"] += time.perf_counter() - t0
     return y
