@@ -460,14 +460,13 @@ def _distributed(basis: Basis, r: float):
     every element a translate of the first), no fixed dofs; CG to 1e-10 with
     PCMG on the lattice hierarchy, set up once.
     """
-    from .fem.models import _translates
+    from .fem.models import _local, _translates
     from .fem.system import LinearSystem
     mesh = basis.mesh
     if not _translates(mesh):
         raise ValueError("HelmholtzFilter(solver='petsc') needs a uniform quadrilateral or "
                          "hexahedral lattice (fem.rectangle, fem.box); use solver=None")
-    one = type(mesh)(mesh.p[:, mesh.t[:, 0]], np.arange(mesh.t.shape[0])[:, None])
-    Ke = _helmholtz.assemble(Basis(one, basis.elem), r2=r ** 2).toarray()
+    Ke = _local(_helmholtz, basis, True, r2=r ** 2)
     system = LinearSystem(basis.element_dofs.T, Ke, basis.N, np.zeros(0, dtype=np.int64),
                           solver="petsc", geometry=(mesh.p, basis.nodal_dofs),
                           solver_options={"rtol": 1e-10})

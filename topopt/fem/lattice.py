@@ -14,7 +14,8 @@ import scipy.sparse as sps
 
 from .csr import csr_structure
 
-__all__ = ["axis_groups", "lattice", "coarse_indices", "interp_1d", "classify", "cell_pattern"]
+__all__ = ["axis_groups", "lattice", "coarse_indices", "interp_1d", "coarsen", "classify",
+           "cell_pattern"]
 
 
 def axis_groups(v: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -62,6 +63,38 @@ def interp_1d(X: np.ndarray, ci: np.ndarray) -> sps.csr_matrix:
     vals = np.concatenate([1.0 - t, t])
     keep = np.abs(vals) > 1e-14
     return sps.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(nf, nc))
+
+
+def coarsen(coords: list, semi_ratio: float, ncomp: int):
+    """One coarsening step of a lattice with axis coordinates `coords`.
+
+    Every axis with at least ``semi_ratio`` times the most cells (and two) is
+    coarsened by two (`coarse_indices`); thinner ones are kept
+    (semi-coarsening of slender domains). Returns ``ci`` (the kept nodes per
+    axis), ``P`` (lattice dofs x coarse lattice dofs, trilinear interpolation,
+    dofs ``node * ncomp + component``, nodes lexicographic with x fastest)
+    and ``inj`` (the fine lattice node at each coarse node).
+
+    Examples
+    --------
+    A 4 x 1 strip of cells, one component: the long axis is coarsened, the
+    thin one kept.
+
+    >>> import numpy as np
+    >>> ci, P, inj = coarsen([np.arange(5.0), np.arange(2.0)], 0.25, 1)
+    >>> [c.tolist() for c in ci], P.shape, inj.tolist()
+    ([[0, 2, 4], [0, 1]], (10, 6), [0, 2, 4, 5, 7, 9])
+    """
+    cells = [c.size - 1 for c in coords]
+    ci = [coarse_indices(c.size) if n >= max(2, semi_ratio * max(cells))
+          else np.arange(c.size) for c, n in zip(coords, cells)]
+    Pn = sps.csr_matrix(np.ones((1, 1)))
+    for X, c in zip(coords, ci):                # kron(z, kron(y, x))
+        Pn = sps.kron(interp_1d(X, c), Pn, format="csr")
+    P = sps.kron(Pn, sps.identity(ncomp), format="csr")
+    inj = np.ravel_multi_index([g.ravel(order="F") for g in np.meshgrid(*ci, indexing="ij")],
+                               tuple(c.size for c in coords), order="F")
+    return ci, P, inj
 
 
 def classify(g, comp, free, coords, ci, ncomp: int):

@@ -290,8 +290,8 @@ def _basis(mesh: skfem.Mesh, elem: skfem.Element, uniform: bool) -> skfem.CellBa
     return skfem.Basis(mesh, elem)
 
 
-def _local(form, basis, uniform: bool, scale: float = 1.0) -> np.ndarray:
-    """Element matrices ``(n_el, n_loc, n_loc)``.
+def _local(form, basis, uniform: bool, scale: float = 1.0, **params) -> np.ndarray:
+    """Element matrices ``(n_el, n_loc, n_loc)`` of `form` (with its `params`).
 
     On a `uniform` lattice (`_translates`) they are computed once, on the
     first element, and broadcast (a read-only view, no memory per element).
@@ -299,9 +299,9 @@ def _local(form, basis, uniform: bool, scale: float = 1.0) -> np.ndarray:
     mesh = basis.mesh
     if uniform:
         one = type(mesh)(mesh.p[:, mesh.t[:, 0]], np.arange(mesh.t.shape[0])[:, None])
-        Ke = scale * form.elemental(skfem.Basis(one, basis.elem)).tolocal()
+        Ke = scale * form.elemental(skfem.Basis(one, basis.elem), **params).tolocal()
         return np.broadcast_to(Ke, (mesh.t.shape[1],) + Ke.shape[1:])
-    return scale * np.ascontiguousarray(form.elemental(basis).tolocal())
+    return scale * np.ascontiguousarray(form.elemental(basis, **params).tolocal())
 
 
 def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sps
 
-from .lattice import coarse_indices, interp_1d, lattice
+from .lattice import coarsen, lattice
 
 __all__ = ["hierarchy", "rank_rows", "COARSE_SIZE", "SEMI_RATIO", "MAX_LEVELS"]
 
@@ -52,12 +52,9 @@ def _level_numbering(owner: np.ndarray, n_ranks: int, ncomp: int):
     return new, node_starts * ncomp
 
 
-def _prolongation(cur_coords, ci, ncomp: int, fixed: np.ndarray, inj: np.ndarray):
-    """``P`` (fine lattice dofs x coarse lattice dofs) with the fixed-dof rule of the module."""
-    Pn = sps.csr_matrix(np.ones((1, 1)))
-    for X, c in zip(cur_coords, ci):            # lexicographic, x fastest: kron(z, kron(y, x))
-        Pn = sps.kron(interp_1d(X, c), Pn, format="csr")
-    P = sps.kron(Pn, sps.identity(ncomp), format="coo")
+def _with_fixed(P: sps.csr_matrix, ncomp: int, fixed: np.ndarray, inj: np.ndarray):
+    """`P` (`topopt.fem.lattice.coarsen`) with the fixed-dof rule of the module."""
+    P = P.tocoo()
     c_fixed = fixed.reshape(-1, ncomp)[inj].ravel()
     keep = ~fixed[P.row] & ~c_fixed[P.col]
     f_dofs = (inj[:, None] * ncomp + np.arange(ncomp)).ravel()      # fine dof of coarse dof
@@ -136,12 +133,8 @@ def hierarchy(layout: SimpleNamespace, p: np.ndarray, nodal_dofs: np.ndarray,
     levels, cur = [], list(coords)
     while (perm.size > coarse_size and len(levels) + 1 < max_levels
            and max(c.size for c in cur) > 2):
-        cells = [c.size - 1 for c in cur]
-        ci = [coarse_indices(c.size) if n >= max(2, semi_ratio * max(cells))
-              else np.arange(c.size) for c, n in zip(cur, cells)]
-        inj = np.ravel_multi_index([g.ravel(order="F") for g in np.meshgrid(*ci, indexing="ij")],
-                                   tuple(c.size for c in cur), order="F")
-        P, c_fixed = _prolongation(cur, ci, ncomp, is_fixed, inj)
+        ci, P, inj = coarsen(cur, semi_ratio, ncomp)
+        P, c_fixed = _with_fixed(P, ncomp, is_fixed, inj)
         c_owner = owner[inj]
         c_new, row_starts = _level_numbering(c_owner, n_ranks, ncomp)
         c_perm = (c_new[:, None] * ncomp + np.arange(ncomp)).ravel()

@@ -99,7 +99,7 @@ class RankSolver:
         self.n_rows, self.bs = hi - lo, payload["bs"]
         edofs, Ke = payload["edofs"], payload["Ke"]
         self.n_el, n_loc = edofs.shape
-        self.KeF = Ke.ravel()
+        self.Ke = np.asarray(Ke, dtype=float)
         A = PETSc.Mat().create(comm=PETSc.COMM_WORLD)
         A.setSizes(((self.n_rows, payload["n"]), (self.n_rows, payload["n"])), bsize=self.bs)
         A.setType(PETSc.Mat.Type.AIJ)
@@ -121,8 +121,8 @@ class RankSolver:
         if not self.interpolations:
             self._near_nullspace(payload["coords"])
         self.b, self.x = A.createVecs()[::-1]
-        self.element_rows, self.Ke = payload["element_rows"], np.asarray(Ke, dtype=float)
-        self.to_elements = None         # VecScatter: owned rows -> this rank's element dofs
+        self.element_rows = payload["element_rows"]
+        self.to_elements = self.elements_v = None   # VecScatter: owned rows -> element dofs
         self.warm = {}
         self.diag = None
         self.first = True
@@ -186,7 +186,7 @@ class RankSolver:
     def factor(self, a_local: np.ndarray, rtol: float, maxiter: int) -> None:
         """``K = sum_e a_e K_e`` on this rank's elements, then the GAMG setup (collective)."""
         t0 = time.perf_counter()
-        np.multiply(a_local[:, None], self.KeF[None, :], out=self.v[:self.m].reshape(
+        np.multiply(a_local[:, None], self.Ke.ravel()[None, :], out=self.v[:self.m].reshape(
             self.n_el, -1))
         self.A.setValuesCOO(self.v, addv=self.PETSc.InsertMode.INSERT_VALUES)
         t1 = time.perf_counter()
@@ -273,6 +273,6 @@ class RankSolver:
         for v in self.warm.values():
             v.destroy()
         for obj in (self.ksp, self.A, self.nullspace, self.b, self.x, self.diag,
-                    self.to_elements, getattr(self, "elements_v", None), *self.interpolations):
+                    self.to_elements, self.elements_v, *self.interpolations):
             if obj is not None:
                 obj.destroy()

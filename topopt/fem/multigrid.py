@@ -61,7 +61,7 @@ from .amg import SmoothedAggregation
 from .csr import compact_index as _int32, csr_from_parts as _csr
 from .errors import ConvergenceError
 from .krylov import MAXITER, RTOL, IterativeFactor, _options, pcg
-from .lattice import cell_pattern, classify, coarse_indices, interp_1d, lattice
+from .lattice import cell_pattern, classify, coarsen, lattice
 from .smoothers import _Chebyshev, _CoarseSolver, element_lmax_bound, scaled_lmax_bound
 from .supports import rigid_body_modes
 
@@ -204,21 +204,10 @@ class GeometricMultigrid:
         cell_of = cls_of = M = None           # fine element -> cell/class of the current level
         while (levels[-1].n > opts["coarse_size"] and len(levels) < opts["max_levels"]
                and max(c.size for c in cur_coords) > 2):
-            cells = [c.size - 1 for c in cur_coords]
-            # semi-coarsening: keep the thin directions of slender domains
-            ci = [coarse_indices(c.size) if n >= max(2, opts["semi_ratio"] * max(cells))
-                  else np.arange(c.size) for c, n in zip(cur_coords, cells)]
+            ci, Pd, inj = coarsen(cur_coords, opts["semi_ratio"], ncomp)
             c_coords = [X[c] for X, c in zip(cur_coords, ci)]
             c_shape = tuple(c.size for c in ci)
-            # node prolongation, lexicographic (x fastest): kron(z, kron(y, x))
-            Pn = sps.csr_matrix(np.ones((1, 1)))
-            for X, c in zip(cur_coords, ci):
-                Pn = sps.kron(interp_1d(X, c), Pn, format="csr")
-            Pd = sps.kron(Pn, sps.identity(ncomp), format="csr")
             # coarse dof fixed iff the coincident fine dof is fixed
-            inj = np.ravel_multi_index([g.ravel(order="F") for g in
-                                        np.meshgrid(*ci, indexing="ij")],
-                                       tuple(c.size for c in cur_coords), order="F")
             c_fixed = cur_fixed_lex.reshape(-1, ncomp)[inj].ravel()
             c_free_index = -np.ones(c_fixed.size, dtype=np.int64)
             c_free_index[~c_fixed] = np.arange(int(np.sum(~c_fixed)))
