@@ -292,7 +292,9 @@ def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
     if (lo is not None and vmin < lo - tol) or (hi is not None and vmax > hi + tol):
         note = f" ({what})" if what else ""
         slack = f" up to {tol:g}" if tol else ""
-        bad = vmin if lo is not None and vmin < lo - tol else vmax
+        below = lo - vmin if lo is not None else -np.inf
+        above = vmax - hi if hi is not None else -np.inf
+        bad = vmin if below >= above else vmax          # the entry farthest outside
         index = int(np.flatnonzero(v.ravel() == bad)[0])
         raise ValueError(f"{name} must lie in {interval(lo, hi)}{slack}{note}; "
                          f"got {bad:.6g} at flat index {index} (range [{vmin:.6g}, {vmax:.6g}])")

@@ -38,7 +38,7 @@ import numpy as np
 import skfem
 
 from . import ad
-from ._validate import check_callable, check_int, check_type
+from ._validate import check_callable, check_int, check_type, warn
 
 __all__ = ["Passive", "embed"]
 
@@ -173,6 +173,48 @@ class Passive:
         if passive.n_el != n_el:
             raise ValueError(f"passive is for {passive.n_el} elements; the mesh has {n_el}")
         return passive
+
+    def check_volume(self, volfrac: float, weights, minimum=None, name: str = "volfrac") -> None:
+        """Refuse a volume bound ``v(x_phys) <= volfrac`` that the passive solid breaks.
+
+        ``v = sum(w x_phys) / sum(w)`` with element volumes `weights`. The
+        passive solid alone has ``v_solid``: if it exceeds `volfrac` (beyond
+        1e-12) no design meets the bound, a `ValueError` naming both numbers.
+        `minimum`, a callable, returns the volume of the design with every free
+        variable 0 (the filter spreads the solid into its neighbours): above
+        `volfrac` it is a `TopoptWarning` (a projection stage may still get
+        under it). Passive void that leaves less than `volfrac` to design makes
+        the bound inactive: also a warning. One pass over `weights`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from topopt.design import Passive
+        >>> Passive(4, solid=[0, 1, 2]).check_volume(0.5, np.ones(4))
+        Traceback (most recent call last):
+        ...
+        ValueError: passive solid fills 0.75 of the volume (3 of 4 elements) > volfrac = 0.5: the volume constraint can never hold; raise volfrac above 0.75 or make fewer elements passive solid
+        """
+        w = np.asarray(weights, dtype=float)
+        total = float(np.sum(w))
+        solid = float(np.sum(w[self.solid])) / total
+        if solid > volfrac + 1e-12:
+            raise ValueError(f"passive solid fills {solid:.6g} of the volume ({self.solid.size} "
+                             f"of {self.n_el} elements) > {name} = {volfrac:g}: the volume "
+                             f"constraint can never hold; raise {name} above {solid:.6g} or "
+                             "make fewer elements passive solid")
+        void = float(np.sum(w[self.void])) / total
+        if void > 1.0 - volfrac + 1e-12:
+            warn(f"passive void fills {void:.6g} of the volume: even all solid, the design "
+                 f"has volume {1 - void:.6g} < {name} = {volfrac:g}, so the volume "
+                 f"constraint is never active; lower {name} or make fewer elements void")
+        if minimum is not None and self.solid.size:
+            v_min = float(minimum())
+            if v_min > volfrac + 1e-12:
+                warn(f"with every free variable 0 the filtered design has volume {v_min:.6g} "
+                     f"> {name} = {volfrac:g} (passive solid {solid:.6g} plus what the "
+                     f"filter spreads around it): the volume constraint cannot hold without "
+                     f"projection; raise {name} or use a smaller filter radius")
 
     def __call__(self, x):
         """The element vector of the free variables `x` (`embed`); differentiable."""

@@ -149,6 +149,8 @@ class EigenProblem:
         self.n = self.passive.n_free               # design variables (beta is one more)
         self._filters: dict = {}
         self.filter = self._filter(self.rmin)
+        self.passive.check_volume(self.volfrac, self.weights,
+                                  lambda: volume(self.x_phys(np.zeros(self.n)), self.weights))
         self.lam_ref = None
 
     def _filter(self, rmin: float):

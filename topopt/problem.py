@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from . import fem
-from ._validate import check_choice, check_positive, check_range
+from ._validate import check_choice, check_load, check_positive, check_range
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
@@ -92,10 +92,7 @@ class ComplianceProblem:
         check_choice("filter", filter, FILTERS)
         Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness; E0 = 1")
         eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
-        f = np.asarray(f, dtype=float)
-        if f.ndim not in (1, 2) or f.shape[0] != model.ndof:
-            raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},) or "
-                             f"({model.ndof}, n_loads)")
+        f = np.asarray(check_load("f", f, model.ndof), dtype=float)
         if not np.any(f):
             raise ValueError("the load vector f is zero")
         self.model, self.f = model, f
@@ -110,6 +107,8 @@ class ComplianceProblem:
         self.passive = Passive.of(passive, model.n_el)
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables of MMA
+        self.passive.check_volume(self.volfrac, self.weights,
+                                  lambda: self.volume(np.zeros(self.n)))
         self.c0 = None
 
     def check_design(self, x) -> np.ndarray:
