@@ -33,6 +33,7 @@ from . import ad
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_keywords",
            "check_array_range", "check_finite_array", "check_finite_values", "check_load",
+           "check_indices",
            "interval", "warn"]
 
 
@@ -240,18 +241,22 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     if bad.size == 0:                          # the sum overflowed; every entry is finite
         return
     pos = np.unravel_index(int(bad[0]), v.shape)
-    names = tuple(axes) + tuple(f"axis {k}" for k in range(len(axes), len(pos)))
-    where = ", ".join(f"{a} {int(i)}" for a, i in zip(names, pos))
+    if len(axes) < len(pos):                   # unnamed axes: the index tuple
+        where = f"{axes[0]} {tuple(int(i) for i in pos)}"
+    else:
+        where = ", ".join(f"{a} {int(i)}" for a, i in zip(axes, pos))
     first = "" if bad.size == 1 else "first at "
     text = f" ({first}{where}, value {v.ravel()[bad[0]]})"
     raise ValueError(f"{name}: {_entries(bad.size)}{text}: {rule}")
 
 
-def check_load(name: str, f, ndof: int | None = None) -> np.ndarray:
+def check_load(name: str, f, ndof: int | None = None, real: bool = False) -> np.ndarray:
     """A load vector ``(ndof,)`` or ``(ndof, n_loads)`` without NaN/inf (traced values kept).
 
     A non-finite entry is an error at any dof, a supported one included (a
     finite load there is a reaction and does no harm; NaN would be dropped).
+    With `real`, a complex load is a `TypeError` (its imaginary part would
+    be dropped).
 
     Examples
     --------
@@ -263,13 +268,39 @@ def check_load(name: str, f, ndof: int | None = None) -> np.ndarray:
     ValueError: f: 1 non-finite entry (dof 2, value inf): loads must be finite
     """
     v = np.asarray(ad.value(f))
-    if v.dtype.kind not in "iufc":
-        raise TypeError(f"{name} must be a real or complex load vector, got dtype {v.dtype}")
+    kinds = "iuf" if real else "iufc"
+    if v.dtype.kind not in kinds:
+        raise TypeError(f"{name} must be a {'real' if real else 'real or complex'} load "
+                        f"vector, got dtype {v.dtype}")
     if ndof is not None and (v.ndim not in (1, 2) or v.shape[0] != ndof):
-        raise ValueError(f"{name} has shape {v.shape}; expected ({ndof},) or "
+        raise ValueError(f"{name}: the load has shape {v.shape}; expected ({ndof},) or "
                          f"({ndof}, n_loads), one row per dof")
     check_finite_values(name, v, "loads must be finite", ("dof", "load case"))
     return f
+
+
+def check_indices(name: str, idx, n: int, what: str = "indices") -> np.ndarray:
+    """An integer array with entries in ``[0, n)`` (numpy would wrap -1 to the last).
+
+    Examples
+    --------
+    >>> from topopt._validate import check_indices
+    >>> check_indices("fixed", [0, 3], 3, "dofs")
+    Traceback (most recent call last):
+    ...
+    ValueError: fixed has dofs outside [0, 3): 3 at position 1
+    """
+    arr = np.asarray(idx)
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer {what}, got dtype {arr.dtype}")
+    out = (arr < 0) | (arr >= n)
+    if np.any(out):
+        k = int(np.flatnonzero(out.ravel())[0])
+        raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position "
+                         f"{k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))}")
+    return arr.astype(np.int64, copy=False)
 
 
 def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,

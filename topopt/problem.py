@@ -92,7 +92,7 @@ class ComplianceProblem:
         check_choice("filter", filter, FILTERS)
         Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness; E0 = 1")
         eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
-        f = np.asarray(check_load("f", f, model.ndof), dtype=float)
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if not np.any(f):
             raise ValueError("the load vector f is zero")
         self.model, self.f = model, f

@@ -221,7 +221,7 @@ class SelfWeightProblem:
                  passive: Passive | None = None):
         check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
-        f = np.asarray(check_load("f", f, model.ndof), dtype=float)
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), the fixed loads")
         self.weight = BodyLoad(model, gravity)

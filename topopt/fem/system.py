@@ -29,7 +29,7 @@ import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
 from .. import ad
-from .._validate import check_finite_values, check_load
+from .._validate import check_finite_values, check_indices, check_load
 from .csr import csr_structure
 from .reanalysis import ReanalysisFactor, reanalysis_policy
 from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
@@ -106,7 +106,7 @@ class LinearSystem:
     def __init__(self, element_dofs, Ke, ndof: int, fixed=(), K0=None, symmetric: bool = True,
                  solver: str = "auto", requires_support: bool = False, geometry=None,
                  solver_options: dict | None = None):
-        self.element_dofs = np.asarray(element_dofs, dtype=np.int64)
+        self.element_dofs = check_indices("element_dofs", element_dofs, int(ndof), "dofs")
         if self.element_dofs.ndim != 2:
             raise ValueError("element_dofs must be a 2-D array (elements x local dofs)")
         self.n_el, self.n_loc = self.element_dofs.shape
@@ -124,10 +124,7 @@ class LinearSystem:
         self.Ke, self.uniform = Ke, Ke.ndim == 2
         self._KeT = np.ascontiguousarray(Ke.T) if self.uniform else None    # BLAS-friendly
         self.ndof = int(ndof)
-        fixed = np.unique(np.asarray(fixed, dtype=np.int64))
-        if fixed.size and (fixed.min() < 0 or fixed.max() >= self.ndof):
-            raise ValueError(f"fixed dofs must lie in [0, {self.ndof})")
-        self.fixed = fixed
+        self.fixed = fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
         self.free = np.setdiff1d(np.arange(self.ndof), fixed)
         self.K0 = None if K0 is None else sps.csr_matrix(K0)
         if self.K0 is not None:
