@@ -298,8 +298,8 @@ def check_indices(name: str, idx, n: int, what: str = "indices") -> np.ndarray:
     out = (arr < 0) | (arr >= n)
     if np.any(out):
         k = int(np.flatnonzero(out.ravel())[0])
-        raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position "
-                         f"{k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))}")
+        at = k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))
+        raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position {at}")
     return arr.astype(np.int64, copy=False)
 
 
