@@ -273,8 +273,8 @@ def check_load(name: str, f, ndof: int | None = None, real: bool = False) -> np.
         raise TypeError(f"{name} must be a {'real' if real else 'real or complex'} load "
                         f"vector, got dtype {v.dtype}")
     if ndof is not None and (v.ndim not in (1, 2) or v.shape[0] != ndof):
-        raise ValueError(f"{name}: the load has shape {v.shape}; expected ({ndof},) or "
-                         f"({ndof}, n_loads), one row per dof")
+        raise ValueError(f"{name} has shape {v.shape}; expected ({ndof},) or "
+                         f"({ndof}, n_loads): a load has one row per dof")
     check_finite_values(name, v, "loads must be finite", ("dof", "load case"))
     return f
 

@@ -239,7 +239,7 @@ class Passive:
                 f"the {self.n_free} free variables or one value per element ({self.n_el})"
             raise ValueError(f"the design vector has shape {x.shape}; expected "
                              f"({self.n_free},), {what}")
-        check_finite_values("the design vector", x, "a design must be finite")
+        check_finite_values("the design vector", x, "a design must be finite, without NaN or inf")
         return self.expand(x)[self.free] if self.any else x
 
     def elements(self, x):
