@@ -51,10 +51,11 @@ def grey_level(x_phys) -> float:
     Parameters
     ----------
     x_phys : array_like
-        Physical densities in [0, 1] (up to `GREY_TOL`); real, finite, not
-        empty. A value outside (a density of 1.5 would count as -3) is a
-        `ValueError` naming the worst entry: clip a Helmholtz field first,
-        as the problems do.
+        Physical densities in [0, 1] (up to `GREY_TOL`, which counts with
+        the same polynomial, a few 1e-9 below 0); real, finite, not empty. A
+        value outside (a density of 1.5 would count as -3) is a `ValueError`
+        naming the worst entry: clip a Helmholtz field first, as the
+        problems do.
 
     Returns
     -------
@@ -79,7 +80,7 @@ def grey_level(x_phys) -> float:
     if x.size == 0:
         raise ValueError("x_phys is empty: the grey level of no element is undefined")
     check_array_range("x_phys", x, 0.0, 1.0, tol=GREY_TOL, what="a density")
-    return _measure(np.clip(x.astype(float, copy=False), 0.0, 1.0))
+    return _measure(x.astype(float, copy=False))
 
 
 def variable_grey_level(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float | None:
@@ -125,4 +126,4 @@ def variable_grey_level(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
         i = int(np.flatnonzero(bounded)[k])
         raise ValueError(f"x[{i}] = {x[i]:.6g} lies outside its bounds [{lower[i]:g}, "
                          f"{upper[i]:g}] (tolerance {GREY_TOL:g} of the range)")
-    return _measure(np.clip(t, 0.0, 1.0))
+    return _measure(t)
