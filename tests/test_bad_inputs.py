@@ -72,12 +72,12 @@ CASES = [
     # ----------------------------------------------------------- loads
     ("compliance: NaN load at a free dof", lambda: ComplianceProblem(
         _model(), _load(17), 0.5, 1.5), ValueError,
-     r"f: 1 non-finite entry \(dof 17, value nan\): loads must be finite"),
+     r"f: 1 non-finite entry \(dof 17, value NaN\): loads must be finite"),
     ("compliance: inf load at a supported dof", lambda: ComplianceProblem(
         _model(), _load(0, np.inf), 0.5, 1.5), ValueError, r"f: 1 non-finite entry \(dof 0, value inf\)"),
     ("compliance: NaN in the second load case", lambda: ComplianceProblem(
         _model(), np.column_stack([_load(), _load(5)]), 0.5, 1.5), ValueError,
-     r"dof 5, load case 1, value nan"),
+     r"dof 5, load case 1, value NaN"),
     ("compliance: a complex load", lambda: ComplianceProblem(_model(), _load() + 1j, 0.5, 1.5),
      TypeError, r"f must be a real load vector"),
     ("compliance: a load of another size", lambda: ComplianceProblem(
@@ -85,7 +85,7 @@ CASES = [
     ("compliance: text as a load", lambda: ComplianceProblem(_model(), "f", 0.5, 1.5),
      TypeError, r"f must be a real load vector"),
     ("Model.solve: NaN at a supported dof", lambda: _model().solve(np.ones(12), _load(0)),
-     ValueError, r"f: 1 non-finite entry \(dof 0, value nan\)"),
+     ValueError, r"f: 1 non-finite entry \(dof 0, value NaN\)"),
     ("Model.solve: NaN at a free dof", lambda: _model().solve(np.ones(12), _load(17)),
      ValueError, r"f: 1 non-finite entry \(dof 17"),
     ("Model.solve: two non-finite entries", lambda: _model().solve(
@@ -111,14 +111,14 @@ CASES = [
     ("objectives.output_displacement: NaN selector", lambda: output_displacement(
         np.ones(3), np.array([0, 1, np.nan])), ValueError, r"l_out: 1 non-finite entry \(dof 2"),
     ("point_load: NaN value", lambda: _model().point_load((6, 0), (0, np.nan)), ValueError,
-     r"value: 1 non-finite entry \(index 1, value nan\): value must be finite"),
+     r"value: 1 non-finite entry \(index 1, value NaN\): value must be finite"),
     ("traction: inf value", lambda: _model().traction(lambda x: x[0] == 6, (np.inf, 0)),
      ValueError, r"value: 1 non-finite entry \(index 0, value inf\)"),
     ("body_load: NaN value", lambda: _model().body_load((0, np.nan)), ValueError,
      r"value must be finite"),
     # ------------------------------------------- supports, springs, masses, material
     ("fix: a point with NaN", lambda: _model().fix(nodes=(np.nan, 0)), ValueError,
-     r"point: 1 non-finite entry \(index 0, value nan\)"),
+     r"point: 1 non-finite entry \(index 0, value NaN\)"),
     ("spring: NaN stiffness", lambda: _model().spring((6, 0), 0, np.nan), ValueError,
      r"k must be finite"),
     ("spring: inf stiffness", lambda: _model().spring((6, 0), 0, np.inf), ValueError,
@@ -137,7 +137,7 @@ CASES = [
     ("heat: inf k0", lambda: fem.heat(MESH, k0=np.inf), ValueError, r"k0 must be finite"),
     ("LinearSystem: NaN in Ke", lambda: fem.LinearSystem(
         np.array([[0, 1], [1, 2]]), np.array([[1., np.nan], [-1., 1.]]), ndof=3, fixed=[0]),
-     ValueError, r"Ke: 1 non-finite entry \(row 0, column 1, value nan\)"),
+     ValueError, r"Ke: 1 non-finite entry \(row 0, column 1, value NaN\)"),
     ("LinearSystem: NaN in K0", lambda: fem.LinearSystem(
         np.array([[0, 1], [1, 2]]), np.array([[1., -1.], [-1., 1.]]), ndof=3, fixed=[0],
         K0=np.diag([0.0, np.nan, 0.0])), ValueError, r"K0: 1 non-finite entry"),
@@ -166,7 +166,7 @@ CASES = [
      ValueError, r"node \[0\]"),
     ("mesh: a NaN coordinate", lambda: fem.elasticity(_quads(
         [[0, 1, 2, 0, 1, 2], [0, 0, 0, np.nan, 1, 1]], TWO)), ValueError,
-     r"mesh.p: 1 non-finite entry \(coordinate 1, node 3, value nan\)"),
+     r"mesh.p: 1 non-finite entry \(coordinate 1, node 3, value NaN\)"),
     ("mesh: an inverted (bow-tie) quad", lambda: fem.elasticity(_quads(
         P6, [[0, 1, 3, 4], [1, 2, 5, 4]])), ValueError, r"mesh element 0 is inverted"),
     ("mesh: a collapsed quad", lambda: fem.elasticity(_quads(
@@ -207,7 +207,7 @@ CASES = [
     ("grey_level: text", lambda: grey_level(["a"]), TypeError, r"x_phys must be a real array"),
     ("variable_grey_level: NaN", lambda: variable_grey_level(
         np.array([0.5, np.nan]), np.zeros(2), np.ones(2)), ValueError,
-     r"x: 1 non-finite entry \(index 1, value nan\)"),
+     r"x: 1 non-finite entry \(index 1, value NaN\)"),
     ("variable_grey_level: outside the bounds", lambda: variable_grey_level(
         np.array([0.5, 2.0]), np.zeros(2), np.ones(2)), ValueError,
      r"x\[1\] = 2 lies outside its bounds \[0, 1\]"),
@@ -230,7 +230,7 @@ CASES = [
      r"must lie in \[0, 1\]"),
     ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
         maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
-     r"the design vector: 1 non-finite entry \(index 4, value nan\)"),
+     r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
     ("problem: NaN penal", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5, penal=np.nan),
      ValueError, r"penal must be finite"),
     ("problem: volfrac 0", lambda: ComplianceProblem(_model(), _load(), 0.0, 1.5), ValueError,

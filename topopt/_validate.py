@@ -229,7 +229,7 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     >>> check_finite_values("f", np.array([0.0, np.nan, 1.0]), "loads must be finite", ("dof",))
     Traceback (most recent call last):
     ...
-    ValueError: f: 1 non-finite entry (dof 1, value nan): loads must be finite
+    ValueError: f: 1 non-finite entry (dof 1, value NaN): loads must be finite
     """
     v = np.asarray(ad.value(x))
     if v.size == 0 or v.dtype.kind not in "fc":
@@ -246,7 +246,9 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     else:
         where = ", ".join(f"{a} {int(i)}" for a, i in zip(axes, pos))
     first = "" if bad.size == 1 else "first at "
-    text = f" ({first}{where}, value {v.ravel()[bad[0]]})"
+    value = v.ravel()[bad[0]]
+    shown = "NaN" if value != value else value            # numpy writes nan
+    text = f" ({first}{where}, value {shown})"
     raise ValueError(f"{name}: {_entries(bad.size)}{text}: {rule}")
 
 

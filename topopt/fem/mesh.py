@@ -92,7 +92,8 @@ def check_mesh(mesh, uniform: bool = False) -> skfem.Mesh:
 
     Checked once, where a `Model` is made (`topopt.fem.elasticity`, `heat`):
     finite node coordinates, element node indices in range, no node outside
-    every element (its dofs would have no stiffness), no element repeated
+    every element (its dofs would have no stiffness; on a quadratic mesh the
+    vertices only), no element repeated
     (same node set in any order: its stiffness would count twice) and, on
     linear meshes, corner Jacobian determinants of one sign and larger than
     `DEGENERATE_TOL` times the element size to the power dim (no degenerate
@@ -116,13 +117,15 @@ def check_mesh(mesh, uniform: bool = False) -> skfem.Mesh:
     if t.size and (t.min() < 0 or t.max() >= n_nodes):
         raise ValueError(f"mesh.t has node indices outside [0, {n_nodes}): "
                          f"[{t.min()}, {t.max()}]")
-    unused = np.flatnonzero(np.bincount(t.ravel(), minlength=n_nodes) == 0)
+    # a linear mesh has its nodes as the element's dofs; else mesh.p also holds edge/face nodes
+    linear = isinstance(mesh, _LINEAR) and mesh.elem().doflocs.shape[0] == t.shape[0]
+    unused = np.flatnonzero(np.bincount(t.ravel(), minlength=n_nodes if linear else 0) == 0)
     if unused.size:
         raise ValueError(f"mesh has {unused.size} node(s) in no element (e.g. node "
                          f"{unused[:5].tolist()}): their dofs would have no stiffness; remove "
                          "them with mesh = mesh.remove_unused_nodes()")
     _check_repeats(t)
-    if isinstance(mesh, _LINEAR):
+    if linear:
         _check_jacobians(mesh, p, t[:, :1] if uniform else t)
     return mesh
 

@@ -13,7 +13,8 @@ from skfem.models.poisson import laplace
 
 from .. import ad
 from .._validate import (check_array_range, check_callable, check_choice,
-                         check_finite_array, check_positive, check_range, check_type)
+                         check_finite_array, check_finite_values, check_positive, check_range,
+                         check_type)
 from .mesh import check_mesh
 from .system import LinearSystem, solve
 
@@ -250,6 +251,7 @@ class Model:
         if np.shape(ad.value(E)) != (self.n_el,):
             raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
                              "one value per element")
+        check_finite_values("E", E, "element coefficients must be finite", ("element",))
         check_array_range("E", E, 0.0, None, what="element coefficients")
         return solve(self.system(solver), E, f)
 

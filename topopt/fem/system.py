@@ -324,8 +324,8 @@ class LinearSystem:
         preconditioned with an earlier design's factor unless `exact`.
         """
         a = np.asarray(ad.value(a))
-        if not np.all(np.isfinite(a)):
-            raise ValueError("the coefficient vector contains NaN or inf")
+        check_finite_values("the coefficient vector a", a, "coefficients must be finite, "
+                            "without NaN or inf", ("element",))
         if self._cache is not None and np.array_equal(self._cache[0], a) and (
                 not exact or not isinstance(self._cache[1], ReanalysisFactor)):
             return self._cache[1]
