@@ -16,11 +16,12 @@ from topopt.design import Passive
 from topopt.eigenproblem import EigenProblem
 from topopt.fem.modal import ModalSystem
 from topopt.filters import DensityFilter
+from topopt.interpolation import permittivity
 from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, output_displacement, volume
 from topopt.problem import ComplianceProblem
-from topopt.robust import DilatedVolume
+from topopt.robust import DilatedVolume, bound_formulation
 from topopt.selfweight import SelfWeightProblem
 from topopt.stress import MinimumVolumeStress
 
@@ -57,6 +58,17 @@ TWO = [[0, 1, 4, 3], [1, 2, 5, 4]]
 def _system():
     return fem.LinearSystem(np.array([[0, 1], [1, 2]]), np.array([[1., -1.], [-1., 1.]]),
                             ndof=3, fixed=[0], solver="superlu")
+
+
+def _hex(swap=False, collapse=False):
+    """The unit cube as one hexahedron, with two nodes swapped or one moved onto another."""
+    cube = skfem.MeshHex()
+    p, t = cube.p.copy(), cube.t.copy()
+    if swap:
+        t[[0, 1], 0] = t[[1, 0], 0]
+    if collapse:
+        p[:, t[1, 0]] = p[:, t[0, 0]] + 1e-14
+    return skfem.MeshHex(p, t)
 
 
 def _bar(nel=8, repeat=None):
@@ -114,6 +126,15 @@ CASES = [
      r"value: 1 non-finite entry \(index 1, value NaN\): value must be finite"),
     ("traction: inf value", lambda: _model().traction(lambda x: x[0] == 6, (np.inf, 0)),
      ValueError, r"value: 1 non-finite entry \(index 0, value inf\)"),
+    ("heat traction: a scalar NaN flux", lambda: fem.heat(MESH).traction(
+        lambda x: x[0] == 6, np.nan), ValueError, r"value is NaN: value must be finite"),
+    ("Model.solve: inf coefficient", lambda: _model().solve(
+        np.where(np.arange(12) == 1, np.inf, 1.0), _load()), ValueError,
+     r"E: 1 non-finite entry \(element 1, value inf\)"),
+    ("Model.solve: a boolean load", lambda: _model().solve(np.ones(12), np.zeros(42, bool)),
+     TypeError, r"f must be a real or complex load vector, got dtype bool"),
+    ("Model.solve: a 3-D load", lambda: _model().solve(np.ones(12), np.zeros((42, 1, 1))),
+     ValueError, r"f has shape \(42, 1, 1\)"),
     ("body_load: NaN value", lambda: _model().body_load((0, np.nan)), ValueError,
      r"value must be finite"),
     # ------------------------------------------- supports, springs, masses, material
@@ -178,6 +199,10 @@ CASES = [
     ("mesh: a flat tetrahedron", lambda: fem.heat(skfem.MeshTet(
         np.array([[0., 1, 0, 0, 1], [0, 0, 1, 0, 1], [0, 0, 0, 1, 0]]),
         np.array([[0, 1, 2, 3], [0, 1, 2, 4]]).T)), ValueError, r"mesh element 1 is degenerate"),
+    ("mesh: an inverted hexahedron", lambda: fem.elasticity(_hex(swap=True)), ValueError,
+     r"mesh element 0 is inverted"),
+    ("mesh: a collapsed hexahedron", lambda: fem.elasticity(_hex(collapse=True)), ValueError,
+     r"mesh element 0 is degenerate"),
     ("mesh: not a mesh", lambda: fem.elasticity(np.zeros((2, 4))), TypeError,
      r"mesh must be a scikit-fem Mesh"),
     # ------------------------------------------------------ passive regions
@@ -231,6 +256,12 @@ CASES = [
     ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
         maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
      r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
+    ("permittivity: a density of 2", lambda: permittivity(np.array([0.5, 2.0]), 3.0),
+     ValueError, r"x must lie in \[0, 1\] up to 0.01.*got 2 at flat index 1"),
+    ("bound_formulation: NaN response", lambda: bound_formulation(0.5, [0.2, np.nan]),
+     ValueError, r"values\[1\] is NaN"),
+    ("bound_formulation: inf bound", lambda: bound_formulation(np.inf, [0.2]), ValueError,
+     r"z is inf"),
     ("problem: NaN penal", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5, penal=np.nan),
      ValueError, r"penal must be finite"),
     ("problem: volfrac 0", lambda: ComplianceProblem(_model(), _load(), 0.0, 1.5), ValueError,
@@ -333,3 +364,15 @@ def test_grey_level_within_tolerance():
 
 def test_finite_check_survives_overflowing_sums():
     check_finite_values("f", np.array([1e308, 1e308, -1e308]), "loads must be finite")
+
+
+def test_quadratic_meshes_are_accepted():
+    """mesh.p of a quadratic mesh also holds the edge nodes, which mesh.t does not list."""
+    assert fem.elasticity(skfem.MeshTri2.init_circle()).ndof == 1090
+    assert fem.elasticity(skfem.MeshQuad2()).ndof == 18
+
+
+def test_inverted_check_spares_valid_meshes():
+    for mesh in (skfem.MeshHex().refined(2), skfem.MeshTet().refined(1), fem.l_shape(8, 4),
+                 fem.plate_with_hole(n_theta=8, n_radial=4), skfem.MeshTri().refined(2)):
+        fem.heat(mesh)

@@ -241,6 +241,8 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     if bad.size == 0:                          # the sum overflowed; every entry is finite
         return
     pos = np.unravel_index(int(bad[0]), v.shape)
+    if not pos:                                # a 0-d array: no index to name
+        raise ValueError(f"{name} is {'NaN' if np.isnan(v) else v}: {rule}")
     if len(axes) < len(pos):                   # unnamed axes: the index tuple
         where = f"{axes[0]} {tuple(int(i) for i in pos)}"
     else:
