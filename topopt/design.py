@@ -174,17 +174,16 @@ class Passive:
             raise ValueError(f"passive is for {passive.n_el} elements; the mesh has {n_el}")
         return passive
 
-    def check_volume(self, volfrac: float, weights, minimum=None, name: str = "volfrac") -> None:
+    def check_volume(self, volfrac: float, weights, name: str = "volfrac") -> None:
         """Refuse a volume bound ``v(x_phys) <= volfrac`` that the passive solid breaks.
 
         ``v = sum(w x_phys) / sum(w)`` with element volumes `weights`. The
         passive solid alone has ``v_solid``: if it exceeds `volfrac` (beyond
-        1e-12) no design meets the bound, a `ValueError` naming both numbers.
-        `minimum`, a callable, returns the volume of the design with every free
-        variable 0 (the filter spreads the solid into its neighbours): above
-        `volfrac` it is a `TopoptWarning` (a projection stage may still get
-        under it). Passive void that leaves less than `volfrac` to design makes
-        the bound inactive: also a warning. One pass over `weights`.
+        1e-12) no design meets the bound, a `ValueError` naming both numbers
+        (a problem calls this before its filter and system are built). Passive
+        void that leaves less than `volfrac` to design makes the bound
+        inactive: a `TopoptWarning`. One pass over `weights`; see also
+        `check_filtered_volume`.
 
         Examples
         --------
@@ -208,13 +207,23 @@ class Passive:
             warn(f"passive void fills {void:.6g} of the volume: even all solid, the design "
                  f"has volume {1 - void:.6g} < {name} = {volfrac:g}, so the volume "
                  f"constraint is never active; lower {name} or make fewer elements void")
-        if minimum is not None and self.solid.size:
-            v_min = float(minimum())
-            if v_min > volfrac + 1e-12:
-                warn(f"with every free variable 0 the filtered design has volume {v_min:.6g} "
-                     f"> {name} = {volfrac:g} (passive solid {solid:.6g} plus what the "
-                     f"filter spreads around it): the volume constraint cannot hold without "
-                     f"projection; raise {name} or use a smaller filter radius")
+
+    def check_filtered_volume(self, volfrac: float, minimum, name: str = "volfrac") -> None:
+        """Warn when the design with every free variable 0 already exceeds `volfrac`.
+
+        `minimum` is a callable returning that design's volume (``x_phys`` of
+        zeros: the filter spreads the passive solid into its neighbours); a
+        projection stage may still get under the bound, so this is a
+        `TopoptWarning`, not an error. Not called without passive solid.
+        """
+        if not self.solid.size:
+            return
+        v_min = float(minimum())
+        if v_min > volfrac + 1e-12:
+            warn(f"with every free variable 0 the filtered design has volume {v_min:.6g} "
+                 f"> {name} = {volfrac:g} (the passive solid plus what the filter spreads "
+                 f"around it): the volume constraint cannot hold without projection; "
+                 f"raise {name} or use a smaller filter radius")
 
     def __call__(self, x):
         """The element vector of the free variables `x` (`embed`); differentiable."""

@@ -99,16 +99,16 @@ class ComplianceProblem:
         self.rmin, self.penal, self.Emin, self.eta = rmin, penal, Emin, eta
         self.filter_name = filter
         mesh = model.mesh
+        self.weights = fem.element_volumes(mesh)
+        self.passive = Passive.of(passive, model.n_el)
+        self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables of MMA
         self.filter = (DensityFilter(mesh, rmin) if filter == "density"
                        else HelmholtzFilter.from_rmin(
                            mesh, rmin, solver="petsc" if solver == "petsc" else None))
+        self.passive.check_filtered_volume(self.volfrac, lambda: self.volume(np.zeros(self.n)))
         self.system = model.system(solver, solver_options=solver_options)
-        self.weights = fem.element_volumes(mesh)
-        self.passive = Passive.of(passive, model.n_el)
-        self.n_el = model.n_el
-        self.n = self.passive.n_free               # design variables of MMA
-        self.passive.check_volume(self.volfrac, self.weights,
-                                  lambda: self.volume(np.zeros(self.n)))
         self.c0 = None
 
     def check_design(self, x) -> np.ndarray:
