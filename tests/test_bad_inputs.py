@@ -15,7 +15,7 @@ from topopt._validate import TopoptWarning, check_finite_values
 from topopt.design import Passive
 from topopt.eigenproblem import EigenProblem
 from topopt.fem.modal import ModalSystem
-from topopt.filters import DensityFilter
+from topopt.filters import DensityFilter, HelmholtzFilter
 from topopt.interpolation import permittivity
 from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
@@ -246,6 +246,11 @@ CASES = [
      ValueError, r"weights contains NaN"),
     # ----------------------------------------------- interpolation, filters, designs
     ("DensityFilter: rmin 0", lambda: DensityFilter(MESH, 0.0), ValueError, r"rmin must be > 0"),
+    ("DensityFilter: a repeated element", lambda: DensityFilter(
+        _quads(P6, TWO + [[1, 2, 5, 4]]), 1.5), ValueError, r"element 2 has the nodes of element 1"),
+    ("HelmholtzFilter: a NaN coordinate", lambda: HelmholtzFilter(_quads(
+        [[0, 1, 2, 0, 1, 2], [0, 0, 0, np.inf, 1, 1]], TWO), 0.5), ValueError,
+     r"mesh.p: 1 non-finite entry \(coordinate 1, node 3, value inf\)"),
     ("DensityFilter: a design of another size", lambda: DensityFilter(MESH, 1.5)(np.ones(11)),
      ValueError, r"x has shape \(11,\)"),
     ("compliance: a design of another size", lambda: ComplianceProblem(

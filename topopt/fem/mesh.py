@@ -87,7 +87,16 @@ DEGENERATE_TOL = 1e-12
 _LINEAR = (skfem.MeshLine1, skfem.MeshTri1, skfem.MeshQuad1, skfem.MeshTet1, skfem.MeshHex1)
 
 
-def check_mesh(mesh, uniform: bool = False) -> skfem.Mesh:
+def _translates(mesh: skfem.Mesh) -> bool:
+    """Whether every element is a translate of the first (a uniform quad/hex lattice)."""
+    if not isinstance(mesh, (skfem.MeshQuad1, skfem.MeshHex1)) or mesh.t.shape[1] < 2:
+        return False
+    d = mesh.p[:, mesh.t] - mesh.p[:, mesh.t[:1]]                  # (dim, n_nodes, n_el)
+    scale = float(np.max(np.abs(d[:, :, 0])))
+    return bool(np.all(np.abs(d - d[:, :, :1]) <= 1e-12 * scale))
+
+
+def check_mesh(mesh, uniform: bool | None = None) -> skfem.Mesh:
     """`mesh` if it is a valid scikit-fem Mesh for a model; a `ValueError` naming the defect.
 
     Checked once, where a `Model` is made (`topopt.fem.elasticity`, `heat`):
@@ -97,8 +106,9 @@ def check_mesh(mesh, uniform: bool = False) -> skfem.Mesh:
     (same node set in any order: its stiffness would count twice) and, on
     linear meshes, corner Jacobian determinants of one sign and larger than
     `DEGENERATE_TOL` times the element size to the power dim (no degenerate
-    or inverted element). On a `uniform` lattice of translates only the first
-    element's corners are computed. Costs one sort of the elements.
+    or inverted element). On a `uniform` lattice of translates (`None`:
+    found out here) only the first element's corners are computed. Costs one
+    sort of the elements.
 
     Examples
     --------
@@ -125,6 +135,8 @@ def check_mesh(mesh, uniform: bool = False) -> skfem.Mesh:
                          f"{unused[:5].tolist()}): their dofs would have no stiffness; remove "
                          "them with mesh = mesh.remove_unused_nodes()")
     _check_repeats(t)
+    if uniform is None:
+        uniform = _translates(mesh)
     if linear:
         _check_jacobians(mesh, p, t[:, :1] if uniform else t)
     return mesh
@@ -142,8 +154,8 @@ def _check_repeats(t: np.ndarray) -> None:
     if np.any(repeat):
         first, second = sorted((int(a[repeat][0]), int(b[repeat][0])))
         raise ValueError(f"mesh repeats an element: element {second} has the nodes of element "
-                         f"{first} ({int(np.sum(repeat))} repeat(s) in all); its stiffness "
-                         "would count twice: remove the repeats")
+                         f"{first} ({int(np.sum(repeat))} repeat(s) in all); its stiffness (mass, "
+                         "filter weight) would count twice: remove the repeats")
 
 
 def _check_jacobians(mesh: skfem.Mesh, p: np.ndarray, t: np.ndarray,

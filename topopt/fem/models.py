@@ -15,7 +15,7 @@ from .. import ad
 from .._validate import (check_array_range, check_callable, check_choice,
                          check_finite_array, check_finite_values, check_positive, check_range,
                          check_type)
-from .mesh import check_mesh
+from .mesh import _translates, check_mesh
 from .system import LinearSystem, solve
 
 __all__ = ["Model", "elasticity", "heat"]
@@ -274,18 +274,8 @@ def _element(mesh: skfem.Mesh) -> skfem.Element:
 def _checked(mesh) -> bool:
     """Check `mesh` once (`topopt.fem.mesh.check_mesh`); whether it is a uniform lattice."""
     _element(mesh)
-    uniform = _translates(mesh)
-    check_mesh(mesh, uniform)
-    return uniform
-
-
-def _translates(mesh: skfem.Mesh) -> bool:
-    """Whether every element is a translate of the first (a uniform quad/hex lattice)."""
-    if not isinstance(mesh, (skfem.MeshQuad1, skfem.MeshHex1)) or mesh.t.shape[1] < 2:
-        return False
-    d = mesh.p[:, mesh.t] - mesh.p[:, mesh.t[:1]]                  # (dim, n_nodes, n_el)
-    scale = float(np.max(np.abs(d[:, :, 0])))
-    return bool(np.all(np.abs(d - d[:, :, :1]) <= 1e-12 * scale))
+    check_mesh(mesh)
+    return _translates(mesh)
 
 
 def _basis(mesh: skfem.Mesh, elem: skfem.Element, uniform: bool) -> skfem.CellBasis:
