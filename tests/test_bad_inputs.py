@@ -152,6 +152,9 @@ CASES = [
      r"rho0 must be finite"),
     ("ModalSystem: NaN in M0", lambda: ModalSystem(_model(), M0=np.diag(
         np.where(np.arange(42) == 4, np.nan, 0.0))), ValueError, r"M0: 1 non-finite entry"),
+    ("eigenvalues: an inf mass coefficient", lambda: fem.eigenvalues(
+        ModalSystem(_model()), np.ones(12), np.where(np.arange(12) == 2, np.inf, 1.0)),
+     ValueError, r"m: 1 non-finite entry \(element 2, value inf\)"),
     ("elasticity: NaN E0", lambda: fem.elasticity(MESH, E0=np.nan), ValueError, r"E0 must be finite"),
     ("elasticity: nu = 0.5", lambda: fem.elasticity(MESH, nu=0.5), ValueError,
      r"nu must be in \(-1, 0.5\)"),
