@@ -33,8 +33,7 @@ from . import ad
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_keywords",
            "check_array_range", "check_finite_array", "check_finite_values", "check_load",
-           "check_indices",
-           "interval", "warn"]
+           "check_indices", "interval", "warn"]
 
 
 class TopoptWarning(UserWarning):
