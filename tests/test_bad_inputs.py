@@ -15,13 +15,13 @@ from topopt._validate import TopoptWarning, check_finite_values
 from topopt.design import Passive
 from topopt.eigenproblem import EigenProblem
 from topopt.fem.modal import ModalSystem
-from topopt.filters import DensityFilter, HelmholtzFilter
-from topopt.interpolation import permittivity
+from topopt.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
+from topopt.interpolation import blueprint, permittivity, project, ramp, simp
 from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, output_displacement, volume
 from topopt.problem import ComplianceProblem
-from topopt.robust import DilatedVolume, bound_formulation
+from topopt.robust import DilatedVolume, bound_formulation, robust_designs
 from topopt.selfweight import SelfWeightProblem
 from topopt.stress import MinimumVolumeStress
 
@@ -264,6 +264,28 @@ CASES = [
     ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
         maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
      r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
+    ("simp: NaN penal", lambda: simp(X, np.nan), ValueError, r"penal must be finite"),
+    ("simp: penal below 1", lambda: simp(X, 0.5), ValueError, r"penal must be >= 1"),
+    ("simp: a density of 1.5", lambda: simp(np.array([0.5, 1.5])), ValueError,
+     r"x must lie in \[0, 1\] up to 1e-09.*got 1.5 at flat index 1"),
+    ("simp: Emin above E0", lambda: simp(X, 3.0, 2.0), ValueError, r"Emin"),
+    ("ramp: negative q", lambda: ramp(X, -1.0), ValueError, r"q must be >= 0"),
+    ("project: beta 0", lambda: project(X, 0.0, 0.5), ValueError, r"beta must be > 0"),
+    ("project: eta 2", lambda: project(X, 8.0, 2.0), ValueError, r"eta must be in \[0, 1\]"),
+    ("project: NaN density", lambda: project(np.array([np.nan]), 8.0, 0.5), ValueError,
+     r"x contains NaN"),
+    ("blueprint: NaN eta", lambda: blueprint(X, np.nan), ValueError, r"eta must be finite"),
+    ("HelmholtzFilter: r 0", lambda: HelmholtzFilter(MESH, 0.0), ValueError, r"r must be > 0"),
+    ("helmholtz_radius: negative rmin", lambda: helmholtz_radius(-1.0), ValueError,
+     r"rmin must be > 0"),
+    ("DensityFilter: NaN design", lambda: DensityFilter(MESH, 1.5)(np.full(12, np.nan)),
+     ValueError, r"x contains NaN or inf"),
+    ("DensityFilter.transpose: another size", lambda: DensityFilter(MESH, 1.5).transpose(
+        np.ones(13)), ValueError, r"y has shape \(13,\)"),
+    ("robust_designs: an eta of 1.5", lambda: robust_designs(X, 8.0, (0.3, 0.5, 1.5)),
+     ValueError, r"etas\[2\] must be in \(0, 1\)"),
+    ("DilatedVolume: volfrac 1.5", lambda: DilatedVolume(1.5), ValueError,
+     r"volfrac must be in \(0, 1\)"),
     ("permittivity: a density of 2", lambda: permittivity(np.array([0.5, 2.0]), 3.0),
      ValueError, r"x must lie in \[0, 1\] up to 0.01.*got 2 at flat index 1"),
     ("bound_formulation: NaN response", lambda: bound_formulation(0.5, [0.2, np.nan]),
