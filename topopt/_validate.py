@@ -32,7 +32,8 @@ from . import ad
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_keywords",
-           "check_array_range", "check_finite_array", "interval", "warn"]
+           "check_array_range", "check_finite_array", "check_finite_values", "check_load",
+           "check_indices", "interval", "warn"]
 
 
 class TopoptWarning(UserWarning):
@@ -205,9 +206,104 @@ def check_finite_array(name: str, x, shape: tuple | None = None) -> np.ndarray:
     if shape is not None and arr.shape != tuple(shape):
         raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(shape)}")
     arr = arr.astype(float, copy=False)
-    if arr.size and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; it contains NaN or inf")
+    check_finite_values(name, arr, f"{name} must be finite")
     return arr
+
+
+def _entries(n: int) -> str:
+    return f"{n} non-finite entr{'y' if n == 1 else 'ies'}"
+
+
+def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> None:
+    """Raise `ValueError` naming the first NaN/inf of `x` (plain or traced, real or complex).
+
+    One pass (a sum; the entries are searched only when it is not finite).
+    `axes` names the array's axes in the message (``("dof", "load case")``);
+    integer and boolean arrays pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt._validate import check_finite_values
+    >>> check_finite_values("f", np.array([0.0, np.nan, 1.0]), "loads must be finite", ("dof",))
+    Traceback (most recent call last):
+    ...
+    ValueError: f: 1 non-finite entry (dof 1, value NaN): loads must be finite
+    """
+    v = np.asarray(ad.value(x))
+    if v.size == 0 or v.dtype.kind not in "fc":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(v)):
+            return
+    bad = np.flatnonzero(~np.isfinite(v.ravel()))
+    if bad.size == 0:                          # the sum overflowed; every entry is finite
+        return
+    pos = np.unravel_index(int(bad[0]), v.shape)
+    if not pos:                                # a 0-d array: no index to name
+        raise ValueError(f"{name} is {'NaN' if np.isnan(v) else v}: {rule}")
+    if len(axes) < len(pos):                   # unnamed axes: the index tuple
+        where = f"{axes[0]} {tuple(int(i) for i in pos)}"
+    else:
+        where = ", ".join(f"{a} {int(i)}" for a, i in zip(axes, pos))
+    first = "" if bad.size == 1 else "first at "
+    value = v.ravel()[bad[0]]
+    shown = "NaN" if value != value else value            # numpy writes nan
+    text = f" ({first}{where}, value {shown})"
+    raise ValueError(f"{name}: {_entries(bad.size)}{text}: {rule}")
+
+
+def check_load(name: str, f, ndof: int | None = None, real: bool = False) -> np.ndarray:
+    """A load vector ``(ndof,)`` or ``(ndof, n_loads)`` without NaN/inf (traced values kept).
+
+    A non-finite entry is an error at any dof, a supported one included (a
+    finite load there is a reaction and does no harm; NaN would be dropped).
+    With `real`, a complex load is a `TypeError` (its imaginary part would
+    be dropped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt._validate import check_load
+    >>> check_load("f", np.array([0.0, 1.0, np.inf]), 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: f: 1 non-finite entry (dof 2, value inf): loads must be finite
+    """
+    v = np.asarray(ad.value(f))
+    kinds = "iuf" if real else "iufc"
+    if v.dtype.kind not in kinds:
+        raise TypeError(f"{name} must be a {'real' if real else 'real or complex'} load "
+                        f"vector, got dtype {v.dtype}")
+    if ndof is not None and (v.ndim not in (1, 2) or v.shape[0] != ndof):
+        raise ValueError(f"{name} has shape {v.shape}; expected ({ndof},) or "
+                         f"({ndof}, n_loads): a load has one row per dof")
+    check_finite_values(name, v, "loads must be finite", ("dof", "load case"))
+    return f
+
+
+def check_indices(name: str, idx, n: int, what: str = "indices") -> np.ndarray:
+    """An integer array with entries in ``[0, n)`` (numpy would wrap -1 to the last).
+
+    Examples
+    --------
+    >>> from topopt._validate import check_indices
+    >>> check_indices("fixed", [0, 3], 3, "dofs")
+    Traceback (most recent call last):
+    ...
+    ValueError: fixed has dofs outside [0, 3): 3 at position 1
+    """
+    arr = np.asarray(idx)
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer {what}, got dtype {arr.dtype}")
+    out = (arr < 0) | (arr >= n)
+    if np.any(out):
+        k = int(np.flatnonzero(out.ravel())[0])
+        at = k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))
+        raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position {at}")
+    return arr.astype(np.int64, copy=False)
 
 
 def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
@@ -230,7 +326,9 @@ def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
     if (lo is not None and vmin < lo - tol) or (hi is not None and vmax > hi + tol):
         note = f" ({what})" if what else ""
         slack = f" up to {tol:g}" if tol else ""
-        bad = vmin if lo is not None and vmin < lo - tol else vmax
+        below = lo - vmin if lo is not None else -np.inf
+        above = vmax - hi if hi is not None else -np.inf
+        bad = vmin if below >= above else vmax          # the entry farthest outside
         index = int(np.flatnonzero(v.ravel() == bad)[0])
         raise ValueError(f"{name} must lie in {interval(lo, hi)}{slack}{note}; "
                          f"got {bad:.6g} at flat index {index} (range [{vmin:.6g}, {vmax:.6g}])")

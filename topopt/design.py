@@ -38,7 +38,7 @@ import numpy as np
 import skfem
 
 from . import ad
-from ._validate import check_callable, check_int, check_type
+from ._validate import check_callable, check_finite_values, check_int, check_type, warn
 
 __all__ = ["Passive", "embed"]
 
@@ -174,6 +174,57 @@ class Passive:
             raise ValueError(f"passive is for {passive.n_el} elements; the mesh has {n_el}")
         return passive
 
+    def check_volume(self, volfrac: float, weights, name: str = "volfrac") -> None:
+        """Refuse a volume bound ``v(x_phys) <= volfrac`` that the passive solid breaks.
+
+        ``v = sum(w x_phys) / sum(w)`` with element volumes `weights`. The
+        passive solid alone has ``v_solid``: if it exceeds `volfrac` (beyond
+        1e-12) no design meets the bound, a `ValueError` naming both numbers
+        (a problem calls this before its filter and system are built). Passive
+        void that leaves less than `volfrac` to design makes the bound
+        inactive: a `TopoptWarning`. One pass over `weights`; see also
+        `check_filtered_volume`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from topopt.design import Passive
+        >>> Passive(4, solid=[0, 1, 2]).check_volume(0.5, np.ones(4))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: passive solid fills 0.75 of the volume (3 of 4 elements) > volfrac = 0.5: ...
+        """
+        w = np.asarray(weights, dtype=float)
+        total = float(np.sum(w))
+        solid = float(np.sum(w[self.solid])) / total
+        if solid > volfrac + 1e-12:
+            raise ValueError(f"passive solid fills {solid:.6g} of the volume ({self.solid.size} "
+                             f"of {self.n_el} elements) > {name} = {volfrac:g}: the volume "
+                             f"constraint can never hold; raise {name} above {solid:.6g} or "
+                             "make fewer elements passive solid")
+        void = float(np.sum(w[self.void])) / total
+        if void > 1.0 - volfrac + 1e-12:
+            warn(f"passive void fills {void:.6g} of the volume: even all solid, the design "
+                 f"has volume {1 - void:.6g} < {name} = {volfrac:g}, so the volume "
+                 f"constraint is never active; lower {name} or make fewer elements void")
+
+    def check_filtered_volume(self, volfrac: float, minimum, name: str = "volfrac") -> None:
+        """Warn when the design with every free variable 0 already exceeds `volfrac`.
+
+        `minimum` is a callable returning that design's volume (``x_phys`` of
+        zeros: the filter spreads the passive solid into its neighbours); a
+        projection stage may still get under the bound, so this is a
+        `TopoptWarning`, not an error. Not called without passive solid.
+        """
+        if not self.solid.size:
+            return
+        v_min = float(minimum())
+        if v_min > volfrac + 1e-12:
+            warn(f"with every free variable 0 the filtered design has volume {v_min:.6g} "
+                 f"> {name} = {volfrac:g} (the passive solid plus what the filter spreads "
+                 f"around it): the volume constraint cannot hold without projection; "
+                 f"raise {name} or use a smaller filter radius")
+
     def __call__(self, x):
         """The element vector of the free variables `x` (`embed`); differentiable."""
         return embed(self, x)
@@ -197,8 +248,7 @@ class Passive:
                 f"the {self.n_free} free variables or one value per element ({self.n_el})"
             raise ValueError(f"the design vector has shape {x.shape}; expected "
                              f"({self.n_free},), {what}")
-        if not np.all(np.isfinite(x)):
-            raise ValueError("the design vector contains NaN or inf")
+        check_finite_values("the design vector", x, "a design must be finite, without NaN or inf")
         return self.expand(x)[self.free] if self.any else x
 
     def elements(self, x):

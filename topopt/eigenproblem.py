@@ -141,14 +141,17 @@ class EigenProblem:
         n_modes = check_int("n_modes", n_modes, 1, None, what="bounded eigenvalues")
         self.filter_name = filter
         self.model = model
-        self.modal = ModalSystem(model, n_modes=n_modes, rho0=rho0, M0=M0, solver=solver)
-        self.n_modes = n_modes
         self.weights = fem.element_volumes(model.mesh)
         self.passive = Passive.of(passive, model.n_el)
+        self.passive.check_volume(self.volfrac, self.weights)   # before the filter and systems
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables (beta is one more)
         self._filters: dict = {}
         self.filter = self._filter(self.rmin)
+        self.passive.check_filtered_volume(
+            self.volfrac, lambda: volume(self.x_phys(np.zeros(self.n)), self.weights))
+        self.modal = ModalSystem(model, n_modes=n_modes, rho0=rho0, M0=M0, solver=solver)
+        self.n_modes = n_modes
         self.lam_ref = None
 
     def _filter(self, rmin: float):

@@ -37,13 +37,15 @@ from skfem.helpers import dot, grad
 
 from . import ad
 from ._validate import check_positive, check_type, warn
+from .fem.mesh import check_mesh
 
 __all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "helmholtz_radius",
            "apply_filter", "apply_filter_transpose", "domain_size"]
 
 
 def _mesh(mesh) -> int:
-    return int(check_type("mesh", mesh, Mesh, "a scikit-fem Mesh").t.shape[1])
+    """The number of elements of `mesh`, checked by `topopt.fem.mesh.check_mesh`."""
+    return int(check_mesh(check_type("mesh", mesh, Mesh, "a scikit-fem Mesh")).t.shape[1])
 
 
 def domain_size(mesh: Mesh) -> float:

@@ -37,6 +37,10 @@ __all__ = ["project", "simp", "ramp", "DENSITY_TOL", "permittivity", "blueprint"
 #: Values within it are evaluated at the nearest end of [0, 1].
 DENSITY_TOL = 1e-9
 
+#: Slack of [0, 1] in `permittivity`: a projected Helmholtz field overshoots by
+#: a few 1e-4 and continues the polynomial; 1e-2 is far beyond that.
+INDEX_TOL = 1e-2
+
 
 def _density(x, name: str = "x") -> None:
     """Check that `x` (possibly traced) is a real array without NaN."""
@@ -303,9 +307,9 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
     permittivity, is linear in the density, so the metal's large negative
     ``Re(eps)`` is reached without the resonant intermediate values of a
     linear ``eps``. Written with numpy operations: differentiable in `x` in
-    every mode (reverse, forward, nested); `x` outside [0, 1] (a projected
-    Helmholtz-filtered field overshoots by a few 1e-4) continues the same
-    polynomial.
+    every mode (reverse, forward, nested); `x` just outside [0, 1] (a
+    projected Helmholtz-filtered field overshoots by a few 1e-4) continues
+    the same polynomial, up to `INDEX_TOL`; farther out is a `ValueError`.
 
     Parameters
     ----------
@@ -327,7 +331,8 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
     TypeError
         If `x` is not real, or an index is not a number (or is traced).
     ValueError
-        If `x` contains NaN or an index is not finite.
+        If `x` contains NaN, lies outside [0, 1] by more than `INDEX_TOL`,
+        or an index is not finite.
 
     Examples
     --------
@@ -340,7 +345,8 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
     array([8.])
     """
     n_solid, n_void = _index("n_solid", n_solid), _index("n_void", n_void)
-    check_array_range("x", x)
+    check_array_range("x", x, 0.0, 1.0, tol=INDEX_TOL, what="a density; the index "
+                      "interpolation is not meant far outside")
     x = x if ad.is_traced(x) else np.asarray(x)
     return (n_void + x * (n_solid - n_void)) ** 2
 

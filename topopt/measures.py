@@ -30,9 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import check_array_range
+from ._validate import check_array_range, check_finite_values
+from .interpolation import DENSITY_TOL
 
-__all__ = ["grey_level", "variable_grey_level"]
+__all__ = ["grey_level", "variable_grey_level", "GREY_TOL"]
+
+#: Slack of the range [0, 1] of a measured design (`DENSITY_TOL`): a filter's
+#: rounding (1 + 2e-16) passes, a value outside by more is an error.
+GREY_TOL = DENSITY_TOL
 
 
 def _measure(t: np.ndarray) -> float:
@@ -46,9 +51,11 @@ def grey_level(x_phys) -> float:
     Parameters
     ----------
     x_phys : array_like
-        Physical densities, nominally in [0, 1]; real, without NaN, not
-        empty. Entries a filter pushed just outside [0, 1] (a Helmholtz
-        field's overshoot) count with the same polynomial, slightly below 0.
+        Physical densities in [0, 1] (up to `GREY_TOL`, which counts with
+        the same polynomial, a few 1e-9 below 0); real, finite, not empty. A
+        value outside (a density of 1.5 would count as -3) is a `ValueError`
+        naming the worst entry: clip a Helmholtz field first, as the
+        problems do.
 
     Returns
     -------
@@ -64,11 +71,15 @@ def grey_level(x_phys) -> float:
     Traceback (most recent call last):
     ...
     ValueError: x_phys is empty: the grey level of no element is undefined
+    >>> grey_level([1.5, -0.5])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: x_phys must lie in [0, 1] up to 1e-09 (a density); got -0.5 at flat index 1 ...
     """
     x = np.asarray(x_phys)
     if x.size == 0:
         raise ValueError("x_phys is empty: the grey level of no element is undefined")
-    check_array_range("x_phys", x)                      # real, no NaN
+    check_array_range("x_phys", x, 0.0, 1.0, tol=GREY_TOL, what="a density")
     return _measure(x.astype(float, copy=False))
 
 
@@ -82,9 +93,9 @@ def variable_grey_level(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
     Parameters
     ----------
     x, lower, upper : (n,) ndarray
-        Variables and their bounds (``lower <= x <= upper``), as the
-        optimizer holds them (no conversion, no checks: one call per
-        evaluation).
+        Variables and their bounds (``lower <= x <= upper``, up to
+        `GREY_TOL` of ``upper - lower``), as the optimizer holds them: one
+        min/max pass checks them (a `ValueError` names the worst entry).
 
     Returns
     -------
@@ -99,8 +110,20 @@ def variable_grey_level(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
     >>> variable_grey_level(np.zeros(1), np.zeros(1), np.full(1, np.inf)) is None
     True
     """
+    x, lower, upper = (np.asarray(a, dtype=float) for a in (x, lower, upper))
+    if not x.shape == lower.shape == upper.shape or x.ndim != 1:
+        raise ValueError(f"x, lower and upper must be 1-D of one length, got shapes "
+                         f"{x.shape}, {lower.shape}, {upper.shape}")
+    check_finite_values("x", x, "the variables must be finite")
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper > lower)
     if not bounded.any():
         return None
     lo, hi = lower[bounded], upper[bounded]
-    return _measure((x[bounded] - lo) / (hi - lo))
+    t = (x[bounded] - lo) / (hi - lo)
+    tmin, tmax = float(np.min(t)), float(np.max(t))
+    if tmin < -GREY_TOL or tmax > 1.0 + GREY_TOL:
+        k = int(np.argmin(t) if tmin < -GREY_TOL else np.argmax(t))
+        i = int(np.flatnonzero(bounded)[k])
+        raise ValueError(f"x[{i}] = {x[i]:.6g} lies outside its bounds [{lower[i]:g}, "
+                         f"{upper[i]:g}] (tolerance {GREY_TOL:g} of the range)")
+    return _measure(t)

@@ -23,7 +23,7 @@ import nlopt
 import numpy as np
 
 from . import fem
-from ._validate import check_positive, check_range
+from ._validate import check_load, check_positive, check_range
 from .cli import run_record
 from .design import Passive
 from .interpolation import blueprint, simp
@@ -123,10 +123,10 @@ class MechanismProblem(ComplianceProblem):
                  solver: str = "auto", eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None, hold: float = 0.02,
                  u_scale: float | None = None):
-        f = np.asarray(f, dtype=float)
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), one load case")
-        l_out = np.asarray(l_out, dtype=float)
+        l_out = np.asarray(check_load("l_out", l_out, model.ndof, real=True), dtype=float)
         if l_out.shape != (model.ndof,) or not np.all(np.isfinite(l_out)) or not np.any(l_out):
             raise ValueError(f"l_out must be a finite nonzero vector of shape ({model.ndof},), "
                              f"got shape {l_out.shape}")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import ad
-from ._validate import check_array_range
+from ._validate import check_array_range, check_finite_values, check_load
+from .interpolation import DENSITY_TOL
 
 __all__ = ["compliance", "volume", "output_displacement", "compliance_coefficients"]
 
@@ -33,11 +34,15 @@ def compliance(u, f):
     1.0
     """
     _same_shape("u", u, "f", f)
+    check_load("f", f)
     return np.sum(f * u)
 
 
 def volume(x_phys, weights=None):
     """Volume fraction ``sum(v_e x_e) / sum(v_e)``; uniform weights by default.
+
+    `x_phys` must lie in [0, 1] (up to `topopt.interpolation.DENSITY_TOL`) and
+    be finite; `weights` (element volumes) non-negative with a positive sum.
 
     Examples
     --------
@@ -46,6 +51,7 @@ def volume(x_phys, weights=None):
     >>> float(volume(np.array([1.0, 0.0, 0.5, 0.5])))
     0.5
     """
+    check_array_range("x_phys", x_phys, 0.0, 1.0, tol=DENSITY_TOL, what="a density")
     if weights is None:
         return np.mean(x_phys)
     if ad.is_traced(weights):
@@ -70,6 +76,7 @@ def output_displacement(u, l_out):
     -2.0
     """
     _same_shape("u", u, "l_out", l_out)
+    check_finite_values("l_out", l_out, "the output selector must be finite", ("dof",))
     return np.sum(l_out * u)
 
 

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from . import fem
-from ._validate import check_choice, check_positive, check_range
+from ._validate import check_choice, check_load, check_positive, check_range
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
@@ -92,24 +92,23 @@ class ComplianceProblem:
         check_choice("filter", filter, FILTERS)
         Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness; E0 = 1")
         eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
-        f = np.asarray(f, dtype=float)
-        if f.ndim not in (1, 2) or f.shape[0] != model.ndof:
-            raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},) or "
-                             f"({model.ndof}, n_loads)")
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if not np.any(f):
             raise ValueError("the load vector f is zero")
         self.model, self.f = model, f
         self.rmin, self.penal, self.Emin, self.eta = rmin, penal, Emin, eta
         self.filter_name = filter
         mesh = model.mesh
+        self.weights = fem.element_volumes(mesh)
+        self.passive = Passive.of(passive, model.n_el)
+        self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables of MMA
         self.filter = (DensityFilter(mesh, rmin) if filter == "density"
                        else HelmholtzFilter.from_rmin(
                            mesh, rmin, solver="petsc" if solver == "petsc" else None))
+        self.passive.check_filtered_volume(self.volfrac, lambda: self.volume(np.zeros(self.n)))
         self.system = model.system(solver, solver_options=solver_options)
-        self.weights = fem.element_volumes(mesh)
-        self.passive = Passive.of(passive, model.n_el)
-        self.n_el = model.n_el
-        self.n = self.passive.n_free               # design variables of MMA
         self.c0 = None
 
     def check_design(self, x) -> np.ndarray:

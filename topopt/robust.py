@@ -37,7 +37,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import ad
-from ._validate import check_callable, check_int, check_positive, check_range
+from ._validate import (check_array_range, check_callable, check_finite_values, check_int,
+                        check_positive, check_range)
 from .interpolation import project
 from .objectives import volume
 from .optimize import Result, Stage, minimize
@@ -96,6 +97,9 @@ def bound_formulation(z, values: Sequence, constraints: Sequence = ()) -> tuple:
     """
     if len(values) == 0:
         raise ValueError("bound_formulation needs at least one value to bound")
+    for name, v in (("z", z), *((f"values[{k}]", v) for k, v in enumerate(values)),
+                    *((f"constraints[{k}]", c) for k, c in enumerate(constraints))):
+        check_finite_values(name, v, "the bound formulation needs finite responses")
     return (z, *(v - z for v in values), *constraints)
 
 
@@ -160,6 +164,8 @@ class DilatedVolume:
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         self.max_cut = check_range("max_cut", max_cut, 0.0, 1.0, hi_open=True,
                                    what="largest relative cut of the dilated volume per block")
+        if weights is not None:
+            check_array_range("weights", weights, 0.0, None, what="element volumes")
         self.weights = weights
         self.block = None
         self.limit = None

@@ -30,7 +30,7 @@ import skfem
 from skfem.helpers import dot
 
 from . import fem
-from ._validate import check_choice, check_finite_array, check_range
+from ._validate import check_choice, check_finite_array, check_load, check_range
 from .filters import LinearFilter
 from .interpolation import ramp, simp
 from .objectives import compliance, volume
@@ -221,7 +221,7 @@ class SelfWeightProblem:
                  passive: Passive | None = None):
         check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
-        f = check_finite_array("f", f)
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), the fixed loads")
         self.weight = BodyLoad(model, gravity)

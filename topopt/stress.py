@@ -52,8 +52,8 @@ import skfem
 from skfem.models.elasticity import lame_parameters, linear_elasticity
 
 from . import ad
-from ._validate import (check_array_range, check_choice, check_int, check_positive,
-                        check_range)
+from ._validate import (check_array_range, check_choice, check_int, check_load,
+                        check_positive, check_range)
 from .design import Passive
 from .fem import Model
 
@@ -394,11 +394,11 @@ class MinimumVolumeStress:
             raise ValueError(f"q must be < penal (qp relaxation), got q={q:g}, penal={penal:g}")
         self.P = _exponent("P", P, 2.0, "p-norm exponent")
         self.eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
-        self.stress = ElementStress(model, nu=nu, E0=E0, plane=plane)
-        f = np.asarray(f, dtype=float)
+        f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,) or not np.any(f):
             raise ValueError(f"f must be a nonzero load vector of shape ({model.ndof},), "
                              f"got shape {f.shape}")
+        self.stress = ElementStress(model, nu=nu, E0=E0, plane=plane)
         self.model, self.f = model, f
         self.norm = AdaptiveNormalization(alpha)
         self.filter = DensityFilter(model.mesh, self.rmin)

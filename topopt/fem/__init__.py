@@ -11,7 +11,7 @@ Modules, each importing only those above it: `errors`, `csr`, `direct`
 from .auto import ITERATIVE_MIN_DOFS, auto_solver, describe
 from .errors import ConvergenceError, SingularSystemError
 from .helmholtz import WaveModel, graded_axis
-from .mesh import box, element_centroids, element_volumes, rectangle
+from .mesh import DEGENERATE_TOL, box, check_mesh, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
 from .reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
@@ -22,7 +22,8 @@ from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers import BACKENDS, ITERATIVE, Backend, available_solvers
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
 
-__all__ = ["WaveModel", "graded_axis", "rectangle", "box", "element_centroids",
+__all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENERATE_TOL",
+           "element_centroids",
            "element_volumes", "nested_elements", "Model", "elasticity", "heat", "LinearSystem",
            "solve", "matvec", "products", "RAYLEIGH_TOL", "SingularSystemError",
            "ConvergenceError", "available_solvers", "Backend", "BACKENDS", "ITERATIVE",

@@ -30,7 +30,7 @@ import scipy.sparse as sps
 import skfem
 from skfem.helpers import dot, grad
 
-from .mesh import element_centroids
+from .mesh import check_mesh, element_centroids
 from .system import LinearSystem, solve
 
 __all__ = ["graded_axis", "WaveModel"]
@@ -137,6 +137,7 @@ class WaveModel:
             if not x_left < x_right:
                 raise ValueError("pml_x must be (x_left, x_right) with x_left < x_right")
             pml_x = (x_left, x_right)
+        check_mesh(mesh)
         self.mesh, self.k, self.pml, self.R = mesh, float(k), (y_bottom, y_top, d), R
         self.pml_x = pml_x
         self.design = np.asarray(design, dtype=np.int64)

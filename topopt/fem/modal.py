@@ -46,8 +46,8 @@ import skfem
 from skfem.helpers import dot
 
 from .. import ad
-from .._validate import (check_array_range, check_finite_array, check_int, check_positive,
-                         check_range, check_type)
+from .._validate import (check_array_range, check_finite_array, check_finite_values, check_int,
+                         check_positive, check_range, check_type)
 from .errors import ConvergenceError
 from .models import Model, _local, _translates
 from .system import LinearSystem, matvec, products
@@ -186,6 +186,7 @@ class ModalSystem:
             if v.shape != (self.n_el,):
                 raise ValueError(f"{name} has shape {v.shape}; expected ({self.n_el},), "
                                  "one coefficient per element")
+            check_finite_values(name, v, "element coefficients must be finite", ("element",))
             check_array_range(name, v, 0.0, None, what="element coefficients")
             out.append(v.astype(float))
         return out[0], out[1]

@@ -13,7 +13,9 @@ from skfem.models.poisson import laplace
 
 from .. import ad
 from .._validate import (check_array_range, check_callable, check_choice,
-                         check_finite_array, check_positive, check_range, check_type)
+                         check_finite_array, check_finite_values, check_positive, check_range,
+                         check_type)
+from .mesh import _translates, check_mesh
 from .system import LinearSystem, solve
 
 __all__ = ["Model", "elasticity", "heat"]
@@ -249,6 +251,7 @@ class Model:
         if np.shape(ad.value(E)) != (self.n_el,):
             raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
                              "one value per element")
+        check_finite_values("E", E, "element coefficients must be finite", ("element",))
         check_array_range("E", E, 0.0, None, what="element coefficients")
         return solve(self.system(solver), E, f)
 
@@ -268,13 +271,11 @@ def _element(mesh: skfem.Mesh) -> skfem.Element:
     return elem()
 
 
-def _translates(mesh: skfem.Mesh) -> bool:
-    """Whether every element is a translate of the first (a uniform quad/hex lattice)."""
-    if not isinstance(mesh, (skfem.MeshQuad1, skfem.MeshHex1)) or mesh.t.shape[1] < 2:
-        return False
-    d = mesh.p[:, mesh.t] - mesh.p[:, mesh.t[:1]]                  # (dim, n_nodes, n_el)
-    scale = float(np.max(np.abs(d[:, :, 0])))
-    return bool(np.all(np.abs(d - d[:, :, :1]) <= 1e-12 * scale))
+def _checked(mesh) -> bool:
+    """Check `mesh` once (`topopt.fem.mesh.check_mesh`); whether it is a uniform lattice."""
+    _element(mesh)
+    check_mesh(mesh)
+    return _translates(mesh)
 
 
 def _basis(mesh: skfem.Mesh, elem: skfem.Element, uniform: bool) -> skfem.CellBasis:
@@ -320,15 +321,14 @@ def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,
     >>> round(float(model.Ke[0, 0, 0]), 6)      # top88: (1/(1-nu^2)) (1/2 - nu/6)
     0.494505
     """
-    _element(mesh)
     nu = check_range("nu", nu, -1.0, 0.5, lo_open=True, hi_open=True, what="Poisson's ratio")
     E0 = check_positive("E0", E0, "Young's modulus")
     check_choice("plane", plane, ("stress", "strain"))
     lam, mu = lame_parameters(E0, nu)
+    uniform = _checked(mesh)
     dim = mesh.p.shape[0]
     if dim == 2 and plane == "stress":
         lam = 2 * lam * mu / (lam + 2 * mu)
-    uniform = _translates(mesh)
     basis = _basis(mesh, skfem.ElementVector(_element(mesh)), uniform)
     return Model(basis, _local(linear_elasticity(lam, mu), basis, uniform), components=dim)
 
@@ -342,8 +342,7 @@ def heat(mesh: skfem.Mesh, k0: float = 1.0) -> Model:
     >>> heat(rectangle(2, 2)).Ke.shape
     (4, 4, 4)
     """
-    _element(mesh)
     k0 = check_positive("k0", k0, "conductivity")
-    uniform = _translates(mesh)
+    uniform = _checked(mesh)
     basis = _basis(mesh, _element(mesh), uniform)
     return Model(basis, _local(laplace, basis, uniform, k0), components=1)

@@ -29,6 +29,7 @@ import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
 from .. import ad
+from .._validate import check_finite_values, check_indices, check_load
 from .csr import csr_structure
 from .reanalysis import ReanalysisFactor, reanalysis_policy
 from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
@@ -105,7 +106,7 @@ class LinearSystem:
     def __init__(self, element_dofs, Ke, ndof: int, fixed=(), K0=None, symmetric: bool = True,
                  solver: str = "auto", requires_support: bool = False, geometry=None,
                  solver_options: dict | None = None):
-        self.element_dofs = np.asarray(element_dofs, dtype=np.int64)
+        self.element_dofs = check_indices("element_dofs", element_dofs, int(ndof), "dofs")
         if self.element_dofs.ndim != 2:
             raise ValueError("element_dofs must be a 2-D array (elements x local dofs)")
         self.n_el, self.n_loc = self.element_dofs.shape
@@ -118,29 +119,25 @@ class LinearSystem:
         if Ke.shape[-2:] != (self.n_loc, self.n_loc) or Ke.ndim not in (2, 3):
             raise ValueError(f"Ke has shape {Ke.shape}; expected ({self.n_loc}, {self.n_loc}) "
                              f"or ({self.n_el}, {self.n_loc}, {self.n_loc})")
-        self.Ke = Ke
-        self.uniform = Ke.ndim == 2
+        check_finite_values("Ke", Ke, "element matrices must be finite",
+                            ("row", "column") if Ke.ndim == 2 else ("element", "row", "column"))
+        self.Ke, self.uniform = Ke, Ke.ndim == 2
         self._KeT = np.ascontiguousarray(Ke.T) if self.uniform else None    # BLAS-friendly
         self.ndof = int(ndof)
-        fixed = np.unique(np.asarray(fixed, dtype=np.int64))
-        if fixed.size and (fixed.min() < 0 or fixed.max() >= self.ndof):
-            raise ValueError(f"fixed dofs must lie in [0, {self.ndof})")
-        self.fixed = fixed
+        self.fixed = fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
         self.free = np.setdiff1d(np.arange(self.ndof), fixed)
         self.K0 = None if K0 is None else sps.csr_matrix(K0)
-        self.symmetric = symmetric
-        real = self.K0 is None or not np.iscomplexobj(self.K0.data)
-        self.real = real
-        self.requested_solver = solver
+        if self.K0 is not None:
+            check_finite_values("K0", self.K0.data, "K0 must be finite")
+        self.real = real = self.K0 is None or not np.iscomplexobj(self.K0.data)
+        self.requested_solver, self.symmetric = solver, symmetric
         self.solver = pick_solver(solver, real=real, hermitian=symmetric and real,
                                   geometry=geometry, n_loc=self.n_loc,
                                   free_dofs=self.free.size, constant=self.K0 is not None)
-        self.geometry = geometry
-        self.requires_support = requires_support
+        self.geometry, self.requires_support = geometry, requires_support
         self._structure = None      # rigid-mode check: None not yet run, then True/False
         self._singular = None       # its error message
-        self._zeros_checked = None
-        self._psd_elements = None
+        self._zeros_checked = self._psd_elements = None
         self._check_structure(raise_=False)    # once per system; raised by `factorize`
         self._distributed = self.solver == "petsc"     # K(a) is assembled on the MPI ranks
         if self._distributed:
@@ -327,8 +324,8 @@ class LinearSystem:
         preconditioned with an earlier design's factor unless `exact`.
         """
         a = np.asarray(ad.value(a))
-        if not np.all(np.isfinite(a)):
-            raise ValueError("the coefficient vector contains NaN or inf")
+        check_finite_values("the coefficient vector a", a, "coefficients must be finite, "
+                            "without NaN or inf", ("element",))
         if self._cache is not None and np.array_equal(self._cache[0], a) and (
                 not exact or not isinstance(self._cache[1], ReanalysisFactor)):
             return self._cache[1]
@@ -464,6 +461,8 @@ class LinearSystem:
         self.timers[key] += time.perf_counter() - t0
         self.counts[key + "s"] += 1
         if not np.all(np.isfinite(x)):
+            check_finite_values("the right-hand side", b, "a load or an objective's "
+                                "derivative is NaN/inf (not a support problem)", ("free dof",))
             raise SingularSystemError("the solution is not finite: the system is singular "
                                       "(is every part of the domain supported?)")
         if getattr(F, "diag", None) is not None:
@@ -522,10 +521,8 @@ def _psd(Ke: np.ndarray, chunk: int = 65536) -> bool:
 
 
 def _check_rhs(S: LinearSystem, f):
-    shape = np.shape(ad.value(f))
-    if len(shape) not in (1, 2) or shape[0] != S.ndof:
-        raise ValueError(f"the load has shape {shape}; expected ({S.ndof},) or "
-                         f"({S.ndof}, n_loads)")
+    """The load `f`: shape ``(ndof,)`` or ``(ndof, n_loads)``, finite at every dof (one pass)."""
+    check_load("f", f, S.ndof)
 
 
 # ---------------------------------------------------------------- primitives

@@ -1,0 +1,408 @@
+"""Bad inputs of the models, loads, meshes and problems (issue 23): one row per case.
+
+Each row is a call and the fragment its error must contain (the argument and
+where it is wrong); the valid edge cases at the end must give the right numbers.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import skfem
+
+from topopt import fem
+from topopt._validate import TopoptWarning, check_finite_values
+from topopt.design import Passive
+from topopt.eigenproblem import EigenProblem
+from topopt.fem.modal import ModalSystem
+from topopt.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
+from topopt.interpolation import blueprint, permittivity, project, ramp, simp
+from topopt.measures import grey_level, variable_grey_level
+from topopt.mechanism import MechanismProblem
+from topopt.objectives import compliance, output_displacement, volume
+from topopt.problem import ComplianceProblem
+from topopt.robust import DilatedVolume, bound_formulation, robust_designs
+from topopt.selfweight import SelfWeightProblem
+from topopt.stress import MinimumVolumeStress
+
+MESH = fem.rectangle(6, 2)
+X = np.full(12, 0.5)
+
+
+def _model():
+    return fem.elasticity(MESH).fix(nodes=lambda x: x[0] == 0)
+
+
+def _load(dof=None, value=np.nan):
+    """The tip load of the 6 x 2 cantilever, with `value` at `dof` (17 is free, 0 fixed)."""
+    f = _model().point_load((6, 0), (0, -1))
+    if dof is not None:
+        f[dof] = value
+    return f
+
+
+def _output(dof=3, value=np.nan):
+    l_out = _model().point_load((6, 2), (1, 0))
+    l_out[dof] = value
+    return l_out
+
+
+def _quads(p, t):
+    return skfem.MeshQuad(np.array(p, dtype=float), np.array(t).T)
+
+
+P6 = [[0, 1, 2, 0, 1, 2], [0, 0, 0, 1, 1, 1]]
+TWO = [[0, 1, 4, 3], [1, 2, 5, 4]]
+
+
+def _system():
+    return fem.LinearSystem(np.array([[0, 1], [1, 2]]), np.array([[1., -1.], [-1., 1.]]),
+                            ndof=3, fixed=[0], solver="superlu")
+
+
+def _hex(swap=False, collapse=False):
+    """The unit cube as one hexahedron, with two nodes swapped or one moved onto another."""
+    cube = skfem.MeshHex()
+    p, t = cube.p.copy(), cube.t.copy()
+    if swap:
+        t[[0, 1], 0] = t[[1, 0], 0]
+    if collapse:
+        p[:, t[1, 0]] = p[:, t[0, 0]] + 1e-14
+    return skfem.MeshHex(p, t)
+
+
+def _bar(nel=8, repeat=None):
+    """A bar of `nel` unit quads, ux = 0 on the left edge and uy = 0 at the origin."""
+    mesh = fem.rectangle(nel, 1)
+    if repeat is not None:
+        mesh = skfem.MeshQuad(mesh.p, np.column_stack([mesh.t, mesh.t[::-1, repeat]]))
+    model = fem.elasticity(mesh).fix(nodes=lambda x: x[0] == 0, components=0)
+    return model.fix(nodes=(0.0, 0.0), components=1)
+
+
+CASES = [
+    # ----------------------------------------------------------- loads
+    ("compliance: NaN load at a free dof", lambda: ComplianceProblem(
+        _model(), _load(17), 0.5, 1.5), ValueError,
+     r"f: 1 non-finite entry \(dof 17, value NaN\): loads must be finite"),
+    ("compliance: inf load at a supported dof", lambda: ComplianceProblem(
+        _model(), _load(0, np.inf), 0.5, 1.5), ValueError, r"f: 1 non-finite entry \(dof 0, value inf\)"),
+    ("compliance: NaN in the second load case", lambda: ComplianceProblem(
+        _model(), np.column_stack([_load(), _load(5)]), 0.5, 1.5), ValueError,
+     r"dof 5, load case 1, value NaN"),
+    ("compliance: a complex load", lambda: ComplianceProblem(_model(), _load() + 1j, 0.5, 1.5),
+     TypeError, r"f must be a real load vector"),
+    ("compliance: a load of another size", lambda: ComplianceProblem(
+        _model(), _load()[:-1], 0.5, 1.5), ValueError, r"f has shape \(41,\); expected \(42,\)"),
+    ("compliance: text as a load", lambda: ComplianceProblem(_model(), "f", 0.5, 1.5),
+     TypeError, r"f must be a real load vector"),
+    ("Model.solve: NaN at a supported dof", lambda: _model().solve(np.ones(12), _load(0)),
+     ValueError, r"f: 1 non-finite entry \(dof 0, value NaN\)"),
+    ("Model.solve: NaN at a free dof", lambda: _model().solve(np.ones(12), _load(17)),
+     ValueError, r"f: 1 non-finite entry \(dof 17"),
+    ("Model.solve: two non-finite entries", lambda: _model().solve(
+        np.ones(12), np.where(np.arange(42) >= 40, np.inf, 0.0)), ValueError,
+     r"f: 2 non-finite entries \(first at dof 40, value inf\)"),
+    ("fem.solve: NaN at a supported dof", lambda: fem.solve(
+        _system(), np.ones(2), np.array([np.nan, 0, 1.])), ValueError, r"f: 1 non-finite entry \(dof 0"),
+    ("fem.solve: inf in a load case", lambda: fem.solve(
+        _system(), np.ones(2), np.array([[0, 0], [0, np.inf], [1., 1]])), ValueError,
+     r"dof 1, load case 1, value inf"),
+    ("mechanism: NaN input load", lambda: MechanismProblem(
+        _model(), _load(17), _output(3, 1.0), 0.3, 1.5, hold=0), ValueError, r"f: 1 non-finite entry \(dof 17"),
+    ("mechanism: NaN output selector", lambda: MechanismProblem(
+        _model(), _load(), _output(3), 0.3, 1.5, hold=0), ValueError, r"l_out: 1 non-finite entry \(dof 3"),
+    ("self-weight: NaN fixed load", lambda: SelfWeightProblem(
+        _model(), _load(3), (0, -1), 0.3, 1.5), ValueError, r"f: 1 non-finite entry \(dof 3"),
+    ("self-weight: NaN gravity", lambda: SelfWeightProblem(
+        _model(), _load(), (0, np.nan), 0.3, 1.5), ValueError, r"gravity: 1 non-finite entry \(index 1"),
+    ("stress: NaN load", lambda: MinimumVolumeStress(_model(), _load(3), 2.0, 1.5),
+     ValueError, r"f: 1 non-finite entry \(dof 3"),
+    ("objectives.compliance: NaN load", lambda: compliance(np.ones(3), np.array([1, np.nan, 2])),
+     ValueError, r"f: 1 non-finite entry \(dof 1"),
+    ("objectives.output_displacement: NaN selector", lambda: output_displacement(
+        np.ones(3), np.array([0, 1, np.nan])), ValueError, r"l_out: 1 non-finite entry \(dof 2"),
+    ("point_load: NaN value", lambda: _model().point_load((6, 0), (0, np.nan)), ValueError,
+     r"value: 1 non-finite entry \(index 1, value NaN\): value must be finite"),
+    ("traction: inf value", lambda: _model().traction(lambda x: x[0] == 6, (np.inf, 0)),
+     ValueError, r"value: 1 non-finite entry \(index 0, value inf\)"),
+    ("heat traction: a scalar NaN flux", lambda: fem.heat(MESH).traction(
+        lambda x: x[0] == 6, np.nan), ValueError, r"value is NaN: value must be finite"),
+    ("Model.solve: inf coefficient", lambda: _model().solve(
+        np.where(np.arange(12) == 1, np.inf, 1.0), _load()), ValueError,
+     r"E: 1 non-finite entry \(element 1, value inf\)"),
+    ("Model.solve: a boolean load", lambda: _model().solve(np.ones(12), np.zeros(42, bool)),
+     TypeError, r"f must be a real or complex load vector, got dtype bool"),
+    ("Model.solve: a 3-D load", lambda: _model().solve(np.ones(12), np.zeros((42, 1, 1))),
+     ValueError, r"f has shape \(42, 1, 1\)"),
+    ("body_load: NaN value", lambda: _model().body_load((0, np.nan)), ValueError,
+     r"value must be finite"),
+    # ------------------------------------------- supports, springs, masses, material
+    ("fix: a point with NaN", lambda: _model().fix(nodes=(np.nan, 0)), ValueError,
+     r"point: 1 non-finite entry \(index 0, value NaN\)"),
+    ("spring: NaN stiffness", lambda: _model().spring((6, 0), 0, np.nan), ValueError,
+     r"k must be finite"),
+    ("spring: inf stiffness", lambda: _model().spring((6, 0), 0, np.inf), ValueError,
+     r"k must be finite"),
+    ("spring: a position with inf", lambda: _model().spring((6, np.inf), 0, 1.0), ValueError,
+     r"point: 1 non-finite entry \(index 1, value inf\)"),
+    ("point mass: NaN", lambda: fem.point_mass(_model(), (6, 0), np.nan), ValueError,
+     r"mass must be finite"),
+    ("ModalSystem: NaN density", lambda: ModalSystem(_model(), rho0=np.nan), ValueError,
+     r"rho0 must be finite"),
+    ("ModalSystem: NaN in M0", lambda: ModalSystem(_model(), M0=np.diag(
+        np.where(np.arange(42) == 4, np.nan, 0.0))), ValueError, r"M0: 1 non-finite entry"),
+    ("eigenvalues: an inf mass coefficient", lambda: fem.eigenvalues(
+        ModalSystem(_model()), np.ones(12), np.where(np.arange(12) == 2, np.inf, 1.0)),
+     ValueError, r"m: 1 non-finite entry \(element 2, value inf\)"),
+    ("elasticity: NaN E0", lambda: fem.elasticity(MESH, E0=np.nan), ValueError, r"E0 must be finite"),
+    ("elasticity: nu = 0.5", lambda: fem.elasticity(MESH, nu=0.5), ValueError,
+     r"nu must be in \(-1, 0.5\)"),
+    ("heat: inf k0", lambda: fem.heat(MESH, k0=np.inf), ValueError, r"k0 must be finite"),
+    ("LinearSystem: NaN in Ke", lambda: fem.LinearSystem(
+        np.array([[0, 1], [1, 2]]), np.array([[1., np.nan], [-1., 1.]]), ndof=3, fixed=[0]),
+     ValueError, r"Ke: 1 non-finite entry \(row 0, column 1, value NaN\)"),
+    ("LinearSystem: NaN in K0", lambda: fem.LinearSystem(
+        np.array([[0, 1], [1, 2]]), np.array([[1., -1.], [-1., 1.]]), ndof=3, fixed=[0],
+        K0=np.diag([0.0, np.nan, 0.0])), ValueError, r"K0: 1 non-finite entry"),
+    ("LinearSystem: a dof beyond ndof", lambda: fem.LinearSystem(
+        np.array([[0, 1], [1, 5]]), np.eye(2), ndof=3, fixed=[0]), ValueError,
+     r"element_dofs has dofs outside \[0, 3\): 5 at position \(1, 1\)"),
+    ("LinearSystem: a negative dof (would wrap)", lambda: fem.LinearSystem(
+        np.array([[0, 1], [1, -1]]), np.eye(2), ndof=3, fixed=[0]), ValueError,
+     r"element_dofs has dofs outside \[0, 3\): -1"),
+    ("LinearSystem: a fixed dof beyond ndof", lambda: fem.LinearSystem(
+        np.array([[0, 1], [1, 2]]), np.eye(2), ndof=3, fixed=[3]), ValueError,
+     r"fixed has dofs outside \[0, 3\): 3"),
+    # ------------------------------------------------------------ meshes
+    ("mesh: a repeated element", lambda: fem.elasticity(_quads(P6, TWO + [[1, 2, 5, 4]])),
+     ValueError, r"mesh repeats an element: element 2 has the nodes of element 1"),
+    ("mesh: a repeated element, nodes in another order", lambda: fem.elasticity(
+        _quads(P6, [[0, 1, 4, 3], [1, 2, 5, 4], [4, 3, 0, 1]])), ValueError,
+     r"element 2 has the nodes of element 0"),
+    ("mesh: the repeated bar", lambda: _bar(repeat=3), ValueError,
+     r"element 8 has the nodes of element 3"),
+    ("mesh: an unused node", lambda: fem.elasticity(_quads(
+        [[0, 1, 2, 0, 1, 2, 5], [0, 0, 0, 1, 1, 1, 5]], TWO)), ValueError,
+     r"1 node\(s\) in no element \(e.g. node \[6\]\).*mesh.remove_unused_nodes\(\)"),
+    ("mesh: an unused node, heat", lambda: fem.heat(_quads(
+        [[9, 0, 1, 2, 0, 1, 2], [9, 0, 0, 0, 1, 1, 1]], [[1, 2, 5, 4], [2, 3, 6, 5]])),
+     ValueError, r"node \[0\]"),
+    ("mesh: a NaN coordinate", lambda: fem.elasticity(_quads(
+        [[0, 1, 2, 0, 1, 2], [0, 0, 0, np.nan, 1, 1]], TWO)), ValueError,
+     r"mesh.p: 1 non-finite entry \(coordinate 1, node 3, value NaN\)"),
+    ("mesh: an inverted (bow-tie) quad", lambda: fem.elasticity(_quads(
+        P6, [[0, 1, 3, 4], [1, 2, 5, 4]])), ValueError, r"mesh element 0 is inverted"),
+    ("mesh: a collapsed quad", lambda: fem.elasticity(_quads(
+        [[0, 1, 2, 0, 1, 2], [0, 0, 0, 0, 1, 1]], TWO)), ValueError,
+     r"mesh element 0 is degenerate"),
+    ("mesh: a zero-area triangle", lambda: fem.elasticity(skfem.MeshTri(
+        np.array([[0., 1, 2, 0], [0, 0, 0, 1]]), np.array([[0, 1, 3], [0, 1, 2]]).T)),
+     ValueError, r"mesh element 1 is degenerate"),
+    ("mesh: a flat tetrahedron", lambda: fem.heat(skfem.MeshTet(
+        np.array([[0., 1, 0, 0, 1], [0, 0, 1, 0, 1], [0, 0, 0, 1, 0]]),
+        np.array([[0, 1, 2, 3], [0, 1, 2, 4]]).T)), ValueError, r"mesh element 1 is degenerate"),
+    ("mesh: an inverted hexahedron", lambda: fem.elasticity(_hex(swap=True)), ValueError,
+     r"mesh element 0 is inverted"),
+    ("mesh: a collapsed hexahedron", lambda: fem.elasticity(_hex(collapse=True)), ValueError,
+     r"mesh element 0 is degenerate"),
+    ("mesh: not a mesh", lambda: fem.elasticity(np.zeros((2, 4))), TypeError,
+     r"mesh must be a scikit-fem Mesh"),
+    # ------------------------------------------------------ passive regions
+    ("compliance: passive solid above volfrac", lambda: ComplianceProblem(
+        _model(), _load(), 0.5, 1.5, passive=Passive(12, solid=np.arange(8))), ValueError,
+     r"passive solid fills 0.666667 of the volume \(8 of 12 elements\) > volfrac = 0.5.*"
+     r"raise volfrac above 0.666667"),
+    ("mechanism: passive solid above volfrac", lambda: MechanismProblem(
+        _model(), _load(), _output(3, 1.0), 0.3, 1.5, hold=0,
+        passive=Passive(12, solid=np.arange(6))), ValueError, r"fills 0.5 .* > volfrac = 0.3"),
+    ("self-weight: passive solid above volfrac", lambda: SelfWeightProblem(
+        _model(), np.zeros(42), (0, -1), 0.3, 1.5, passive=Passive(12, solid=np.arange(6))),
+     ValueError, r"fills 0.5 .* > volfrac = 0.3"),
+    ("eigen: passive solid above volfrac", lambda: EigenProblem(
+        _model(), 0.3, 1.5, passive=Passive(12, solid=np.arange(6))), ValueError,
+     r"fills 0.5 .* > volfrac = 0.3"),
+    ("passive: solid and void overlap", lambda: Passive(12, solid=[0, 1], void=[1]),
+     ValueError, r"solid and void overlap at 1 element\(s\), e.g. \[1\]"),
+    # ------------------------------------------------------------ measures
+    ("grey_level: the issue's [1.5, -0.5]", lambda: grey_level([1.5, -0.5]), ValueError,
+     r"x_phys must lie in \[0, 1\] up to 1e-09 \(a density\); got -0.5 at flat index 1"),
+    ("grey_level: above 1", lambda: grey_level([0.5, 1.25]), ValueError,
+     r"got 1.25 at flat index 1"),
+    ("grey_level: NaN", lambda: grey_level([0.5, np.nan]), ValueError, r"x_phys contains NaN"),
+    ("grey_level: inf", lambda: grey_level([np.inf]), ValueError, r"got inf at flat index 0"),
+    ("grey_level: empty", lambda: grey_level([]), ValueError, r"x_phys is empty"),
+    ("grey_level: text", lambda: grey_level(["a"]), TypeError, r"x_phys must be a real array"),
+    ("variable_grey_level: NaN", lambda: variable_grey_level(
+        np.array([0.5, np.nan]), np.zeros(2), np.ones(2)), ValueError,
+     r"x: 1 non-finite entry \(index 1, value NaN\)"),
+    ("variable_grey_level: outside the bounds", lambda: variable_grey_level(
+        np.array([0.5, 2.0]), np.zeros(2), np.ones(2)), ValueError,
+     r"x\[1\] = 2 lies outside its bounds \[0, 1\]"),
+    ("variable_grey_level: lengths", lambda: variable_grey_level(
+        np.zeros(2), np.zeros(3), np.ones(3)), ValueError, r"1-D of one length"),
+    ("volume: a density of 1.5", lambda: volume(np.array([1.5, 1.0])), ValueError,
+     r"x_phys must lie in \[0, 1\].*got 1.5 at flat index 0"),
+    ("volume: NaN", lambda: volume(np.array([np.nan, 1.0]), np.ones(2)), ValueError,
+     r"x_phys contains NaN"),
+    ("DilatedVolume: NaN weights", lambda: DilatedVolume(0.5, weights=np.array([np.nan, 1.0])),
+     ValueError, r"weights contains NaN"),
+    # ----------------------------------------------- interpolation, filters, designs
+    ("DensityFilter: rmin 0", lambda: DensityFilter(MESH, 0.0), ValueError, r"rmin must be > 0"),
+    ("DensityFilter: a repeated element", lambda: DensityFilter(
+        _quads(P6, TWO + [[1, 2, 5, 4]]), 1.5), ValueError, r"element 2 has the nodes of element 1"),
+    ("HelmholtzFilter: a NaN coordinate", lambda: HelmholtzFilter(_quads(
+        [[0, 1, 2, 0, 1, 2], [0, 0, 0, np.inf, 1, 1]], TWO), 0.5), ValueError,
+     r"mesh.p: 1 non-finite entry \(coordinate 1, node 3, value inf\)"),
+    ("DensityFilter: a design of another size", lambda: DensityFilter(MESH, 1.5)(np.ones(11)),
+     ValueError, r"x has shape \(11,\)"),
+    ("compliance: a design of another size", lambda: ComplianceProblem(
+        _model(), _load(), 0.5, 1.5).compliance(np.ones(5)), ValueError, r"x has shape \(5,\)"),
+    ("compliance: a density of 1.5", lambda: ComplianceProblem(
+        _model(), _load(), 0.5, 1.5).compliance(np.full(12, 1.5)), ValueError,
+     r"must lie in \[0, 1\]"),
+    ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
+        maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
+     r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
+    ("simp: NaN penal", lambda: simp(X, np.nan), ValueError, r"penal must be finite"),
+    ("simp: penal below 1", lambda: simp(X, 0.5), ValueError, r"penal must be >= 1"),
+    ("simp: a density of 1.5", lambda: simp(np.array([0.5, 1.5])), ValueError,
+     r"x must lie in \[0, 1\] up to 1e-09.*got 1.5 at flat index 1"),
+    ("simp: Emin above E0", lambda: simp(X, 3.0, 2.0), ValueError, r"Emin"),
+    ("ramp: negative q", lambda: ramp(X, -1.0), ValueError, r"q must be >= 0"),
+    ("project: beta 0", lambda: project(X, 0.0, 0.5), ValueError, r"beta must be > 0"),
+    ("project: eta 2", lambda: project(X, 8.0, 2.0), ValueError, r"eta must be in \[0, 1\]"),
+    ("project: NaN density", lambda: project(np.array([np.nan]), 8.0, 0.5), ValueError,
+     r"x contains NaN"),
+    ("blueprint: NaN eta", lambda: blueprint(X, np.nan), ValueError, r"eta must be finite"),
+    ("HelmholtzFilter: r 0", lambda: HelmholtzFilter(MESH, 0.0), ValueError, r"r must be > 0"),
+    ("helmholtz_radius: negative rmin", lambda: helmholtz_radius(-1.0), ValueError,
+     r"rmin must be > 0"),
+    ("DensityFilter: NaN design", lambda: DensityFilter(MESH, 1.5)(np.full(12, np.nan)),
+     ValueError, r"x contains NaN or inf"),
+    ("DensityFilter.transpose: another size", lambda: DensityFilter(MESH, 1.5).transpose(
+        np.ones(13)), ValueError, r"y has shape \(13,\)"),
+    ("robust_designs: an eta of 1.5", lambda: robust_designs(X, 8.0, (0.3, 0.5, 1.5)),
+     ValueError, r"etas\[2\] must be in \(0, 1\)"),
+    ("DilatedVolume: volfrac 1.5", lambda: DilatedVolume(1.5), ValueError,
+     r"volfrac must be in \(0, 1\)"),
+    ("permittivity: a density of 2", lambda: permittivity(np.array([0.5, 2.0]), 3.0),
+     ValueError, r"x must lie in \[0, 1\] up to 0.01.*got 2 at flat index 1"),
+    ("bound_formulation: NaN response", lambda: bound_formulation(0.5, [0.2, np.nan]),
+     ValueError, r"values\[1\] is NaN"),
+    ("bound_formulation: inf bound", lambda: bound_formulation(np.inf, [0.2]), ValueError,
+     r"z is inf"),
+    ("problem: NaN penal", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5, penal=np.nan),
+     ValueError, r"penal must be finite"),
+    ("problem: volfrac 0", lambda: ComplianceProblem(_model(), _load(), 0.0, 1.5), ValueError,
+     r"volfrac must be in \(0, 1\)"),
+]
+
+
+@pytest.mark.parametrize("call, error, match", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_nan_right_hand_side_does_not_blame_supports():
+    """A NaN reaching the solve by another path (an objective's derivative): named as such."""
+    S = _system()
+    F = S.factorize(np.ones(2))
+    with pytest.raises(ValueError, match=r"right-hand side: 1 non-finite entry \(free dof 0.*"
+                                         r"not a support problem"):
+        S.free_solve(F, np.array([np.nan, 1.0]))
+
+
+# ------------------------------------------------------------- valid edge cases
+
+def test_bar_compliance_is_exact():
+    """Uniform tension of a bar (length 8, area 1, E = 1, end force 1): c = F^2 L / (E A) = 8.
+
+    The field u = x, v = -nu y is bilinear, so Q4 elements reproduce it exactly.
+    """
+    model = _bar()
+    f = model.traction(lambda x: np.isclose(x[0], 8.0), (1.0, 0.0))
+    u = model.solve(np.ones(8), f)
+    assert abs(float(f @ u) - 8.0) < 1e-12
+
+
+def test_bar_without_its_repeat_is_the_bar():
+    mesh = fem.rectangle(8, 1)
+    doubled = skfem.MeshQuad(mesh.p, np.column_stack([mesh.t, mesh.t[:, 3]]))
+    with pytest.raises(ValueError, match="repeats an element"):
+        fem.elasticity(doubled)
+
+
+def test_unused_node_removed_as_the_message_says():
+    mesh = _quads([[0, 1, 2, 0, 1, 2, 5], [0, 0, 0, 1, 1, 1, 5]], TWO)
+    model = fem.elasticity(mesh.remove_unused_nodes()).fix(nodes=lambda x: x[0] == 0)
+    ref = fem.elasticity(fem.rectangle(2, 1)).fix(nodes=lambda x: x[0] == 0)
+    c = [float(m.point_load((2, 0), (0, -1)) @ m.solve(np.ones(2), m.point_load((2, 0), (0, -1))))
+         for m in (model, ref)]
+    assert c[0] == pytest.approx(c[1], rel=1e-12)
+
+
+def test_clockwise_quads_are_valid():
+    """Elements numbered clockwise have a negative Jacobian of one sign: scikit-fem
+    integrates |det J|, so the compliance is that of the counter-clockwise mesh."""
+    cw = _quads(P6, [[0, 3, 4, 1], [1, 4, 5, 2]])
+    c = []
+    for mesh in (cw, fem.rectangle(2, 1)):
+        model = fem.elasticity(mesh).fix(nodes=lambda x: x[0] == 0)
+        f = model.point_load((2, 0), (0, -1))
+        c.append(float(f @ model.solve(np.ones(2), f)))
+    assert c[0] == pytest.approx(c[1], rel=1e-12)
+
+
+def test_zero_load_gives_zero():
+    model = _model()
+    u = model.solve(np.ones(12), np.zeros(42))
+    assert np.all(u == 0.0) and float(compliance(u, np.zeros(42))) == 0.0
+
+
+def test_load_at_a_support_is_a_reaction():
+    """A finite load at a supported dof changes nothing: u = 0 there, the rest as without it."""
+    model = _model()
+    f = _load()
+    g = _load(int(model.fixed[0]), 5.0)
+    u, v = model.solve(np.ones(12), f), model.solve(np.ones(12), g)
+    assert v[model.fixed[0]] == 0.0 and np.array_equal(u, v)
+
+
+def test_passive_solid_at_volfrac_is_allowed():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TopoptWarning)
+        p = ComplianceProblem(_model(), _load(), 0.5, 1.0, passive=Passive(12, solid=np.arange(6)))
+    assert p.n == 6
+
+
+@pytest.mark.parametrize("passive, rmin, match", [
+    (Passive(12, void=np.arange(8)), 1.5, r"passive void fills 0.666667 .* never active"),
+    (Passive(12, solid=np.arange(5)), 3.0, r"every free variable 0 .* volume 0.50"),
+], ids=["void leaves less than volfrac", "filter spreads the solid above volfrac"])
+def test_passive_warnings(passive, rmin, match):
+    with pytest.warns(TopoptWarning, match=match):
+        ComplianceProblem(_model(), _load(), 0.5, rmin, passive=passive)
+
+
+def test_grey_level_within_tolerance():
+    """Rounding of a filter (1 + 1e-12) is accepted; mean(4 t (1-t)) = 1/3 to 1e-11."""
+    assert grey_level([1 + 1e-12, -1e-12, 0.5]) == pytest.approx(1 / 3, abs=1e-11)
+    assert variable_grey_level(np.array([0.5, 1.0]), np.zeros(2), np.ones(2)) == 0.5
+
+
+def test_finite_check_survives_overflowing_sums():
+    check_finite_values("f", np.array([1e308, 1e308, -1e308]), "loads must be finite")
+
+
+def test_quadratic_meshes_are_accepted():
+    """mesh.p of a quadratic mesh also holds the edge nodes, which mesh.t does not list."""
+    assert fem.elasticity(skfem.MeshTri2.init_circle()).ndof == 1090
+    assert fem.elasticity(skfem.MeshQuad2()).ndof == 18
+
+
+def test_inverted_check_spares_valid_meshes():
+    for mesh in (skfem.MeshHex().refined(2), skfem.MeshTet().refined(1), fem.l_shape(8, 4),
+                 fem.plate_with_hole(n_theta=8, n_radial=4), skfem.MeshTri().refined(2)):
+        fem.heat(mesh)
