@@ -274,8 +274,9 @@ def _element(mesh: skfem.Mesh) -> skfem.Element:
 def _checked(mesh) -> bool:
     """Check `mesh` once (`topopt.fem.mesh.check_mesh`); whether it is a uniform lattice."""
     _element(mesh)
-    check_mesh(mesh)
-    return _translates(mesh)
+    uniform = _translates(mesh)
+    check_mesh(mesh, uniform)
+    return uniform
 
 
 def _basis(mesh: skfem.Mesh, elem: skfem.Element, uniform: bool) -> skfem.CellBasis:
