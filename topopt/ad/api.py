@@ -32,7 +32,7 @@ def _zeros_like(x):
 
 def _own(trace):
     """``v -> v.value`` for the boxes of `trace`, other values unchanged."""
-    return lambda v: v.value if isinstance(v, Box) and v.trace is trace else v
+    return lambda v: v.value if isinstance(v, Box) and v._trace is trace else v
 
 
 def pullback(f: Callable, *args) -> tuple[Any, Callable]:
@@ -62,7 +62,7 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
     boxed = [Box(a, trace, n) if n is not None else a for a, n in zip(args, leaves)]
     y = f(*boxed)
     ys, ydef = tree.flatten(y)
-    outs = [v if isinstance(v, Box) and v.trace is trace else None for v in ys]
+    outs = [v if isinstance(v, Box) and v._trace is trace else None for v in ys]
 
     def back(ybar):
         ybars = tree.flatten_as(ydef, ybar, "the cotangent of the output")
@@ -191,8 +191,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 def _tangent_of(v, trace):
     """The tangent of one output leaf: its own, zeros for a constant, None for the rest."""
-    if isinstance(v, Box) and v.trace is trace:
-        return v.tangent
+    if isinstance(v, Box) and v._trace is trace:
+        return v._tangent
     return _zeros_like(v) if _differentiable(v) else None
 
 

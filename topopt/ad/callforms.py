@@ -26,7 +26,7 @@ from . import tree
 from .registry import REGISTRY
 from .registry import function_name as _name
 
-__all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
+__all__ = ["CallForm", "callform", "lifting", "canonical", "ufunc_call"]
 
 _NOVALUE = np._NoValue
 _SIMPLE = (bool, int, float, str, type(None))
@@ -159,11 +159,32 @@ class CallForm:
 
 def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
              aliases: dict | None = None, rewrite: Callable | None = None,
-             params: Sequence[str] | None = None) -> CallForm:
-    """Register the `CallForm` of `fun` (see there); returns it."""
+             params: Sequence[str] | None = None, lift=None) -> CallForm:
+    """Register the `CallForm` of `fun` (see there); returns it.
+
+    `lift` (see `lifting`) says which data arguments numpy reads as arrays;
+    by default all of them.
+    """
     form = CallForm(fun, data, accepts, aliases, rewrite, params)
     REGISTRY.register_form(fun, form)
+    if lift is not None:
+        lifting(fun, lift)
     return form
+
+
+def lifting(fun: Callable, spec) -> None:
+    """Declare which arguments of `fun` numpy reads as arrays (`coerce.lift`).
+
+    `spec` is a string, one letter per positional argument: ``"a"`` an array
+    (a list or tuple there becomes one), ``"s"`` a sequence of arrays (each
+    item becomes one), ``"-"`` as given (an index, a dtype); or a callable
+    ``spec(args) -> args``. Without a declaration a ufunc reads every input
+    and a function with a call form every data argument as an array.
+    """
+    if not (callable(spec) or (isinstance(spec, str) and set(spec) <= set("as-"))):
+        raise ValueError(f"lifting of {_name(fun)}: spec must be a string of 'a', 's', '-' "
+                         f"or a callable, got {spec!r}")
+    REGISTRY.register_lift(fun, spec)
 
 
 def canonical(fun: Callable, args: tuple, kwargs: dict | None):

@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import tree
+from . import coerce, tree
 from .extend import Thunk, primitive
 from .registry import REGISTRY, _match
 from .registry import function_name as _name
@@ -88,15 +88,15 @@ class Box:
     lose the derivative.
     """
 
-    __slots__ = ("value", "trace", "node", "idx", "tangent")
+    __slots__ = ("value", "_trace", "_node", "_idx", "_tangent")
     __array_priority__ = 1000.0
 
     def __init__(self, value, trace, node=None, idx=None, tangent=None):
         self.value = value
-        self.trace = trace
-        self.node = node
-        self.idx = idx
-        self.tangent = tangent
+        self._trace = trace
+        self._node = node
+        self._idx = idx
+        self._tangent = tangent
 
     # --- array attributes
     @property
@@ -126,8 +126,8 @@ class Box:
             yield self[i]
 
     def __repr__(self):
-        kind = "reverse" if self.trace.reverse else "forward"
-        return f"Box({self.value!r}, {kind} trace {self.trace.id})"
+        kind = "reverse" if self._trace.reverse else "forward"
+        return f"Box({self.value!r}, {kind} trace {self._trace.id})"
 
     # --- numpy protocols
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -307,7 +307,7 @@ def _method(fun):
 
     The ndarray methods take the arguments of the numpy functions after the
     array, in the same order; the function's call form and rule accept or
-    reject each of them. (``x.trace()`` is not one: ``trace`` is the box's
+    reject each of them. (``x._trace()`` is not one: ``trace`` is the box's
     differentiation; use ``np.trace(x)``.)
     """
     def method(self, *args, **kwargs):
@@ -370,8 +370,8 @@ def _arg_leaves(args):
 def _top_trace(leaves):
     top = None
     for a in leaves:
-        if isinstance(a, Box) and (top is None or a.trace.id > top.id):
-            top = a.trace
+        if isinstance(a, Box) and (top is None or a._trace.id > top.id):
+            top = a._trace
     return top
 
 
@@ -409,14 +409,19 @@ def apply(fun: Callable, args, kwargs=None):
     if trace is None and not (kwargs and _top_trace(tree.leaves(kwargs))):
         return fun(*args, **kwargs)
     form = _forms.get(fun)
-    if form is not None and (kwargs or len(args) != form.ndata):
+    bound = form is not None and (kwargs or len(args) != form.ndata)
+    if (bound or kwargs) and coerce.drops_derivative(fun, form, args, kwargs):
+        return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
+    if bound:
         args, kwargs = form.bind(args, kwargs)
-        if form.rewrite is not None:
-            result = form.rewrite(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
+    if bound or treedef is not None:
+        args = coerce.lift(fun, form, tuple(args))
         leaves, treedef = _arg_leaves(args)
         trace = _top_trace(leaves)
+    if bound and form.rewrite is not None:
+        result = form.rewrite(*args, **kwargs)
+        if result is not NotImplemented:
+            return result
     if fun in _nondiff:
         return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
     if trace is None:
@@ -438,7 +443,7 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
     `leaves` and `treedef` are the flattened `args` (`treedef` None when no
     argument is a container); the rule sees `trace`'s boxes unwrapped.
     """
-    unboxed = [x.value if isinstance(x, Box) and x.trace is trace else x for x in leaves]
+    unboxed = [x.value if isinstance(x, Box) and x._trace is trace else x for x in leaves]
     if treedef is not None:
         unboxed = tree.unflatten(treedef, unboxed)
     rule, types = _match((_rrules if trace.reverse else _frules).get(fun), unboxed)
@@ -450,7 +455,7 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
         if rule is None:
             _raise_no_rule(fun, "reverse")
         return _record(trace, fun, leaves, treedef, *rule(*unboxed, **kwargs))
-    tangents = [x.tangent if isinstance(x, Box) and x.trace is trace else None for x in leaves]
+    tangents = [x._tangent if isinstance(x, Box) and x._trace is trace else None for x in leaves]
     tangents = tuple(tangents) if treedef is None else tree.unflatten_sparse(treedef, tangents)
     if rule is None:
         rrule_ = _match(_rrules.get(fun), unboxed)[0]
@@ -495,19 +500,19 @@ def _traced_leaves(leaves, treedef, trace) -> list:
     """
     if treedef is None:
         return [(k, (), x) for k, x in enumerate(leaves)
-                if isinstance(x, Box) and x.trace is trace]
+                if isinstance(x, Box) and x._trace is trace]
     paths = treedef.paths()
     return [(paths[k][0], paths[k][1:], x) for k, x in enumerate(leaves)
-            if isinstance(x, Box) and x.trace is trace]
+            if isinstance(x, Box) and x._trace is trace]
 
 
 def _record(trace, fun, leaves, treedef, y, pullback):
     """The output boxes of a reverse-mode call and its `Node` on the tape."""
     if treedef is None:      # the common flat case without `_traced_leaves`' list
-        parents = [(k, (), x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
-                   for k, x in enumerate(leaves) if isinstance(x, Box) and x.trace is trace]
+        parents = [(k, (), x._node, x._idx, _shape(x.value), not np.iscomplexobj(value(x)))
+                   for k, x in enumerate(leaves) if isinstance(x, Box) and x._trace is trace]
     else:
-        parents = [(pos, sub, x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
+        parents = [(pos, sub, x._node, x._idx, _shape(x.value), not np.iscomplexobj(value(x)))
                    for pos, sub, x in _traced_leaves(leaves, treedef, trace)]
     if isinstance(y, tuple):
         node = Node(pullback, parents, fun, len(y))
@@ -546,8 +551,8 @@ def _forward_by_transpose(trace, fun, unboxed, traced, rule, kwargs):
         cts, forced, total = back(u), {}, 0.0
         for pos, sub, x in traced:
             ct = _cotangent_at(cts, pos, sub, forced, fun)
-            if ct is not None and x.tangent is not None:
-                total = total + np.sum(np.real(np.conj(ct) * x.tangent))
+            if ct is not None and x._tangent is not None:
+                total = total + np.sum(np.real(np.conj(ct) * x._tangent))
         return total
 
     return _wrap_forward(trace, y, _gradient_at_zero(linear, y))
@@ -559,7 +564,7 @@ def _gradient_at_zero(linear, like):
     leaf = Node(None, (), None, None)
     trace = Trace(reverse=True)
     out = linear(Box(zeros, trace, leaf))
-    if not (isinstance(out, Box) and out.trace is trace):
+    if not (isinstance(out, Box) and out._trace is trace):
         return zeros
     ct = backward([out], [1.0]).get(leaf)
     return zeros if ct is None else ct
@@ -626,9 +631,9 @@ def backward(outputs, cotangents) -> dict:
     cts: dict = {}
     for out, ct in zip(outputs, cotangents):
         if ct is not None:
-            _accumulate(cts, out.node, out.idx, ct)
+            _accumulate(cts, out._node, out._idx, ct)
     leaves = {}
-    for node in reversed(_toposort([o.node for o in outputs])):
+    for node in reversed(_toposort([o._node for o in outputs])):
         ct = cts.pop(node, None)
         if ct is None:
             continue

@@ -49,7 +49,8 @@ class Registry:
     ``"opt_out"`` (trace through the implementation for these types; the
     rule is ``True``). Call forms (`callforms.CallForm`) have their own
     table, `nondiff` holds the functions without a derivative (called on
-    plain values), and `ufunc_keywords` handles a traced ufunc call with keywords.
+    plain values), `lifts` which arguments numpy reads as arrays (a Python
+    sequence there is made an array before the rule runs), and `ufunc_keywords` handles a traced ufunc call with keywords.
     A type-specific entry matching an argument beats the generic one.
     """
 
@@ -59,6 +60,7 @@ class Registry:
         self.opt_outs: dict = {}
         self.forms: dict = {}
         self.nondiff: set = set()
+        self.lifts: dict = {}
         self.ufunc_keywords: Callable | None = None
 
     def _table(self, kind: str) -> dict:
@@ -104,6 +106,10 @@ class Registry:
     def mark_nondifferentiable(self, funs) -> None:
         """Call `funs` on plain values even when traced (comparisons, argmax, shape queries)."""
         self.nondiff.update(funs)
+
+    def register_lift(self, fun: Callable, spec) -> None:
+        """Which arguments of `fun` numpy reads as arrays (see `callforms.lifting`)."""
+        self.lifts[fun] = spec
 
     def register_form(self, fun: Callable, form) -> None:
         """Register the call form of `fun` (see `callforms.callform`)."""
