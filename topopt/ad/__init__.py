@@ -60,9 +60,10 @@ from . import array_rules as _array_rules  # noqa: F401
 from . import einsum_rules as _einsum_rules  # noqa: F401
 from . import linalg_rules as _linalg_rules  # noqa: F401
 from . import reduce_rules as _reduce_rules  # noqa: F401
+from . import fill_rules as _fill_rules  # noqa: F401
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient
-from .core import Box, NoRuleError, apply, is_traced, value
+from .core import Box, NoRuleError, apply, is_traced, trace_of, value
 from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
                      not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add
@@ -79,7 +80,7 @@ __all__ = [
     "thunk", "Thunk",
     "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
-    "value", "is_traced", "scatter_add", "apply", "Box",
+    "value", "is_traced", "trace_of", "scatter_add", "apply", "Box",
     "logsumexp", "spsolve", "eigh",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
 ]

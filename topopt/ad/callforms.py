@@ -21,7 +21,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core import Box, NoRuleError, _dtype, apply, astype
+from .coerce import no_derivative_dtype
+from .core import Box, NoRuleError, _dtype, apply, astype, value
 from . import tree
 from .registry import REGISTRY
 from .registry import function_name as _name
@@ -58,15 +59,20 @@ class CallForm:
         operations, or ``NotImplemented`` to let the rule run.
     params : sequence of str, optional
         The parameter names when `fun` has no inspectable signature.
+    always : bool
+        Bind every traced call and run `rewrite` on it (a function computed
+        by traced operations only, without a rule of its own).
     """
 
     __slots__ = ("fun", "name", "ndata", "positional", "names", "data_names", "fill",
-                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs", "special")
+                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs", "special",
+                 "always")
 
     def __init__(self, fun: Callable, data: int, accepts: Sequence[str] = (),
                  aliases: dict | None = None, rewrite: Callable | None = None,
-                 params: Sequence[str] | None = None):
+                 params: Sequence[str] | None = None, always: bool = False):
         self.fun, self.name, self.ndata = fun, _name(fun), data
+        self.always = always
         self.accepts, self.aliases, self.rewrite = frozenset(accepts), aliases or {}, rewrite
         if params is not None:
             sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -159,13 +165,15 @@ class CallForm:
 
 def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
              aliases: dict | None = None, rewrite: Callable | None = None,
-             params: Sequence[str] | None = None, lift=None) -> CallForm:
+             params: Sequence[str] | None = None, lift=None, always: bool = False) -> CallForm:
     """Register the `CallForm` of `fun` (see there); returns it.
 
     `lift` (see `lifting`) says which data arguments numpy reads as arrays;
     by default all of them.
     """
-    form = CallForm(fun, data, accepts, aliases, rewrite, params)
+    if always and rewrite is None:
+        raise ValueError(f"callform of {_name(fun)}: always=True needs a rewrite")
+    form = CallForm(fun, data, accepts, aliases, rewrite, params, always)
     REGISTRY.register_form(fun, form)
     if lift is not None:
         lifting(fun, lift)
@@ -221,6 +229,9 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
                 "traced ufunc calls take dtype= (and default casting/order/subok/where) only")
     if dtype is not None:
         dt = np.dtype(dtype)
+        if no_derivative_dtype(dt, f"{_name(ufunc)}(..., dtype={dt.name})"):
+            # numpy's own value and casting refusals; no derivative
+            return ufunc(*tree.map(value, inputs), **tree.map(value, kwargs))
         for a in inputs:
             if not np.can_cast(_dtype(a), dt, "same_kind"):
                 raise TypeError(f"{_name(ufunc)}(..., dtype={dt.name}): cannot cast an input "

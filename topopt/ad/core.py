@@ -36,7 +36,8 @@ from .extend import Thunk, primitive
 from .registry import REGISTRY, _match
 from .registry import function_name as _name
 
-__all__ = ["Box", "NoRuleError", "value", "is_traced", "apply", "backward", "getitem", "astype"]
+__all__ = ["Box", "NoRuleError", "value", "is_traced", "trace_of", "apply", "backward", "getitem",
+           "astype"]
 
 # the registry's tables, read directly on the hot path of `apply`
 _rrules = REGISTRY.rrules
@@ -150,6 +151,12 @@ class Box:
         return apply(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func is np.copyto:
+            raise TypeError(
+                "numpy.copyto writes a traced value into a plain array, which drops its "
+                "derivative (np.full(shape, x, dtype=...) does this); build the array "
+                "instead: np.full_like(template, x), np.broadcast_to(x, shape) + 0.0 or "
+                "np.where(mask, x, other)")
         return apply(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
@@ -158,13 +165,20 @@ class Box:
             # scipy.sparse returns NotImplemented for a 0-d object array, so
             # that `K @ x` comes back to Box.__rmatmul__ and is traced.
             return np.array(None, dtype=object)
+        if caller.f_code.co_name == "full" and caller.f_globals["__name__"].startswith("numpy"):
+            raise TypeError(
+                "numpy.full(shape, fill_value) with a traced fill_value: numpy converts it "
+                "to a plain array, which drops its derivative; use np.full_like(template, "
+                "x), np.broadcast_to(x, shape) + 0.0 or x * np.ones(shape)")
         raise TypeError(
             f"a traced value was converted to a plain numpy array in "
             f"{_user_frame_name()}: the derivative would be lost. A call to a "
             "library without a differentiation rule (scipy, C code) or an "
             "assignment into a plain array does this. Wrap the function with "
             "ad.primitive and register @ad.rrule (and @ad.frule) for it, or "
-            "pass ad.value(x) if it is not to be differentiated.")
+            "pass ad.value(x) if it is not to be differentiated. (A list holding "
+            "traced values is converted so when no argument of the call is traced "
+            "itself: build it with np.stack([...]).)")
 
     def __float__(self):
         raise TypeError(
@@ -173,8 +187,16 @@ class Box:
 
     __complex__ = __float__
 
-    def item(self):
-        return self.__float__()
+    def item(self, *args):
+        raise TypeError(
+            "x.item() of a traced value would drop its derivative; index it (x[i]) to "
+            "keep the derivative, or use ad.value(x).item() if that is intended")
+
+    def __int__(self):
+        return int(value(self))     # piecewise constant: no derivative to lose
+
+    def __round__(self, ndigits=None):
+        return round(value(self), ndigits)
 
     def __bool__(self):
         return bool(value(self))
@@ -291,6 +313,9 @@ class Box:
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         dtype = np.dtype(dtype)
+        if coerce.no_derivative_dtype(dtype, f"x.astype({dtype.name})"):
+            # piecewise constant: numpy's own value (and refusals), no derivative
+            return np.asarray(value(self)).astype(dtype, order, casting, subok, copy)
         if not np.can_cast(self.dtype, dtype, casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
                             f"according to the rule {casting!r}")
@@ -300,28 +325,6 @@ class Box:
 
     def copy(self, order="C"):
         return self
-
-
-def _method(fun):
-    """``box.<name>(*args, **kw)`` as ``fun(box, *args, **kw)``: every argument passed on.
-
-    The ndarray methods take the arguments of the numpy functions after the
-    array, in the same order; the function's call form and rule accept or
-    reject each of them. (``x._trace()`` is not one: ``trace`` is the box's
-    differentiation; use ``np.trace(x)``.)
-    """
-    def method(self, *args, **kwargs):
-        return apply(fun, (self,) + args, kwargs)
-    method.__name__ = method.__qualname__ = fun.__name__
-    method.__doc__ = f"``numpy.{fun.__name__}(x, *args, **kwargs)`` of the traced value."
-    return method
-
-
-for _fun in (np.sum, np.mean, np.max, np.min, np.prod, np.cumsum, np.cumprod, np.var, np.std,
-             np.clip, np.ravel, np.squeeze, np.swapaxes, np.dot, np.repeat,
-             np.diagonal, np.take, np.argmax, np.argmin, np.argsort, np.nonzero, np.any,
-             np.all, np.round):
-    setattr(Box, _fun.__name__, _method(_fun))
 
 
 def _user_frame_name() -> str:
@@ -409,7 +412,7 @@ def apply(fun: Callable, args, kwargs=None):
     if trace is None and not (kwargs and _top_trace(tree.leaves(kwargs))):
         return fun(*args, **kwargs)
     form = _forms.get(fun)
-    bound = form is not None and (kwargs or len(args) != form.ndata)
+    bound = form is not None and (kwargs or len(args) != form.ndata or form.always)
     if (bound or kwargs) and coerce.drops_derivative(fun, form, args, kwargs):
         return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
     if bound:
@@ -680,3 +683,10 @@ def astype(x, dtype):
 
 
 Box._ad_apply = staticmethod(apply)     # the dispatch of `extend.primitive` for traced values
+
+from . import methods as _methods  # noqa: E402,F401  (the ndarray methods of Box)
+
+
+def trace_of(x):
+    """The trace (``.id``, ``.reverse``) that traced value `x` belongs to (None if untraced)."""
+    return x._trace if isinstance(x, Box) else None

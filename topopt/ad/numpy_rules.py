@@ -37,7 +37,7 @@ REGISTRY.mark_nondifferentiable({
     np.rint, np.trunc, np.round, np.around, np.heaviside,
     np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.searchsorted,
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like,
-    np.full_like, np.result_type, np.iscomplexobj, np.isrealobj, np.iscomplex,
+    np.result_type, np.iscomplexobj, np.isrealobj, np.iscomplex,
     np.isreal, np.any, np.all, np.count_nonzero, np.isclose, np.allclose,
     np.array_equal,
 })

@@ -1,0 +1,106 @@
+"""Functions computed by traced operations: full_like, take, diagonal, compress.
+
+Each has a call form whose rewrite handles every traced call (``always``):
+``np.full_like(a, fill)`` is ``zeros + fill`` (the derivative flows through
+the fill value, none through the template `a`), and `take`, `diagonal` and
+`compress` are indexing (`core.getitem`), so every mode comes from the
+rules of those operations. A result of an integer or boolean dtype has no
+derivative and is numpy's own.
+
+Examples
+--------
+>>> import numpy as np
+>>> from topopt import ad
+>>> ad.gradient(lambda x: np.sum(np.full_like(x, x[0]) * x), np.array([2.0, 3.0]))
+array([7., 2.])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .callforms import callform
+from .coerce import no_derivative_dtype
+from .core import _dtype, _shape, astype, getitem, is_traced, value
+from .rulekit import _axes
+
+__all__: list = []
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
+    options = {"dtype": dtype, "order": order, "subok": subok, "shape": shape}
+    dt = np.dtype(dtype) if dtype is not None else _dtype(a)
+    if not is_traced(fill_value) or no_derivative_dtype(dt, "numpy.full_like"):
+        return np.full_like(value(a), value(fill_value), **options)
+    if shape is None:
+        shape = _shape(a)
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    if np.broadcast_shapes(_shape(fill_value), shape) != shape:
+        raise ValueError(f"numpy.full_like: could not broadcast the fill value of shape "
+                         f"{_shape(fill_value)} into shape {shape}")
+    if _dtype(fill_value) != dt:
+        fill_value = astype(fill_value, dt)
+    return np.zeros(shape, dt) + fill_value
+
+
+callform(np.full_like, 2, ("dtype", "order", "subok", "shape"), rewrite=_full_like, always=True)
+
+
+def _take(a, indices, axis=None, mode="raise"):
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"numpy.take: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    if axis is None:
+        a, ax = np.ravel(a), 0
+    else:
+        ax = _axes(axis, len(_shape(a)))[0]
+    n = _shape(a)[ax]
+    idx = np.asarray(value(indices))
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"numpy.take: indices must be integers, got dtype {idx.dtype}")
+    if mode == "wrap":
+        idx = np.mod(idx, n)
+    elif mode == "clip":
+        idx = np.clip(idx, 0, n - 1)
+    elif idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"numpy.take: index {int(idx.max() if idx.max() >= n else idx.min())} "
+                         f"is out of bounds for axis {ax} with size {n}")
+    return getitem(a, (slice(None),) * ax + (idx,))
+
+
+callform(np.take, 1, ("indices", "axis", "mode"), rewrite=_take, always=True)
+
+
+def _diagonal(a, offset=0, axis1=0, axis2=1):
+    nd = len(_shape(a))
+    if nd < 2:
+        raise ValueError("numpy.diagonal: the array must have at least 2 dimensions")
+    ax1, ax2 = _axes((axis1, axis2), nd)
+    if ax1 == ax2:
+        raise ValueError("numpy.diagonal: axis1 and axis2 cannot be the same")
+    moved = np.moveaxis(a, (ax1, ax2), (-2, -1))
+    rows, cols = _shape(moved)[-2:]
+    offset = int(offset)
+    k = max(0, min(rows + min(offset, 0), cols - max(offset, 0)))
+    i = np.arange(k) - min(offset, 0)
+    return getitem(moved, (Ellipsis, i, i + offset))
+
+
+callform(np.diagonal, 1, ("offset", "axis1", "axis2"), rewrite=_diagonal, always=True)
+
+
+def _compress(condition, a, axis=None):
+    cond = np.asarray(value(condition))
+    if cond.ndim != 1:
+        raise ValueError("numpy.compress: condition must be a 1-d array")
+    if axis is None:
+        a, ax = np.ravel(a), 0
+    else:
+        ax = _axes(axis, len(_shape(a)))[0]
+    idx = np.flatnonzero(cond)
+    if idx.size and idx[-1] >= _shape(a)[ax]:
+        raise IndexError(f"numpy.compress: index {int(idx[-1])} is out of bounds for axis "
+                         f"{ax} with size {_shape(a)[ax]}")
+    return getitem(a, (slice(None),) * ax + (idx,))
+
+
+callform(np.compress, 2, ("axis",), rewrite=_compress, always=True)
