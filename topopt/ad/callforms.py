@@ -215,10 +215,14 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
     the ufunc and the keyword (``where=mask`` leaves the masked-out entries
     uninitialised, and ``out=`` is rejected before this).
     """
-    dtype = None
+    dtype = kwargs.get("dtype")
+    if dtype is not None and no_derivative_dtype(
+            dtype, f"{_name(ufunc)}(..., dtype={np.dtype(dtype).name})"):
+        # an integer/boolean result: numpy's own value and casting refusals, no derivative
+        return ufunc(*tree.map(value, inputs), **tree.map(value, kwargs))
     for key, v in kwargs.items():
         if key == "dtype":
-            dtype = v
+            continue
         elif key == "where" and np.ndim(v) == 0 and not _traced(v) and bool(v):
             continue
         elif key in _UFUNC_DEFAULTS and type(v) in _SIMPLE and v == _UFUNC_DEFAULTS[key]:
@@ -229,9 +233,7 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
                 "traced ufunc calls take dtype= (and default casting/order/subok/where) only")
     if dtype is not None:
         dt = np.dtype(dtype)
-        if no_derivative_dtype(dt, f"{_name(ufunc)}(..., dtype={dt.name})"):
-            # numpy's own value and casting refusals; no derivative
-            return ufunc(*tree.map(value, inputs), **tree.map(value, kwargs))
+        inputs = REGISTRY.lift_args(ufunc, None, tuple(inputs))   # lists read as arrays
         for a in inputs:
             if not np.can_cast(_dtype(a), dt, "same_kind"):
                 raise TypeError(f"{_name(ufunc)}(..., dtype={dt.name}): cannot cast an input "

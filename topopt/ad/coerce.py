@@ -32,27 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import core, tree
+from .core import no_derivative_dtype
 from .registry import REGISTRY
 from .registry import function_name as _name
 
 __all__ = ["lift", "drops_derivative", "no_derivative_dtype"]
 
 _SEQ = (list, tuple)
-
-
-def no_derivative_dtype(dtype, where: str) -> bool:
-    """True if a result of `dtype` has no derivative (integer, boolean, string...).
-
-    Float and complex keep the derivative; ``object`` is refused (`where`
-    names the call in the message), since numpy would compute with Python
-    objects that are not traced.
-    """
-    dt = np.dtype(dtype)
-    if dt.kind == "O":
-        raise TypeError(f"{where}: dtype=object of a traced value is not differentiable "
-                        "(numpy computes with untraced Python objects); use a float or "
-                        "complex dtype")
-    return dt.kind not in "fc"
 
 
 def _requested_dtype(form, args, kwargs):
@@ -133,3 +119,7 @@ def lift_einsum(args: tuple) -> tuple:
 def lift_all(args: tuple) -> tuple:
     """Every argument read as an array (`np.atleast_1d(*arys)`)."""
     return tuple(_array(a) for a in args)
+
+
+REGISTRY.lift_args = lift
+REGISTRY.drops_derivative = drops_derivative

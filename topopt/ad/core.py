@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import coerce, tree
+from . import tree
 from .extend import Thunk, primitive
 from .registry import REGISTRY, _match
 from .registry import function_name as _name
@@ -187,11 +187,6 @@ class Box:
 
     __complex__ = __float__
 
-    def item(self, *args):
-        raise TypeError(
-            "x.item() of a traced value would drop its derivative; index it (x[i]) to "
-            "keep the derivative, or use ad.value(x).item() if that is intended")
-
     def __int__(self):
         return int(value(self))     # piecewise constant: no derivative to lose
 
@@ -277,54 +272,7 @@ class Box:
     def __getitem__(self, idx):
         return apply(getitem, (self, idx))
 
-    # --- array methods
-    @property
-    def T(self):
-        return apply(np.transpose, (self,))
-
-    @property
-    def real(self):
-        return apply(np.real, (self,))
-
-    @property
-    def imag(self):
-        return apply(np.imag, (self,))
-
-    def conj(self):
-        return apply(np.conjugate, (self,))
-
-    conjugate = conj
-
-    def reshape(self, *shape, order="C", copy=None):
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
-        kwargs = {"order": order} if order != "C" else {}
-        if copy is not None:
-            kwargs["copy"] = copy
-        return apply(np.reshape, (self, shape), kwargs)
-
-    def flatten(self, order="C"):
-        return apply(np.ravel, (self,), {"order": order} if order != "C" else None)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
-            axes = axes[0]
-        return apply(np.transpose, (self, axes or None))
-
-    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        dtype = np.dtype(dtype)
-        if coerce.no_derivative_dtype(dtype, f"x.astype({dtype.name})"):
-            # piecewise constant: numpy's own value (and refusals), no derivative
-            return np.asarray(value(self)).astype(dtype, order, casting, subok, copy)
-        if not np.can_cast(self.dtype, dtype, casting):
-            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
-                            f"according to the rule {casting!r}")
-        if order not in ("K", "A", "C", "F"):
-            raise ValueError(f"astype: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
-        return apply(astype, (self, dtype))
-
-    def copy(self, order="C"):
-        return self
+    # the ndarray methods and attributes: `methods`
 
 
 def _user_frame_name() -> str:
@@ -352,6 +300,21 @@ def value(x):
     while isinstance(x, Box):
         x = x.value
     return x
+
+
+def no_derivative_dtype(dtype, where: str) -> bool:
+    """True if a result of `dtype` has no derivative (integer, boolean, string...).
+
+    Float and complex keep the derivative; ``object`` is refused (`where`
+    names the call in the message): numpy would compute with Python objects
+    that are not traced.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "O":
+        raise TypeError(f"{where}: dtype=object of a traced value is not differentiable "
+                        "(numpy computes with untraced Python objects); use a float or "
+                        "complex dtype")
+    return dt.kind not in "fc"
 
 
 def is_traced(x) -> bool:
@@ -413,12 +376,12 @@ def apply(fun: Callable, args, kwargs=None):
         return fun(*args, **kwargs)
     form = _forms.get(fun)
     bound = form is not None and (kwargs or len(args) != form.ndata or form.always)
-    if (bound or kwargs) and coerce.drops_derivative(fun, form, args, kwargs):
+    if (bound or kwargs) and REGISTRY.drops_derivative(fun, form, args, kwargs):
         return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
     if bound:
         args, kwargs = form.bind(args, kwargs)
     if bound or treedef is not None:
-        args = coerce.lift(fun, form, tuple(args))
+        args = REGISTRY.lift_args(fun, form, tuple(args))
         leaves, treedef = _arg_leaves(args)
         trace = _top_trace(leaves)
     if bound and form.rewrite is not None:
@@ -683,8 +646,6 @@ def astype(x, dtype):
 
 
 Box._ad_apply = staticmethod(apply)     # the dispatch of `extend.primitive` for traced values
-
-from . import methods as _methods  # noqa: E402,F401  (the ndarray methods of Box)
 
 
 def trace_of(x):

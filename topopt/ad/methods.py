@@ -8,8 +8,8 @@ numpy's trace). `NDARRAY` classifies each name:
 * ``"function"``: ``x.name(*a, **k)`` is ``np.name(x, *a, **k)`` through
   `core.apply`, so the function's call form and rule accept or reject each
   argument (``x.compress(c)`` and ``x.choose(c)`` put `x` where numpy does);
-* ``"box"``: defined on `core.Box` itself (``T``, ``astype``, ``reshape``...)
-  or here as a property (``mT``, ``itemsize``, ``nbytes``, ``device``);
+* ``"box"``: a form of its own (``T``, ``astype``, ``reshape``, ``mT``,
+  ``itemsize``...), or an array attribute of `core.Box` (``shape``, ``dtype``);
 * ``"refused"``: in-place methods (``sort``, ``fill``, ``put``...), methods
   that reinterpret or export memory (``view``, ``tobytes``, ``tolist``...)
   and memory attributes (``strides``, ``flags``...) raise ``TypeError``
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Box, apply
+from .core import Box, apply, astype, no_derivative_dtype, value
 
 __all__ = ["NDARRAY", "FUNCTIONS", "REFUSED"]
 
@@ -73,6 +73,63 @@ _HERE = ("mT", "itemsize", "nbytes", "device", "to_device", "compress", "choose"
 
 NDARRAY = {**{n: "function" for n in FUNCTIONS}, **{n: "box" for n in _ON_BOX + _HERE},
            **{n: "refused" for n in list(REFUSED) + list(REFUSED_ATTRIBUTES)}}
+
+
+class _OnBox:
+    """The ndarray methods with a form of their own; copied onto `core.Box`."""
+
+    def item(self, *args):
+        raise TypeError(
+            "x.item() of a traced value would drop its derivative; index it (x[i]) to "
+            "keep the derivative, or use ad.value(x).item() if that is intended")
+
+    @property
+    def T(self):
+        return apply(np.transpose, (self,))
+
+    @property
+    def real(self):
+        return apply(np.real, (self,))
+
+    @property
+    def imag(self):
+        return apply(np.imag, (self,))
+
+    def conj(self):
+        return apply(np.conjugate, (self,))
+
+    conjugate = conj
+
+    def reshape(self, *shape, order="C", copy=None):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        kwargs = {"order": order} if order != "C" else {}
+        if copy is not None:
+            kwargs["copy"] = copy
+        return apply(np.reshape, (self, shape), kwargs)
+
+    def flatten(self, order="C"):
+        return apply(np.ravel, (self,), {"order": order} if order != "C" else None)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = axes[0]
+        return apply(np.transpose, (self, axes or None))
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        dtype = np.dtype(dtype)
+        if no_derivative_dtype(dtype, f"x.astype({dtype.name})"):
+            # piecewise constant: numpy's own value (and refusals), no derivative
+            return np.asarray(value(self)).astype(dtype, order, casting, subok, copy)
+        if not np.can_cast(self.dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
+                            f"according to the rule {casting!r}")
+        if order not in ("K", "A", "C", "F"):
+            raise ValueError(f"astype: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
+        return apply(astype, (self, dtype))
+
+    def copy(self, order="C"):
+        return self
 
 
 def _method(name, fun):
@@ -124,6 +181,9 @@ def _choose(self, choices, out=None, mode=None):
     return apply(np.choose, (self, choices), _given(out=out, mode=mode))
 
 
+for _name in _ON_BOX:
+    if _name in vars(_OnBox):
+        setattr(Box, _name, vars(_OnBox)[_name])
 for _name, _fun in FUNCTIONS.items():
     setattr(Box, _name, _method(_name, _fun))
 for _name, (_why, _fix) in REFUSED.items():

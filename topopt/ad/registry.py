@@ -50,7 +50,8 @@ class Registry:
     rule is ``True``). Call forms (`callforms.CallForm`) have their own
     table, `nondiff` holds the functions without a derivative (called on
     plain values), `lifts` which arguments numpy reads as arrays (a Python
-    sequence there is made an array before the rule runs), and `ufunc_keywords` handles a traced ufunc call with keywords.
+    sequence there is made an array before the rule runs; `lift_args` and
+    `drops_derivative` are the hooks of `coerce`), and `ufunc_keywords` handles a traced ufunc call with keywords.
     A type-specific entry matching an argument beats the generic one.
     """
 
@@ -62,6 +63,8 @@ class Registry:
         self.nondiff: set = set()
         self.lifts: dict = {}
         self.ufunc_keywords: Callable | None = None
+        self.lift_args: Callable = lambda fun, form, args: args      # coerce.lift
+        self.drops_derivative: Callable = lambda fun, form, args, kwargs: False
 
     def _table(self, kind: str) -> dict:
         if kind == "rrule":
