@@ -170,15 +170,16 @@ class Box:
                 "numpy.full(shape, fill_value) with a traced fill_value: numpy converts it "
                 "to a plain array, which drops its derivative; use np.full_like(template, "
                 "x), np.broadcast_to(x, shape) + 0.0 or x * np.ones(shape)")
+        user, numpy_fun = _caller_names()
+        via = f" by numpy.{numpy_fun}" if numpy_fun else ""
         raise TypeError(
-            f"a traced value was converted to a plain numpy array in "
-            f"{_user_frame_name()}: the derivative would be lost. A call to a "
-            "library without a differentiation rule (scipy, C code) or an "
-            "assignment into a plain array does this. Wrap the function with "
-            "ad.primitive and register @ad.rrule (and @ad.frule) for it, or "
-            "pass ad.value(x) if it is not to be differentiated. (A list holding "
-            "traced values is converted so when no argument of the call is traced "
-            "itself: build it with np.stack([...]).)")
+            f"a traced value was converted to a plain numpy array{via} in {user}: the "
+            "derivative would be lost. A list or tuple holding traced values, passed where "
+            "no argument is traced itself, does this: build it with np.stack([...]) first. "
+            "So do a call to a library without a differentiation rule (scipy, C code) and "
+            "an assignment into a plain array: wrap the function with ad.primitive and "
+            "register @ad.rrule (and @ad.frule) for it, or pass ad.value(x) if it is not to "
+            "be differentiated.")
 
     def __float__(self):
         raise TypeError(
@@ -275,14 +276,18 @@ class Box:
     # the ndarray methods and attributes: `methods`
 
 
-def _user_frame_name() -> str:
-    frame = sys._getframe(2)
+def _caller_names() -> tuple:
+    """``("module.function()", numpy function or None)``: the user's frame that
+    converted a traced value and the numpy function it called, if any."""
+    frame, numpy_fun = sys._getframe(2), None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module.startswith("numpy") or module.startswith("topopt.ad")):
-            return f"{module}.{frame.f_code.co_name}()"
+            return f"{module}.{frame.f_code.co_name}()", numpy_fun
+        if module.startswith("numpy") and not frame.f_code.co_name.startswith("_"):
+            numpy_fun = ("linalg." if ".linalg" in module else "") + frame.f_code.co_name
         frame = frame.f_back
-    return "<unknown>"
+    return "<unknown>", numpy_fun
 
 
 def _shape(x) -> tuple:

@@ -264,7 +264,7 @@ def scatter_add(x, idx, v):
     >>> ad.scatter_add(np.zeros(3), np.array([0, 2, 0, -1]), np.ones(4))
     array([2., 0., 2.])
     """
-    x = np.asarray(x)
+    x, v = np.asarray(x), np.asarray(v)
     out = np.array(x, dtype=np.result_type(x, v), copy=True)
     if _basic(idx):
         out[idx] += v
