@@ -342,6 +342,15 @@ def test_every_registered_rule_has_call_form_rows():
     assert len(covered & _registered()) >= 60
 
 
+def test_every_call_form_has_rows():
+    # the edge forms of issue 23 (sequences, casts, full_like, methods) sit in
+    # test_ad_edges.ROWS, checked there in every mode
+    from test_ad_edges import ROWS as EDGE_ROWS
+    covered = {r[0] for r in ROWS + EDGE_ROWS if r[0] is not None}
+    missing = sorted(function_name(f) for f in set(REGISTRY.forms) - covered)
+    assert not missing, f"call forms without rows: {missing}"
+
+
 # (call, canonical data, canonical options) -- what a rule receives
 A, LO, HI = object(), object(), object()
 CANONICAL = [

@@ -35,7 +35,11 @@ def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, dev
     if shape is None:
         shape = _shape(a)
     shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-    if np.broadcast_shapes(_shape(fill_value), shape) != shape:
+    try:
+        fits = np.broadcast_shapes(_shape(fill_value), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
         raise ValueError(f"numpy.full_like: could not broadcast the fill value of shape "
                          f"{_shape(fill_value)} into shape {shape}")
     if _dtype(fill_value) != dt:

@@ -7,7 +7,7 @@ numpy's trace). `NDARRAY` classifies each name:
 
 * ``"function"``: ``x.name(*a, **k)`` is ``np.name(x, *a, **k)`` through
   `core.apply`, so the function's call form and rule accept or reject each
-  argument (``x.compress(c)`` and ``x.choose(c)`` put `x` where numpy does);
+  argument (``x.compress(c)`` puts `x` where numpy does);
 * ``"box"``: a form of its own (``T``, ``astype``, ``reshape``, ``mT``,
   ``itemsize``...), or an array attribute of `core.Box` (``shape``, ``dtype``);
 * ``"refused"``: in-place methods (``sort``, ``fill``, ``put``...), methods
@@ -58,6 +58,8 @@ REFUSED = {
     "tofile": (_MEMORY, "np.save(path, ad.value(x))"),
     "dump": (_MEMORY, "np.save(path, ad.value(x))"),
     "dumps": (_MEMORY, "ad.value(x).dumps()"),
+    "choose": ("reads the array as integer indices, which have no derivative",
+               "np.choose(index_array, choices) with a plain integer index array"),
 }
 REFUSED_ATTRIBUTES = {
     "base": "a traced value owns no memory",
@@ -69,7 +71,7 @@ REFUSED_ATTRIBUTES = {
 }
 _ON_BOX = ("T", "astype", "conj", "conjugate", "copy", "dtype", "flatten", "imag", "item",
            "ndim", "real", "reshape", "shape", "size", "transpose")
-_HERE = ("mT", "itemsize", "nbytes", "device", "to_device", "compress", "choose")
+_HERE = ("mT", "itemsize", "nbytes", "device", "to_device", "compress")
 
 NDARRAY = {**{n: "function" for n in FUNCTIONS}, **{n: "box" for n in _ON_BOX + _HERE},
            **{n: "refused" for n in list(REFUSED) + list(REFUSED_ATTRIBUTES)}}
@@ -177,10 +179,6 @@ def _compress(self, condition, axis=None, out=None):
     return apply(np.compress, (condition, self), _given(axis=axis, out=out))
 
 
-def _choose(self, choices, out=None, mode=None):
-    return apply(np.choose, (self, choices), _given(out=out, mode=mode))
-
-
 for _name in _ON_BOX:
     if _name in vars(_OnBox):
         setattr(Box, _name, vars(_OnBox)[_name])
@@ -196,4 +194,3 @@ Box.nbytes = property(lambda self: self.size * self.dtype.itemsize, doc="Bytes o
 Box.device = property(lambda self: "cpu", doc="numpy arrays live on 'cpu'.")
 Box.to_device = _to_device
 Box.compress = _compress
-Box.choose = _choose
