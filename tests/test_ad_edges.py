@@ -350,3 +350,24 @@ def test_every_declared_lifting_has_a_sequence_row():
     declared = set(REGISTRY.lifts) - {core.getitem, core.astype}     # no array data besides x
     missing = sorted(function_name(f) for f in declared - covered)
     assert not missing, f"liftings without a sequence row: {missing}"
+
+
+INTEGER_FACTORS = [
+    # (label, call, its gradient d/dx sum(call(x)): the constant factor)
+    ("x * arange", lambda x: x * np.arange(4), lambda x: np.arange(4.0)),
+    ("x * int list", lambda x: x * [1, 2, 3, 4], lambda x: np.array([1.0, 2.0, 3.0, 4.0])),
+    ("astype(int) * x", lambda x: x.astype(int) * x, lambda x: np.trunc(x)),
+    ("asarray(x, dtype=int) * x", lambda x: np.asarray(x, dtype=int) * x, lambda x: np.trunc(x)),
+    ("astype(bool) * x", lambda x: x.astype(bool) * x, lambda x: np.ones(4)),
+    ("x * True", lambda x: x * True, lambda x: np.ones(4)),
+]
+
+
+@pytest.mark.parametrize("label, call, grad", INTEGER_FACTORS,
+                         ids=[c[0] for c in INTEGER_FACTORS])
+def test_gradient_by_an_integer_factor_is_float(label, call, grad):
+    x = X["v4"]
+    g = ad.gradient(lambda x: np.sum(call(x)), x)
+    assert g.dtype == np.float64
+    np.testing.assert_array_equal(g, grad(x))
+    ad.check_modes(call, x, seed=2)

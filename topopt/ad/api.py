@@ -84,10 +84,13 @@ def _cast(ct, a):
     """Cotangent in the type of a scalar argument (Python float in, float out).
 
     A read-only array (a broadcast, or a view that rules may pass on instead
-    of a product with ones) is copied: the user owns what `back` returns.
+    of a product with ones) is copied: the user owns what `back` returns;
+    a cotangent is float or complex, never an integer or boolean array.
     """
     if isinstance(ct, np.ndarray) and not ct.flags.writeable:
         ct = np.array(ct)
+    if isinstance(ct, (np.ndarray, np.generic)) and ct.dtype.kind not in "fc":
+        ct = np.asarray(ct, np.float64)      # an integer or boolean constant factor's
     if isinstance(ct, (np.ndarray, np.generic)) and np.ndim(ct) == 0:
         if isinstance(a, (float, complex)):
             return complex(ct) if isinstance(a, complex) else float(np.real(ct))

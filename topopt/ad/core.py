@@ -160,6 +160,9 @@ class Box:
         return apply(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if dtype is not None and no_derivative_dtype(dtype, "numpy.asarray"):
+            # np.asarray(x, dtype=int): a cast without derivative, numpy's own value
+            return np.asarray(value(self)).astype(dtype)
         caller = sys._getframe(1)
         if caller.f_code.co_name == "_matmul_dispatch":
             # scipy.sparse returns NotImplemented for a 0-d object array, so
@@ -193,6 +196,9 @@ class Box:
 
     def __round__(self, ndigits=None):
         return round(value(self), ndigits)
+
+    def __format__(self, spec):
+        return format(value(self), spec)
 
     def __bool__(self):
         return bool(value(self))
