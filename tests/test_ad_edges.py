@@ -182,6 +182,18 @@ METHODS = [
     row(np.argmax, "x.argmax() * x", lambda x: x.argmax() * x, "v4"),
     row(np.round, "x.round() * x", lambda x: x.round() * x, "v4"),
     row(np.all, "x.all() * x", lambda x: x.all() * x, "v4"),
+    row(np.remainder, "x % 1.5", lambda x: x % 1.5, "v4"),
+    row(np.remainder, "2.5 % x", lambda x: 2.5 % x, "v4"),
+    row(np.remainder, "np.mod(x, [..])", lambda x: np.mod(x, [1.5, -1.0, 2.0, 3.0]), "v4"),
+    row(np.fmod, "np.fmod", lambda x: np.fmod(x, 1.5), "v4"),
+    row(np.fmod, "traced divisor", lambda x: np.fmod(3.7, x), "v4"),
+    row(np.floor_divide, "(x // 1.5) * x", lambda x: (x // 1.5) * x, "v4"),
+    row(np.floor_divide, "divmod(x, 1.5)", lambda x: divmod(x, 1.5)[1] * divmod(x, 1.5)[0], "v4"),
+    row(np.append, "np.append(x, x0)", lambda x: np.append(x, x[0]), "v4"),
+    row(np.append, "list, axis=0", lambda x: np.append(x, [[x[0, 0], 1.0, 2.0, 3.0]], axis=0),
+        "m34"),
+    row(np.diag, "vector, k=1", lambda x: np.diag(x, 1), "v4"),
+    row(np.diag, "matrix, k=-1", lambda x: np.diag(x, k=-1), "m34"),
 ]
 
 ROWS = SEQUENCES + CASTS + FILLS + METHODS

@@ -261,6 +261,24 @@ class Box:
     def __rpow__(self, other):
         return apply(np.power, (other, self))
 
+    def __floordiv__(self, other):
+        return apply(np.floor_divide, (self, other))
+
+    def __rfloordiv__(self, other):
+        return apply(np.floor_divide, (other, self))
+
+    def __mod__(self, other):
+        return apply(np.remainder, (self, other))
+
+    def __rmod__(self, other):
+        return apply(np.remainder, (other, self))
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
     def __matmul__(self, other):
         return apply(np.matmul, (self, other))
 

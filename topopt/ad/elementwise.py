@@ -1,4 +1,5 @@
-"""Rules of elementwise functions: ufuncs of one and two arguments, where, clip.
+"""Rules of elementwise functions: ufuncs of one and two arguments, where, clip,
+remainder and fmod.
 
 Complex convention: for ``y = f(z)`` holomorphic, ``zbar = ybar * conj(f'(z))``
 and ``zdot -> f'(z) zdot``; the walk takes the real part of a cotangent
@@ -343,3 +344,30 @@ def clip_frule(primals, tangents):
     if hidot is not None:
         ydot = ydot + np.where(above, hidot, 0.0)
     return y, np.broadcast_to(ydot, _shape(y)) if _shape(ydot) != _shape(y) else ydot
+
+
+# ------------------------------------------------- remainder, fmod
+
+def _modulo(fun, quotient):
+    """Rules of ``a - q(a / b) b`` with a piecewise constant ``q`` (floor, trunc)."""
+    name = fun.__name__
+
+    @rrule(fun)
+    def modulo_rrule(a, b):
+        sa, sb = _shape(a), _shape(b)
+        q = quotient(value(a) / value(b))
+
+        def pullback(ybar):
+            return (thunk(lambda: _unbroadcast(ybar, sa)),
+                    thunk(lambda: _unbroadcast(-ybar * q, sb)))
+        return fun(a, b), _named(pullback, f"{name}_pullback")
+
+    @frule(fun)
+    def modulo_frule(primals, tangents):
+        (a, b), (adot, bdot) = primals, tangents
+        q = quotient(value(a) / value(b))
+        return fun(a, b), _add(adot, None if bdot is None else -q * bdot)
+
+
+_modulo(np.remainder, np.floor)
+_modulo(np.fmod, np.trunc)

@@ -1,9 +1,11 @@
-"""Functions computed by traced operations: full_like, take, diagonal, compress.
+"""Functions computed by traced operations: full_like, take, diagonal, compress,
+append, diag.
 
 Each has a call form whose rewrite handles every traced call (``always``):
 ``np.full_like(a, fill)`` is ``zeros + fill`` (the derivative flows through
 the fill value, none through the template `a`), and `take`, `diagonal` and
-`compress` are indexing (`core.getitem`), so every mode comes from the
+`compress` are indexing (`core.getitem`), `append` a concatenation and
+`diag` a diagonal or a scatter (`scatter_add`), so every mode comes from the
 rules of those operations. A result of an integer or boolean dtype has no
 derivative and is numpy's own.
 
@@ -23,6 +25,7 @@ from .callforms import callform
 from .coerce import no_derivative_dtype
 from .core import _dtype, _shape, astype, getitem, is_traced, value
 from .rulekit import _axes
+from .shapes import scatter_add
 
 __all__: list = []
 
@@ -108,3 +111,28 @@ def _compress(condition, a, axis=None):
 
 
 callform(np.compress, 2, ("axis",), rewrite=_compress, always=True)
+
+
+def _append(arr, values, axis=None):
+    if axis is None:
+        return np.concatenate([np.ravel(arr), np.ravel(values)])
+    return np.concatenate([arr, values], axis=axis)
+
+
+callform(np.append, 2, ("axis",), rewrite=_append, always=True)
+
+
+def _diag(v, k=0):
+    shape = _shape(v)
+    if len(shape) == 2:
+        return _diagonal(v, k)
+    if len(shape) != 1:
+        raise ValueError(f"numpy.diag: the input must be 1-d or 2-d, got shape {shape}")
+    k, n = int(k), shape[0]
+    m = n + abs(k)
+    i = np.arange(n) + max(-k, 0)
+    zeros = np.zeros((m, m), np.result_type(_dtype(v), np.float64))
+    return scatter_add(zeros, (i, i + k), v)
+
+
+callform(np.diag, 1, ("k",), rewrite=_diag, always=True)
