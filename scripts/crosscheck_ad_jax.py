@@ -156,6 +156,21 @@ CASES = {
     "np.take": (lambda xp, L, x: xp.take(x, np.array([3, 1])) * x[:2], V4),
     "np.diagonal": (lambda xp, L, x: xp.diagonal(x, -1) ** 2, M34),
     "np.compress": (lambda xp, L, x: xp.compress(MASK[:3], x, axis=0) ** 2, M34),
+    "asarray(x, dtype=int) * x": (lambda xp, L, x: xp.asarray(x, dtype=int) * x, V4),
+    "x % 1.5": (lambda xp, L, x: x % 1.5, V4),
+    "2.5 % x": (lambda xp, L, x: 2.5 % x, V4),
+    "fmod": (lambda xp, L, x: xp.fmod(x, 1.5), V4),
+    "(x // 1.5) * x": (lambda xp, L, x: (x // 1.5) * x, V4),
+    "append": (lambda xp, L, x: xp.append(x, x[0]), V4),
+    "append axis=0": (lambda xp, L, x: xp.append(x, L([[x[0, 0], 1.0, 2.0, 3.0]]), axis=0), M34),
+    "diag vector": (lambda xp, L, x: xp.diag(x, 1), V4),
+    "diag matrix": (lambda xp, L, x: xp.diag(x, -1), M34),
+    "full_like(x, [x1, ..])": (lambda xp, L, x: xp.full_like(x, L([x[1], 1.0, 2.0, x[0]])) * x,
+                               V4),
+    # refused (numpy converts a top-level list, or the fill value of np.full, itself)
+    "np.full(4, x0)": (lambda xp, L, x: xp.full(4, x[0]) * x, V4),
+    "np.sum([x0, x1])": (lambda xp, L, x: xp.sum(L([x[0], x[1]])) * x, V4),
+    "np.exp([x0, 1])": (lambda xp, L, x: xp.exp(L([x[0], 1.0])), V4),
 }
 
 
