@@ -147,7 +147,8 @@ def test_every_registered_rule_is_checked():
     # and tests/test_ad_callforms.py checks every registered rule in every mode)
     registered = {f for f in REGISTRY.functions("rrule")
                   if any(rule.__module__ in CORE_RULE_MODULES and rule.__name__ != "unary_rrule"
-                         for _, rule in REGISTRY.entries("rrule", f))} | set(elementwise.UNARY)
+                         for _, rule in REGISTRY.entries("rrule", f))} | set(elementwise.UNARY) | {
+        getattr(sp, name) for name in elementwise.SPECIAL_UNARY}
     assert len(registered) >= 50
     assert registered <= set(CASES), f"rules without a check: {registered - set(CASES)}"
 

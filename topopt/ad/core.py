@@ -438,6 +438,8 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
     `leaves` and `treedef` are the flattened `args` (`treedef` None when no
     argument is a container); the rule sees `trace`'s boxes unwrapped.
     """
+    if REGISTRY.deferred and fun not in _rrules:
+        REGISTRY.resolve()      # rules of a library imported since (scipy.special)
     unboxed = [x.value if isinstance(x, Box) and x._trace is trace else x for x in leaves]
     if treedef is not None:
         unboxed = tree.unflatten(treedef, unboxed)

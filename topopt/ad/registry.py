@@ -62,6 +62,7 @@ class Registry:
         self.forms: dict = {}
         self.nondiff: set = set()
         self.lifts: dict = {}
+        self.deferred: list = []      # (module name, registration), see `defer`
         self.ufunc_keywords: Callable | None = None
         self.lift_args: Callable = lambda fun, form, args: args      # coerce.lift
         self.drops_derivative: Callable = lambda fun, form, args, kwargs: False
@@ -96,14 +97,17 @@ class Registry:
     def lookup(self, kind: str, fun: Callable, args) -> tuple:
         """``(rule, types)``: the type-specific entry matching a part of `args`, else
         ``(generic rule, None)``, else ``(None, None)``."""
+        self.resolve()
         return _match(self._table(kind).get(fun), args)
 
     def entries(self, kind: str, fun: Callable) -> list:
         """The ``(types, rule)`` entries of `fun`, newest first."""
+        self.resolve()
         return list(self._table(kind).get(fun, []))
 
     def functions(self, kind: str) -> list:
         """Every function with an entry of `kind`."""
+        self.resolve()
         return list(self._table(kind))
 
     def mark_nondifferentiable(self, funs) -> None:
@@ -113,6 +117,28 @@ class Registry:
     def register_lift(self, fun: Callable, spec) -> None:
         """Which arguments of `fun` numpy reads as arrays (see `callforms.lifting`)."""
         self.lifts[fun] = spec
+
+    def defer(self, module: str, registration: Callable) -> None:
+        """Run `registration` once `module` is imported (at once if it is already).
+
+        The rules of a library's functions (scipy.special's ufuncs) need the
+        library only when a traced call of one of them can happen, that is
+        after the user imported it; `resolve` runs what became ready.
+        """
+        if module in sys.modules:
+            registration()
+        else:
+            self.deferred.append((module, registration))
+
+    def resolve(self) -> bool:
+        """Run the deferred registrations whose module is imported now; True if any ran."""
+        ready = [d for d in self.deferred if d[0] in sys.modules]
+        if not ready:
+            return False
+        self.deferred = [d for d in self.deferred if d[0] not in sys.modules]
+        for _, registration in ready:
+            registration()
+        return True
 
     def register_form(self, fun: Callable, form) -> None:
         """Register the call form of `fun` (see `callforms.callform`)."""
