@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .coerce import no_derivative_dtype
+from .coerce import _no_derivative_dtype
 from .core import Box, NoRuleError, _dtype, apply, astype, value
 from . import tree
 from .registry import REGISTRY
@@ -181,7 +181,7 @@ def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
 
 
 def lifting(fun: Callable, spec) -> None:
-    """Declare which arguments of `fun` numpy reads as arrays (`coerce.lift`).
+    """Declare which arguments of `fun` numpy reads as arrays (`coerce._lift`).
 
     `spec` is a string, one letter per positional argument: ``"a"`` an array
     (a list or tuple there becomes one), ``"s"`` a sequence of arrays (each
@@ -216,7 +216,7 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
     uninitialised, and ``out=`` is rejected before this).
     """
     dtype = kwargs.get("dtype")
-    if dtype is not None and no_derivative_dtype(
+    if dtype is not None and _no_derivative_dtype(
             dtype, f"{_name(ufunc)}(..., dtype={np.dtype(dtype).name})"):
         # an integer/boolean result: numpy's own value and casting refusals, no derivative
         return ufunc(*tree.map(value, inputs), **tree.map(value, kwargs))

@@ -1,7 +1,7 @@
 """Operands at the boundary: Python sequences made arrays, casts without a derivative.
 
 numpy reads a list or tuple where it wants an array (``x * [1., 2.]``,
-``np.dot(x, (1, 2))``, ``np.hstack([x, [x[0], 1.]])``). `lift` does the
+``np.dot(x, (1, 2))``, ``np.hstack([x, [x[0], 1.]])``). `_lift` does the
 same once, in `core.apply`, before any rule runs: a sequence of constants
 becomes ``np.asarray(seq)``; a sequence holding traced values (nested
 lists, traced 0-d values mixed with floats) becomes ``np.stack`` of its
@@ -13,7 +13,7 @@ is (an index, a dtype); a ufunc reads all its inputs as arrays. Functions
 without a declaration (user primitives) see their arguments as given.
 
 A ``dtype=`` of integer, boolean or another non-numeric kind makes a result
-without derivative (piecewise constant): `drops_derivative` tells `apply` to
+without derivative (piecewise constant): `_drops_derivative` tells `apply` to
 call numpy on the plain values, so the value, and any refusal of the cast,
 is numpy's own.
 
@@ -32,11 +32,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import core, tree
-from .core import no_derivative_dtype
+from .core import _no_derivative_dtype
 from .registry import REGISTRY
 from .registry import function_name as _name
 
-__all__ = ["lift", "drops_derivative", "no_derivative_dtype"]
+__all__: list = []
 
 _SEQ = (list, tuple)
 
@@ -51,12 +51,12 @@ def _requested_dtype(form, args, kwargs):
     return None
 
 
-def drops_derivative(fun, form, args, kwargs) -> bool:
+def _drops_derivative(fun, form, args, kwargs) -> bool:
     """True if the call asks for a ``dtype=`` whose result has no derivative."""
     dtype = _requested_dtype(form, args, kwargs)
     if dtype is None or isinstance(dtype, core.Box):
         return False
-    return no_derivative_dtype(dtype, f"{_name(fun)}(..., dtype={np.dtype(dtype).name})")
+    return _no_derivative_dtype(dtype, f"{_name(fun)}(..., dtype={np.dtype(dtype).name})")
 
 
 def _holds_box(v) -> bool:
@@ -93,7 +93,7 @@ def _spec(fun, form):
     return "a" * form.ndata if form is not None else None
 
 
-def lift(fun, form, args: tuple) -> tuple:
+def _lift(fun, form, args: tuple) -> tuple:
     """`args` with each argument numpy reads as an array lifted (`args` itself if none is)."""
     spec = _spec(fun, form)
     if spec is None:
@@ -107,7 +107,7 @@ def lift(fun, form, args: tuple) -> tuple:
     return tuple(out) if any(a is not b for a, b in zip(out, args)) else args
 
 
-def lift_einsum(args: tuple) -> tuple:
+def _lift_einsum(args: tuple) -> tuple:
     """The operands of `np.einsum` lifted: after the subscripts, or every other one
     in the interleaved form ``einsum(a, [0, 1], b, [1], [0])``."""
     if args and isinstance(args[0], str):
@@ -116,10 +116,10 @@ def lift_einsum(args: tuple) -> tuple:
     return tuple(_array(a) if k % 2 == 0 and k < n - n % 2 else a for k, a in enumerate(args))
 
 
-def lift_all(args: tuple) -> tuple:
+def _lift_all(args: tuple) -> tuple:
     """Every argument read as an array (`np.atleast_1d(*arys)`)."""
     return tuple(_array(a) for a in args)
 
 
-REGISTRY.lift_args = lift
-REGISTRY.drops_derivative = drops_derivative
+REGISTRY.lift_args = _lift
+REGISTRY.drops_derivative = _drops_derivative

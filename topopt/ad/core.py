@@ -160,7 +160,7 @@ class Box:
         return apply(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
-        if dtype is not None and no_derivative_dtype(dtype, "numpy.asarray"):
+        if dtype is not None and _no_derivative_dtype(dtype, "numpy.asarray"):
             # np.asarray(x, dtype=int): a cast without derivative, numpy's own value
             return np.asarray(value(self)).astype(dtype)
         caller = sys._getframe(1)
@@ -331,7 +331,7 @@ def value(x):
     return x
 
 
-def no_derivative_dtype(dtype, where: str) -> bool:
+def _no_derivative_dtype(dtype, where: str) -> bool:
     """True if a result of `dtype` has no derivative (integer, boolean, string...).
 
     Float and complex keep the derivative; ``object`` is refused (`where`

@@ -21,7 +21,7 @@ import string
 import numpy as np
 
 from .callforms import callform, lifting
-from .coerce import lift_einsum
+from .coerce import _lift_einsum
 from .core import Box, NoRuleError, _shape
 from .extend import frule, rrule
 from .rulekit import _add, _conj
@@ -138,7 +138,7 @@ def _operand_cotangent(k, ins, out, arrays, ybar, opt):
     return _fit(g, labels, ins[k], _shape(arrays[k]), present)
 
 
-lifting(np.einsum, lift_einsum)
+lifting(np.einsum, _lift_einsum)
 
 
 @rrule(np.einsum)

@@ -78,7 +78,7 @@ for _fun, _deriv in UNARY.items():
     _unary(_fun, _deriv)
 
 
-def special_rules(derivatives: dict):
+def _special_rules(derivatives: dict):
     """The registration of the rules of scipy.special's ufuncs `derivatives` (by name)."""
     def register():
         sp = sys.modules["scipy.special"]
@@ -89,7 +89,7 @@ def special_rules(derivatives: dict):
     return register
 
 
-REGISTRY.defer("scipy.special", special_rules(SPECIAL_UNARY))
+REGISTRY.defer("scipy.special", _special_rules(SPECIAL_UNARY))
 
 
 @rrule(np.negative)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .coerce import no_derivative_dtype
+from .coerce import _no_derivative_dtype
 from .core import _dtype, _shape, astype, getitem, is_traced, value
 from .rulekit import _axes
 from .shapes import scatter_add
@@ -33,7 +33,7 @@ __all__: list = []
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, device=None):
     options = {"dtype": dtype, "order": order, "subok": subok, "shape": shape}
     dt = np.dtype(dtype) if dtype is not None else _dtype(a)
-    if not is_traced(fill_value) or no_derivative_dtype(dt, "numpy.full_like"):
+    if not is_traced(fill_value) or _no_derivative_dtype(dt, "numpy.full_like"):
         return np.full_like(value(a), value(fill_value), **options)
     if shape is None:
         shape = _shape(a)

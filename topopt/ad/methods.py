@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Box, apply, astype, no_derivative_dtype, value
+from .core import Box, apply, astype, _no_derivative_dtype, value
 
 __all__ = ["NDARRAY", "FUNCTIONS", "REFUSED"]
 
@@ -120,7 +120,7 @@ class _OnBox:
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         dtype = np.dtype(dtype)
-        if no_derivative_dtype(dtype, f"x.astype({dtype.name})"):
+        if _no_derivative_dtype(dtype, f"x.astype({dtype.name})"):
             # piecewise constant: numpy's own value (and refusals), no derivative
             return np.asarray(value(self)).astype(dtype, order, casting, subok, copy)
         if not np.can_cast(self.dtype, dtype, casting):

@@ -51,7 +51,9 @@ class Registry:
     table, `nondiff` holds the functions without a derivative (called on
     plain values), `lifts` which arguments numpy reads as arrays (a Python
     sequence there is made an array before the rule runs; `lift_args` and
-    `drops_derivative` are the hooks of `coerce`), and `ufunc_keywords` handles a traced ufunc call with keywords.
+    `drops_derivative` are the hooks of `coerce`), `deferred` the
+    registrations waiting for a library's import, and `ufunc_keywords`
+    handles a traced ufunc call with keywords.
     A type-specific entry matching an argument beats the generic one.
     """
 
@@ -64,7 +66,7 @@ class Registry:
         self.lifts: dict = {}
         self.deferred: list = []      # (module name, registration), see `defer`
         self.ufunc_keywords: Callable | None = None
-        self.lift_args: Callable = lambda fun, form, args: args      # coerce.lift
+        self.lift_args: Callable = lambda fun, form, args: args      # coerce._lift
         self.drops_derivative: Callable = lambda fun, form, args, kwargs: False
 
     def _table(self, kind: str) -> dict:

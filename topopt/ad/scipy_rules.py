@@ -15,7 +15,7 @@ import scipy.sparse as sps
 
 from .core import NoRuleError, _dtype, _shape, is_traced, value
 from .extend import check_tangents, frule, not_differentiable, primitive, rrule, thunk
-from .elementwise import special_rules
+from .elementwise import _special_rules
 from .registry import REGISTRY
 from .rulekit import _add, _axes, _conj, _unbroadcast
 
@@ -32,7 +32,7 @@ ERROR_FUNCTIONS = {     # scipy.special's, registered once it is imported
     "erfinv": lambda x, y: _SQRTPI_2 * np.exp(y * y),          # derivative of the inverse
     "erfcinv": lambda x, y: -_SQRTPI_2 * np.exp(y * y),
 }
-REGISTRY.defer("scipy.special", special_rules(ERROR_FUNCTIONS))
+REGISTRY.defer("scipy.special", _special_rules(ERROR_FUNCTIONS))
 
 
 # ----------------------------------------------------------------- logsumexp

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform, lifting
-from .coerce import lift_all
+from .coerce import _lift_all
 from .core import NoRuleError, _dtype, _shape, astype, getitem, value
 from .extend import frule, primitive, rrule, thunk
 from .rulekit import _axes, _filled, _named, _unbroadcast
@@ -100,7 +100,7 @@ for _fun in (np.squeeze, np.expand_dims):
     _reshaping(_fun)
 
 
-lifting(np.atleast_1d, lift_all)
+lifting(np.atleast_1d, _lift_all)
 lifting(getitem, "a-")
 lifting(astype, "a-")
 
