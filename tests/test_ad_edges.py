@@ -383,3 +383,21 @@ def test_gradient_by_an_integer_factor_is_float(label, call, grad):
     assert g.dtype == np.float64
     np.testing.assert_array_equal(g, grad(x))
     ad.check_modes(call, x, seed=2)
+
+
+API_REFUSALS = [
+    # a list or an int as the differentiated input: refused, never silently a zero derivative
+    (lambda: ad.jvp(np.exp, ([0.1, 0.2],), ([1.0, 0.0],)), ["jvp", "primal 0", "list",
+                                                          "np.asarray"]),
+    (lambda: ad.jvp(lambda x: x * 2.0, (3,), (1.0,)), ["jvp", "primal 0", "int"]),
+    (lambda: ad.gradient(lambda x: np.sum(np.exp(x)), [0.1, 0.2]), ["argument 0", "list"]),
+    (lambda: ad.hvp(lambda x: np.sum(np.exp(x)), (0.1, 0.2), (1.0, 0.0)), ["tuple"]),
+]
+
+
+@pytest.mark.parametrize("call, words", API_REFUSALS, ids=[", ".join(r[1]) for r in API_REFUSALS])
+def test_a_sequence_as_the_differentiated_input_is_refused(call, words):
+    with pytest.raises(TypeError) as info:
+        call()
+    for word in words:
+        assert word in str(info.value), f"{word!r} not in {info.value}"

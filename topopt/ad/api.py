@@ -179,9 +179,14 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     trace = Trace(reverse=False)
     boxed = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        if t is None or not _differentiable(p):
+        if t is None:
             boxed.append(p)
             continue
+        if not _differentiable(p):
+            raise TypeError(
+                f"jvp: primal {i} of type {type(p).__name__} has a tangent but is not "
+                "differentiable (a float or complex scalar or array is); pass "
+                "np.asarray(primal, float), or None as its tangent")
         if _shape(t) != _shape(p):
             raise ValueError(f"tangent {i} has shape {_shape(t)}, primal has {_shape(p)}")
         if np.iscomplexobj(value(t)) and not np.iscomplexobj(value(p)):
