@@ -194,6 +194,14 @@ METHODS = [
         "m34"),
     row(np.diag, "vector, k=1", lambda x: np.diag(x, 1), "v4"),
     row(np.diag, "matrix, k=-1", lambda x: np.diag(x, k=-1), "m34"),
+    row(np.average, "no weights", np.average, "v4"),
+    row(np.average, "weights= list", lambda x: np.average(x, weights=C4[::-1] * 1), "v4"),
+    row(np.average, "traced weights [x0^2, ..]", lambda x: np.average(
+        x, weights=[x[0] ** 2, 1.0, 2.0, 3.0]), "v4"),
+    row(np.average, "axis, weights positional", lambda x: np.average(x, 1, C4), "m34"),
+    row(np.average, "returned=, keepdims=", lambda x: np.average(
+        x, axis=0, weights=[1.0, 2.0, 3.0], returned=True, keepdims=True), "m34"),
+    row(np.average, "weights=x**2", lambda x: np.average(x, weights=x ** 2), "m34"),
 ]
 
 ROWS = SEQUENCES + CASTS + FILLS + METHODS
@@ -259,6 +267,9 @@ REFUSED = [
     (lambda x: x.item(), TypeError, ["x.item()", "ad.value(x).item()"]),
     (lambda x: float(x[0]), TypeError, ["float()", "ad.value"]),
     (lambda x: x.to_device("gpu"), ValueError, ["to_device", "cpu"]),
+    (lambda x: np.average(x, weights=[1.0, 2.0]), ValueError, ["numpy.average", "weights"]),
+    (lambda x: np.average(x, weights=np.zeros(4)), ZeroDivisionError, ["numpy.average",
+                                                                        "sum to zero"]),
 ]
 
 

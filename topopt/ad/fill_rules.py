@@ -1,5 +1,5 @@
 """Functions computed by traced operations: full_like, take, diagonal, compress,
-append, diag.
+append, diag, average.
 
 Each has a call form whose rewrite handles every traced call (``always``):
 ``np.full_like(a, fill)`` is ``zeros + fill`` (the derivative flows through
@@ -136,3 +136,30 @@ def _diag(v, k=0):
 
 
 callform(np.diag, 1, ("k",), rewrite=_diag, always=True)
+
+
+def _average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if weights is None:
+        avg = np.mean(a, axis=axis, keepdims=keepdims)
+        scl = np.full(_shape(avg), np.prod(_shape(a)) / max(np.prod(_shape(avg)), 1))
+        return (avg, scl) if returned else avg
+    shape, wshape = _shape(a), _shape(weights)
+    if wshape != shape:
+        if axis is None:
+            raise TypeError("numpy.average: axis must be specified when the shapes of a "
+                            f"{shape} and weights {wshape} differ")
+        ax = _axes(axis, len(shape))
+        if len(ax) != 1 or len(wshape) != 1 or wshape[0] != shape[ax[0]]:
+            raise ValueError(f"numpy.average: weights of shape {wshape} must be 1-d of the "
+                             f"length of a's axis {axis} (a has shape {shape})")
+        weights = np.reshape(weights, tuple(-1 if i == ax[0] else 1 for i in range(len(shape))))
+    scl = np.sum(np.broadcast_to(weights, np.broadcast_shapes(_shape(weights), shape))
+                 if wshape != shape else weights, axis=axis, keepdims=keepdims)
+    if np.any(value(scl) == 0):
+        raise ZeroDivisionError("numpy.average: weights sum to zero, can't be normalized")
+    avg = np.sum(a * weights, axis=axis, keepdims=keepdims) / scl
+    return (avg, np.broadcast_to(scl, _shape(avg)) + 0.0) if returned else avg
+
+
+# a, axis, weights by position (weights may be traced); axis is not read as an array
+callform(np.average, 3, ("returned", "keepdims"), rewrite=_average, always=True, lift="a-a")
