@@ -14,7 +14,9 @@ Design
   `apply`, the backward walk); `api` (`pullback`, `gradient`, `jvp`,
   `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
   `testing`. No module imports one above it, and none imports from
-  ``topopt`` outside ``topopt.ad``.
+  ``topopt`` outside ``topopt.ad``. scipy.special's rules are registered
+  once scipy.special is imported (`registry.Registry.defer`), so ``import
+  topopt.ad`` does not import it.
 * **Rules.** A reverse rule is ``rule(*args) -> (y, pullback)``: residuals
   live in the closure, ``pullback(ybar)`` returns one cotangent per argument
   and ``None`` is the one zero sentinel (`thunk` defers an expensive
@@ -31,6 +33,19 @@ Design
   ``np.clip(x, min=0)``); an option the rule does not declare raises
   `NoRuleError` naming the function and the argument, ``out=`` a
   ``TypeError``. `check_modes` checks one call form in every mode.
+* **Operands** (`coerce`): a list or tuple where numpy reads an array
+  (``x * [1., 2.]``, ``np.hstack([x, [x[0], 1.]])``) is made one before the
+  rule runs -- ``np.asarray`` for constants, ``np.stack`` (traced) when it
+  holds traced values -- so every mode sees one array. An integer or
+  boolean cast or ``dtype=`` has no derivative and is numpy's own value.
+  A list holding traced values that numpy converts itself (``np.sum([x[0],
+  x[1]])``, ``np.array([...])``: no argument is traced) is refused, naming
+  ``np.stack``.
+* **ndarray methods** (`methods`): each public name of ``numpy.ndarray``
+  means on a traced value what numpy means (``x.trace()``, ``x.mean(dtype=
+  int)``, ``x.compress(c)``...) or raises naming the alternative (in-place
+  ``x.sort()``, ``x.fill()``; ``x.tolist()``, ``x.view()``...). The tape
+  record of a box is private (`trace_of` gives its trace).
 * **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
