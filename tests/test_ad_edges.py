@@ -267,6 +267,7 @@ REFUSED = [
     (lambda x: x.item(), TypeError, ["x.item()", "ad.value(x).item()"]),
     (lambda x: float(x[0]), TypeError, ["float()", "ad.value"]),
     (lambda x: x.to_device("gpu"), ValueError, ["to_device", "cpu"]),
+    (lambda x: x.view(np.int64), TypeError, ["x.view", "x.astype"]),
     (lambda x: np.average(x, weights=[1.0, 2.0]), TypeError, ["numpy.average",
                                                              "axis must be specified"]),
     (lambda x: np.average(x, weights=np.zeros(4)), ZeroDivisionError, ["numpy.average",
@@ -307,7 +308,7 @@ FAITHFUL_CALLS = {
     "swapaxes": (0, 1), "take": ([0, 5, -1],), "trace": (1,), "transpose": (), "var": (0,),
     "T": None, "mT": None, "real": None, "imag": None, "shape": None, "ndim": None,
     "size": None, "dtype": None, "itemsize": None, "nbytes": None, "device": None,
-    "to_device": ("cpu",),
+    "to_device": ("cpu",), "view": (),
 }
 
 

@@ -51,7 +51,6 @@ REFUSED = {
     "setfield": (_IN_PLACE, "build a new array"),
     "setflags": (_IN_PLACE, "build a new array (traced values are read-only already)"),
     "byteswap": (_MEMORY, "ad.value(x).byteswap() if no derivative is wanted"),
-    "view": (_MEMORY, "x.astype(dtype) to convert values, or np.reshape for a new shape"),
     "getfield": (_MEMORY, "x.real / x.imag or x.astype(dtype)"),
     "tolist": (_MEMORY, "list(x) (its items stay traced) or ad.value(x).tolist()"),
     "tobytes": (_MEMORY, "ad.value(x).tobytes()"),
@@ -71,7 +70,7 @@ REFUSED_ATTRIBUTES = {
 }
 _ON_BOX = ("T", "astype", "conj", "conjugate", "copy", "dtype", "flatten", "imag", "item",
            "ndim", "real", "reshape", "shape", "size", "transpose")
-_HERE = ("mT", "itemsize", "nbytes", "device", "to_device", "compress")
+_HERE = ("mT", "itemsize", "nbytes", "device", "to_device", "compress", "view")
 
 NDARRAY = {**{n: "function" for n in FUNCTIONS}, **{n: "box" for n in _ON_BOX + _HERE},
            **{n: "refused" for n in list(REFUSED) + list(REFUSED_ATTRIBUTES)}}
@@ -164,6 +163,13 @@ def _mT(self):
     return apply(np.swapaxes, (self, -1, -2))
 
 
+def _view(self, dtype=None, type=None):
+    if dtype is None and type is None:
+        return self          # the same values (traced values are immutable)
+    raise TypeError(f"x.view({dtype!r}) on a traced value: it {_MEMORY}; use x.astype(dtype) "
+                    "to convert the values")
+
+
 def _to_device(self, device, /, *, stream=None):
     if device != "cpu" or stream is not None:
         raise ValueError(f"x.to_device({device!r}): numpy arrays (and traced values) live on "
@@ -194,3 +200,4 @@ Box.nbytes = property(lambda self: self.size * self.dtype.itemsize, doc="Bytes o
 Box.device = property(lambda self: "cpu", doc="numpy arrays live on 'cpu'.")
 Box.to_device = _to_device
 Box.compress = _compress
+Box.view = _view
