@@ -1,11 +1,12 @@
 """Functions computed by traced operations: full_like, take, diagonal, compress,
-append, diag, average.
+append, diag, average, pad.
 
 Each has a call form whose rewrite handles every traced call (``always``):
 ``np.full_like(a, fill)`` is ``zeros + fill`` (the derivative flows through
 the fill value, none through the template `a`), and `take`, `diagonal` and
 `compress` are indexing (`core.getitem`), `append` a concatenation and
-`diag` a diagonal or a scatter (`scatter_add`), so every mode comes from the
+`diag` a diagonal or a scatter (`scatter_add`), `pad` indexing of the padded
+index grid (a traced constant fills the rest), so every mode comes from the
 rules of those operations. A result of an integer or boolean dtype has no
 derivative and is numpy's own.
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from .callforms import callform
 from .coerce import _no_derivative_dtype
-from .core import _dtype, _shape, astype, getitem, is_traced, value
+from .core import NoRuleError, _dtype, _shape, astype, getitem, is_traced, value
 from .rulekit import _axes
 from .shapes import scatter_add
 
@@ -163,3 +164,40 @@ def _average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 # a, axis, weights by position (weights may be traced); axis is not read as an array
 callform(np.average, 3, ("returned", "keepdims"), rewrite=_average, always=True, lift="a-a")
+
+
+_PAD_INDEXED = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def _pad(array, pad_width, mode=None, constant_values=None, reflect_type=None,
+         stat_length=None, end_values=None):
+    """`np.pad` as indexing: numpy pads the index grid, the values follow it."""
+    mode = "constant" if mode is None else mode
+    if reflect_type not in (None, "even"):
+        raise NoRuleError(f"no differentiation rule for numpy.pad with reflect_type="
+                          f"{reflect_type!r}; the rule supports reflect_type='even'")
+    if mode not in _PAD_INDEXED:
+        raise NoRuleError(f"no differentiation rule for numpy.pad with mode={mode!r}; the "
+                          f"rule supports mode={', '.join(map(repr, _PAD_INDEXED))}")
+    shape = _shape(array)
+    grid = np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape)
+    if mode != "constant":
+        return getitem(np.ravel(array), np.pad(grid, pad_width, mode))
+    index = np.pad(grid, pad_width, "constant", constant_values=-1)
+    inside = index >= 0
+    taken = getitem(np.ravel(array), np.where(inside, index, 0))
+    if constant_values is None or not is_traced(constant_values):
+        fill = np.pad(np.zeros(shape), pad_width, "constant",
+                      constant_values=0 if constant_values is None else value(constant_values))
+    elif np.ndim(value(constant_values)) == 0:
+        fill = constant_values
+    else:
+        raise NoRuleError("no differentiation rule for numpy.pad with traced per-axis "
+                          "constant_values; pass one traced scalar or constant pairs")
+    return np.where(inside, taken, fill)
+
+
+# numpy.pad(array, pad_width, mode='constant', **kwargs): constant_values may be traced
+callform(np.pad, 4, ("reflect_type", "stat_length", "end_values"), rewrite=_pad, always=True,
+         lift="a--a", params=("array", "pad_width", "mode", "constant_values", "reflect_type",
+                              "stat_length", "end_values"))
