@@ -116,6 +116,7 @@ SEQUENCES = [
     row(np.diff, "prepend=[x1]", lambda x: np.diff(x, prepend=[x[1]]), "v4"),
     row(np.diff, "append=[x0, 2]", lambda x: np.diff(x, append=[x[0], 2.0]), "v4"),
     row(np.average, "weights= list", lambda x: np.average(x, weights=C4[::-1]), "v4"),
+    row(np.pad, "list constant_values", lambda x: np.pad(x, 1, constant_values=[1.0, 2.0]), "v4"),
     row(np.atleast_1d, "(x, [x0, 1])", lambda x: np.atleast_1d(x, [x[0], 1.0]), "v4"),
     row(ad.scatter_add, "v [x1, 1]", lambda x: ad.scatter_add(x, np.array([0, 2]), [x[1], 1.0]),
         "v4"),
