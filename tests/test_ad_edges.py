@@ -151,6 +151,9 @@ CASTS = [
         "i,i->i", x, x, dtype=I64, casting="unsafe") * x, "v4"),
     row(np.full_like, "dtype=int", lambda x: np.full_like(x, x[0], dtype=int) * x, "v4"),
     # float and complex dtypes keep the derivative
+    row(np.astype, "np.astype(x, int) * x", lambda x: np.astype(x, int) * x, "v4"),
+    row(np.astype, "np.astype(x, complex)", lambda x: np.astype(x, complex, copy=False) * 1j,
+        "v4"),
     row(core.astype, "astype(complex)", lambda x: x.astype(complex) * (1 + 2j), "v4"),
     row(np.sum, "dtype=complex", lambda x: np.sum(x, dtype=complex) * (1 + 1j) * x, "v4"),
     row(np.multiply, "list, dtype=complex", lambda x: np.multiply(x, C4, dtype=complex), "v4"),

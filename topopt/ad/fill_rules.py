@@ -1,5 +1,5 @@
 """Functions computed by traced operations: full_like, take, diagonal, compress,
-append, diag, average, pad.
+append, diag, average, pad, astype.
 
 Each has a call form whose rewrite handles every traced call (``always``):
 ``np.full_like(a, fill)`` is ``zeros + fill`` (the derivative flows through
@@ -201,3 +201,12 @@ def _pad(array, pad_width, mode=None, constant_values=None, reflect_type=None,
 callform(np.pad, 4, ("reflect_type", "stat_length", "end_values"), rewrite=_pad, always=True,
          lift="a--a", params=("array", "pad_width", "mode", "constant_values", "reflect_type",
                               "stat_length", "end_values"))
+
+
+def _astype(x, dtype, copy=True, device=None):
+    if device not in (None, "cpu"):
+        raise ValueError(f"numpy.astype: device must be 'cpu', got {device!r}")
+    return x.astype(dtype)      # a traced value's astype (numpy's casting rules)
+
+
+callform(np.astype, 1, ("dtype", "copy", "device"), rewrite=_astype, always=True)
