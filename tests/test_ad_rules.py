@@ -60,6 +60,9 @@ CASES = {
                ("int exponent", lambda r, c: ((_r(r, 4, cplx=c), 3), {}), True)],
     np.maximum: [("vec", lambda r, c: ((_r(r, 6), _r(r, 6)), {}), False)],
     np.minimum: [("bcast", lambda r, c: ((_r(r, 2, 6), _r(r, 6)), {}), False)],
+    np.remainder: [("bcast", lambda r, c: ((_r(r, 2, 6), _r(r, 6, low=0.5)), {}), False)],
+    np.fmod: [("signs", lambda r, c: ((_r(r, 6), np.array([1.5, -1.2, 0.7, 2.0, -0.9, 1.1])), {}),
+               False)],
     np.where: [("mask", lambda r, c: ((_r(r, 6) > 0, _r(r, 6, cplx=c), _r(r, 1, cplx=c)), {}),
                 True)],
     np.clip: [("bounds", lambda r, c: ((_r(r, 8), -0.5, 0.5), {}), False),
@@ -144,7 +147,8 @@ def test_every_registered_rule_is_checked():
     # and tests/test_ad_callforms.py checks every registered rule in every mode)
     registered = {f for f in REGISTRY.functions("rrule")
                   if any(rule.__module__ in CORE_RULE_MODULES and rule.__name__ != "unary_rrule"
-                         for _, rule in REGISTRY.entries("rrule", f))} | set(elementwise.UNARY)
+                         for _, rule in REGISTRY.entries("rrule", f))} | set(elementwise.UNARY) | {
+        getattr(sp, name) for name in elementwise.SPECIAL_UNARY}
     assert len(registered) >= 50
     assert registered <= set(CASES), f"rules without a check: {registered - set(CASES)}"
 

@@ -247,7 +247,7 @@ def test_mixed_derivatives_are_forward_over_reverse():
         kinds = []
         for name, v in (("x", x), ("theta", theta)):
             if isinstance(v, ad.Box):
-                kinds.append((name, v.trace.reverse, v.trace.id))
+                kinds.append((name, ad.trace_of(v).reverse, ad.trace_of(v).id))
         seen.append(kinds)
         return smooth(x, theta)
 

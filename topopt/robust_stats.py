@@ -149,7 +149,7 @@ def _mean_var(R, x, L, mu, order):
 def _trace_ids(v) -> set:
     ids = set()
     while isinstance(v, ad.Box):
-        ids.add(v.trace.id)
+        ids.add(ad.trace_of(v).id)
         v = v.value
     return ids
 

@@ -14,7 +14,9 @@ Design
   `apply`, the backward walk); `api` (`pullback`, `gradient`, `jvp`,
   `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
   `testing`. No module imports one above it, and none imports from
-  ``topopt`` outside ``topopt.ad``.
+  ``topopt`` outside ``topopt.ad``. scipy.special's rules are registered
+  once scipy.special is imported (`registry.Registry.defer`), so ``import
+  topopt.ad`` does not import it.
 * **Rules.** A reverse rule is ``rule(*args) -> (y, pullback)``: residuals
   live in the closure, ``pullback(ybar)`` returns one cotangent per argument
   and ``None`` is the one zero sentinel (`thunk` defers an expensive
@@ -31,6 +33,19 @@ Design
   ``np.clip(x, min=0)``); an option the rule does not declare raises
   `NoRuleError` naming the function and the argument, ``out=`` a
   ``TypeError``. `check_modes` checks one call form in every mode.
+* **Operands** (`coerce`): a list or tuple where numpy reads an array
+  (``x * [1., 2.]``, ``np.hstack([x, [x[0], 1.]])``) is made one before the
+  rule runs -- ``np.asarray`` for constants, ``np.stack`` (traced) when it
+  holds traced values -- so every mode sees one array. An integer or
+  boolean cast or ``dtype=`` has no derivative and is numpy's own value.
+  A list holding traced values that numpy converts itself (``np.sum([x[0],
+  x[1]])``, ``np.array([...])``: no argument is traced) is refused, naming
+  ``np.stack``.
+* **ndarray methods** (`methods`): each public name of ``numpy.ndarray``
+  means on a traced value what numpy means (``x.trace()``, ``x.mean(dtype=
+  int)``, ``x.compress(c)``...) or raises naming the alternative (in-place
+  ``x.sort()``, ``x.fill()``; ``x.tolist()``, ``x.view()``...). The tape
+  record of a box is private (`trace_of` gives its trace).
 * **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
@@ -60,9 +75,11 @@ from . import array_rules as _array_rules  # noqa: F401
 from . import einsum_rules as _einsum_rules  # noqa: F401
 from . import linalg_rules as _linalg_rules  # noqa: F401
 from . import reduce_rules as _reduce_rules  # noqa: F401
+from . import fill_rules as _fill_rules  # noqa: F401
+from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient
-from .core import Box, NoRuleError, apply, is_traced, value
+from .core import Box, NoRuleError, apply, is_traced, trace_of, value
 from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
                      not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add
@@ -79,7 +96,7 @@ __all__ = [
     "thunk", "Thunk",
     "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
-    "value", "is_traced", "scatter_add", "apply", "Box",
+    "value", "is_traced", "trace_of", "scatter_add", "apply", "Box",
     "logsumexp", "spsolve", "eigh",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
 ]

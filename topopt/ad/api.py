@@ -32,7 +32,7 @@ def _zeros_like(x):
 
 def _own(trace):
     """``v -> v.value`` for the boxes of `trace`, other values unchanged."""
-    return lambda v: v.value if isinstance(v, Box) and v.trace is trace else v
+    return lambda v: v.value if isinstance(v, Box) and v._trace is trace else v
 
 
 def pullback(f: Callable, *args) -> tuple[Any, Callable]:
@@ -62,7 +62,7 @@ def pullback(f: Callable, *args) -> tuple[Any, Callable]:
     boxed = [Box(a, trace, n) if n is not None else a for a, n in zip(args, leaves)]
     y = f(*boxed)
     ys, ydef = tree.flatten(y)
-    outs = [v if isinstance(v, Box) and v.trace is trace else None for v in ys]
+    outs = [v if isinstance(v, Box) and v._trace is trace else None for v in ys]
 
     def back(ybar):
         ybars = tree.flatten_as(ydef, ybar, "the cotangent of the output")
@@ -84,10 +84,13 @@ def _cast(ct, a):
     """Cotangent in the type of a scalar argument (Python float in, float out).
 
     A read-only array (a broadcast, or a view that rules may pass on instead
-    of a product with ones) is copied: the user owns what `back` returns.
+    of a product with ones) is copied: the user owns what `back` returns;
+    a cotangent is float or complex, never an integer or boolean array.
     """
     if isinstance(ct, np.ndarray) and not ct.flags.writeable:
         ct = np.array(ct)
+    if isinstance(ct, (np.ndarray, np.generic)) and ct.dtype.kind not in "fc":
+        ct = np.asarray(ct, np.float64)      # an integer or boolean constant factor's
     if isinstance(ct, (np.ndarray, np.generic)) and np.ndim(ct) == 0:
         if isinstance(a, (float, complex)):
             return complex(ct) if isinstance(a, complex) else float(np.real(ct))
@@ -176,9 +179,14 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     trace = Trace(reverse=False)
     boxed = []
     for i, (p, t) in enumerate(zip(primals, tangents)):
-        if t is None or not _differentiable(p):
+        if t is None:
             boxed.append(p)
             continue
+        if not _differentiable(p):
+            raise TypeError(
+                f"jvp: primal {i} of type {type(p).__name__} has a tangent but is not "
+                "differentiable (a float or complex scalar or array is); pass "
+                "np.asarray(primal, float), or None as its tangent")
         if _shape(t) != _shape(p):
             raise ValueError(f"tangent {i} has shape {_shape(t)}, primal has {_shape(p)}")
         if np.iscomplexobj(value(t)) and not np.iscomplexobj(value(p)):
@@ -191,8 +199,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 def _tangent_of(v, trace):
     """The tangent of one output leaf: its own, zeros for a constant, None for the rest."""
-    if isinstance(v, Box) and v.trace is trace:
-        return v.tangent
+    if isinstance(v, Box) and v._trace is trace:
+        return v._tangent
     return _zeros_like(v) if _differentiable(v) else None
 
 

@@ -130,7 +130,7 @@ def _stacking(fun):
         if dtype is not None:
             tup = [_cast(name, t, dtype) for t in tup]
         return fun(tup)
-    callform(fun, 1, accepts, rewrite=rewrite)
+    callform(fun, 1, accepts, rewrite=rewrite, lift="s")
 
     @rrule(fun)
     def stacking_rrule(tup):

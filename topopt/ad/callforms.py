@@ -21,12 +21,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .core import Box, NoRuleError, _dtype, apply, astype
+from .coerce import _no_derivative_dtype
+from .core import Box, NoRuleError, _dtype, apply, astype, value
 from . import tree
 from .registry import REGISTRY
 from .registry import function_name as _name
 
-__all__ = ["CallForm", "callform", "canonical", "ufunc_call"]
+__all__ = ["CallForm", "callform", "lifting", "canonical", "ufunc_call"]
 
 _NOVALUE = np._NoValue
 _SIMPLE = (bool, int, float, str, type(None))
@@ -58,15 +59,20 @@ class CallForm:
         operations, or ``NotImplemented`` to let the rule run.
     params : sequence of str, optional
         The parameter names when `fun` has no inspectable signature.
+    always : bool
+        Bind every traced call and run `rewrite` on it (a function computed
+        by traced operations only, without a rule of its own).
     """
 
     __slots__ = ("fun", "name", "ndata", "positional", "names", "data_names", "fill",
-                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs", "special")
+                 "defaults", "required", "accepts", "aliases", "rewrite", "varargs", "special",
+                 "always")
 
     def __init__(self, fun: Callable, data: int, accepts: Sequence[str] = (),
                  aliases: dict | None = None, rewrite: Callable | None = None,
-                 params: Sequence[str] | None = None):
+                 params: Sequence[str] | None = None, always: bool = False):
         self.fun, self.name, self.ndata = fun, _name(fun), data
+        self.always = always
         self.accepts, self.aliases, self.rewrite = frozenset(accepts), aliases or {}, rewrite
         if params is not None:
             sig = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -159,11 +165,34 @@ class CallForm:
 
 def callform(fun: Callable, data: int = 1, accepts: Sequence[str] = (), *,
              aliases: dict | None = None, rewrite: Callable | None = None,
-             params: Sequence[str] | None = None) -> CallForm:
-    """Register the `CallForm` of `fun` (see there); returns it."""
-    form = CallForm(fun, data, accepts, aliases, rewrite, params)
+             params: Sequence[str] | None = None, lift=None, always: bool = False) -> CallForm:
+    """Register the `CallForm` of `fun` (see there); returns it.
+
+    `lift` (see `lifting`) says which data arguments numpy reads as arrays;
+    by default all of them.
+    """
+    if always and rewrite is None:
+        raise ValueError(f"callform of {_name(fun)}: always=True needs a rewrite")
+    form = CallForm(fun, data, accepts, aliases, rewrite, params, always)
     REGISTRY.register_form(fun, form)
+    if lift is not None:
+        lifting(fun, lift)
     return form
+
+
+def lifting(fun: Callable, spec) -> None:
+    """Declare which arguments of `fun` numpy reads as arrays (`coerce._lift`).
+
+    `spec` is a string, one letter per positional argument: ``"a"`` an array
+    (a list or tuple there becomes one), ``"s"`` a sequence of arrays (each
+    item becomes one), ``"-"`` as given (an index, a dtype); or a callable
+    ``spec(args) -> args``. Without a declaration a ufunc reads every input
+    and a function with a call form every data argument as an array.
+    """
+    if not (callable(spec) or (isinstance(spec, str) and set(spec) <= set("as-"))):
+        raise ValueError(f"lifting of {_name(fun)}: spec must be a string of 'a', 's', '-' "
+                         f"or a callable, got {spec!r}")
+    REGISTRY.register_lift(fun, spec)
 
 
 def canonical(fun: Callable, args: tuple, kwargs: dict | None):
@@ -186,10 +215,14 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
     the ufunc and the keyword (``where=mask`` leaves the masked-out entries
     uninitialised, and ``out=`` is rejected before this).
     """
-    dtype = None
+    dtype = kwargs.get("dtype")
+    if dtype is not None and _no_derivative_dtype(
+            dtype, f"{_name(ufunc)}(..., dtype={np.dtype(dtype).name})"):
+        # an integer/boolean result: numpy's own value and casting refusals, no derivative
+        return ufunc(*tree.map(value, inputs), **tree.map(value, kwargs))
     for key, v in kwargs.items():
         if key == "dtype":
-            dtype = v
+            continue
         elif key == "where" and np.ndim(v) == 0 and not _traced(v) and bool(v):
             continue
         elif key in _UFUNC_DEFAULTS and type(v) in _SIMPLE and v == _UFUNC_DEFAULTS[key]:
@@ -200,6 +233,7 @@ def ufunc_call(ufunc, inputs: tuple, kwargs: dict):
                 "traced ufunc calls take dtype= (and default casting/order/subok/where) only")
     if dtype is not None:
         dt = np.dtype(dtype)
+        inputs = REGISTRY.lift_args(ufunc, None, tuple(inputs))   # lists read as arrays
         for a in inputs:
             if not np.can_cast(_dtype(a), dt, "same_kind"):
                 raise TypeError(f"{_name(ufunc)}(..., dtype={dt.name}): cannot cast an input "

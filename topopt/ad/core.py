@@ -36,7 +36,8 @@ from .extend import Thunk, primitive
 from .registry import REGISTRY, _match
 from .registry import function_name as _name
 
-__all__ = ["Box", "NoRuleError", "value", "is_traced", "apply", "backward", "getitem", "astype"]
+__all__ = ["Box", "NoRuleError", "value", "is_traced", "trace_of", "apply", "backward", "getitem",
+           "astype"]
 
 # the registry's tables, read directly on the hot path of `apply`
 _rrules = REGISTRY.rrules
@@ -88,15 +89,15 @@ class Box:
     lose the derivative.
     """
 
-    __slots__ = ("value", "trace", "node", "idx", "tangent")
+    __slots__ = ("value", "_trace", "_node", "_idx", "_tangent")
     __array_priority__ = 1000.0
 
     def __init__(self, value, trace, node=None, idx=None, tangent=None):
         self.value = value
-        self.trace = trace
-        self.node = node
-        self.idx = idx
-        self.tangent = tangent
+        self._trace = trace
+        self._node = node
+        self._idx = idx
+        self._tangent = tangent
 
     # --- array attributes
     @property
@@ -126,8 +127,8 @@ class Box:
             yield self[i]
 
     def __repr__(self):
-        kind = "reverse" if self.trace.reverse else "forward"
-        return f"Box({self.value!r}, {kind} trace {self.trace.id})"
+        kind = "reverse" if self._trace.reverse else "forward"
+        return f"Box({self.value!r}, {kind} trace {self._trace.id})"
 
     # --- numpy protocols
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -150,21 +151,38 @@ class Box:
         return apply(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func is np.copyto:
+            raise TypeError(
+                "numpy.copyto writes a traced value into a plain array, which drops its "
+                "derivative (np.full(shape, x, dtype=...) does this); build the array "
+                "instead: np.full_like(template, x), np.broadcast_to(x, shape) + 0.0 or "
+                "np.where(mask, x, other)")
         return apply(func, args, kwargs)
 
     def __array__(self, dtype=None, copy=None):
+        if dtype is not None and _no_derivative_dtype(dtype, "numpy.asarray"):
+            # np.asarray(x, dtype=int): a cast without derivative, numpy's own value
+            return np.asarray(value(self)).astype(dtype)
         caller = sys._getframe(1)
         if caller.f_code.co_name == "_matmul_dispatch":
             # scipy.sparse returns NotImplemented for a 0-d object array, so
             # that `K @ x` comes back to Box.__rmatmul__ and is traced.
             return np.array(None, dtype=object)
+        if caller.f_code.co_name == "full" and caller.f_globals["__name__"].startswith("numpy"):
+            raise TypeError(
+                "numpy.full(shape, fill_value) with a traced fill_value: numpy converts it "
+                "to a plain array, which drops its derivative; use np.full_like(template, "
+                "x), np.broadcast_to(x, shape) + 0.0 or x * np.ones(shape)")
+        user, numpy_fun = _caller_names()
+        via = f" by numpy.{numpy_fun}" if numpy_fun else ""
         raise TypeError(
-            f"a traced value was converted to a plain numpy array in "
-            f"{_user_frame_name()}: the derivative would be lost. A call to a "
-            "library without a differentiation rule (scipy, C code) or an "
-            "assignment into a plain array does this. Wrap the function with "
-            "ad.primitive and register @ad.rrule (and @ad.frule) for it, or "
-            "pass ad.value(x) if it is not to be differentiated.")
+            f"a traced value was converted to a plain numpy array{via} in {user}: the "
+            "derivative would be lost. A list or tuple holding traced values, passed where "
+            "no argument is traced itself, does this: build it with np.stack([...]) first. "
+            "So do a call to a library without a differentiation rule (scipy, C code) and "
+            "an assignment into a plain array: wrap the function with ad.primitive and "
+            "register @ad.rrule (and @ad.frule) for it, or pass ad.value(x) if it is not to "
+            "be differentiated.")
 
     def __float__(self):
         raise TypeError(
@@ -173,8 +191,14 @@ class Box:
 
     __complex__ = __float__
 
-    def item(self):
-        return self.__float__()
+    def __int__(self):
+        return int(value(self))     # piecewise constant: no derivative to lose
+
+    def __round__(self, ndigits=None):
+        return round(value(self), ndigits)
+
+    def __format__(self, spec):
+        return format(value(self), spec)
 
     def __bool__(self):
         return bool(value(self))
@@ -237,6 +261,24 @@ class Box:
     def __rpow__(self, other):
         return apply(np.power, (other, self))
 
+    def __floordiv__(self, other):
+        return apply(np.floor_divide, (self, other))
+
+    def __rfloordiv__(self, other):
+        return apply(np.floor_divide, (other, self))
+
+    def __mod__(self, other):
+        return apply(np.remainder, (self, other))
+
+    def __rmod__(self, other):
+        return apply(np.remainder, (other, self))
+
+    def __divmod__(self, other):
+        return self // other, self % other
+
+    def __rdivmod__(self, other):
+        return other // self, other % self
+
     def __matmul__(self, other):
         return apply(np.matmul, (self, other))
 
@@ -255,83 +297,21 @@ class Box:
     def __getitem__(self, idx):
         return apply(getitem, (self, idx))
 
-    # --- array methods
-    @property
-    def T(self):
-        return apply(np.transpose, (self,))
-
-    @property
-    def real(self):
-        return apply(np.real, (self,))
-
-    @property
-    def imag(self):
-        return apply(np.imag, (self,))
-
-    def conj(self):
-        return apply(np.conjugate, (self,))
-
-    conjugate = conj
-
-    def reshape(self, *shape, order="C", copy=None):
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = shape[0]
-        kwargs = {"order": order} if order != "C" else {}
-        if copy is not None:
-            kwargs["copy"] = copy
-        return apply(np.reshape, (self, shape), kwargs)
-
-    def flatten(self, order="C"):
-        return apply(np.ravel, (self,), {"order": order} if order != "C" else None)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
-            axes = axes[0]
-        return apply(np.transpose, (self, axes or None))
-
-    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        dtype = np.dtype(dtype)
-        if not np.can_cast(self.dtype, dtype, casting):
-            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
-                            f"according to the rule {casting!r}")
-        if order not in ("K", "A", "C", "F"):
-            raise ValueError(f"astype: order must be one of 'K', 'A', 'C', 'F', got {order!r}")
-        return apply(astype, (self, dtype))
-
-    def copy(self, order="C"):
-        return self
+    # the ndarray methods and attributes: `methods`
 
 
-def _method(fun):
-    """``box.<name>(*args, **kw)`` as ``fun(box, *args, **kw)``: every argument passed on.
-
-    The ndarray methods take the arguments of the numpy functions after the
-    array, in the same order; the function's call form and rule accept or
-    reject each of them. (``x.trace()`` is not one: ``trace`` is the box's
-    differentiation; use ``np.trace(x)``.)
-    """
-    def method(self, *args, **kwargs):
-        return apply(fun, (self,) + args, kwargs)
-    method.__name__ = method.__qualname__ = fun.__name__
-    method.__doc__ = f"``numpy.{fun.__name__}(x, *args, **kwargs)`` of the traced value."
-    return method
-
-
-for _fun in (np.sum, np.mean, np.max, np.min, np.prod, np.cumsum, np.cumprod, np.var, np.std,
-             np.clip, np.ravel, np.squeeze, np.swapaxes, np.dot, np.repeat,
-             np.diagonal, np.take, np.argmax, np.argmin, np.argsort, np.nonzero, np.any,
-             np.all, np.round):
-    setattr(Box, _fun.__name__, _method(_fun))
-
-
-def _user_frame_name() -> str:
-    frame = sys._getframe(2)
+def _caller_names() -> tuple:
+    """``("module.function()", numpy function or None)``: the user's frame that
+    converted a traced value and the numpy function it called, if any."""
+    frame, numpy_fun = sys._getframe(2), None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not (module.startswith("numpy") or module.startswith("topopt.ad")):
-            return f"{module}.{frame.f_code.co_name}()"
+            return f"{module}.{frame.f_code.co_name}()", numpy_fun
+        if module.startswith("numpy") and not frame.f_code.co_name.startswith("_"):
+            numpy_fun = ("linalg." if ".linalg" in module else "") + frame.f_code.co_name
         frame = frame.f_back
-    return "<unknown>"
+    return "<unknown>", numpy_fun
 
 
 def _shape(x) -> tuple:
@@ -349,6 +329,21 @@ def value(x):
     while isinstance(x, Box):
         x = x.value
     return x
+
+
+def _no_derivative_dtype(dtype, where: str) -> bool:
+    """True if a result of `dtype` has no derivative (integer, boolean, string...).
+
+    Float and complex keep the derivative; ``object`` is refused (`where`
+    names the call in the message): numpy would compute with Python objects
+    that are not traced.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "O":
+        raise TypeError(f"{where}: dtype=object of a traced value is not differentiable "
+                        "(numpy computes with untraced Python objects); use a float or "
+                        "complex dtype")
+    return dt.kind not in "fc"
 
 
 def is_traced(x) -> bool:
@@ -370,8 +365,8 @@ def _arg_leaves(args):
 def _top_trace(leaves):
     top = None
     for a in leaves:
-        if isinstance(a, Box) and (top is None or a.trace.id > top.id):
-            top = a.trace
+        if isinstance(a, Box) and (top is None or a._trace.id > top.id):
+            top = a._trace
     return top
 
 
@@ -409,14 +404,19 @@ def apply(fun: Callable, args, kwargs=None):
     if trace is None and not (kwargs and _top_trace(tree.leaves(kwargs))):
         return fun(*args, **kwargs)
     form = _forms.get(fun)
-    if form is not None and (kwargs or len(args) != form.ndata):
+    bound = form is not None and (kwargs or len(args) != form.ndata or form.always)
+    if (bound or kwargs) and REGISTRY.drops_derivative(fun, form, args, kwargs):
+        return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
+    if bound:
         args, kwargs = form.bind(args, kwargs)
-        if form.rewrite is not None:
-            result = form.rewrite(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
+    if bound or treedef is not None:
+        args = REGISTRY.lift_args(fun, form, tuple(args))
         leaves, treedef = _arg_leaves(args)
         trace = _top_trace(leaves)
+    if bound and form.rewrite is not None:
+        result = form.rewrite(*args, **kwargs)
+        if result is not NotImplemented:
+            return result
     if fun in _nondiff:
         return fun(*tree.map(value, tuple(args)), **tree.map(value, kwargs))
     if trace is None:
@@ -438,7 +438,9 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
     `leaves` and `treedef` are the flattened `args` (`treedef` None when no
     argument is a container); the rule sees `trace`'s boxes unwrapped.
     """
-    unboxed = [x.value if isinstance(x, Box) and x.trace is trace else x for x in leaves]
+    if REGISTRY.deferred and fun not in _rrules:
+        REGISTRY.resolve()      # rules of a library imported since (scipy.special)
+    unboxed = [x.value if isinstance(x, Box) and x._trace is trace else x for x in leaves]
     if treedef is not None:
         unboxed = tree.unflatten(treedef, unboxed)
     rule, types = _match((_rrules if trace.reverse else _frules).get(fun), unboxed)
@@ -450,7 +452,7 @@ def _dispatch(trace, fun, args, kwargs, leaves, treedef):
         if rule is None:
             _raise_no_rule(fun, "reverse")
         return _record(trace, fun, leaves, treedef, *rule(*unboxed, **kwargs))
-    tangents = [x.tangent if isinstance(x, Box) and x.trace is trace else None for x in leaves]
+    tangents = [x._tangent if isinstance(x, Box) and x._trace is trace else None for x in leaves]
     tangents = tuple(tangents) if treedef is None else tree.unflatten_sparse(treedef, tangents)
     if rule is None:
         rrule_ = _match(_rrules.get(fun), unboxed)[0]
@@ -495,19 +497,19 @@ def _traced_leaves(leaves, treedef, trace) -> list:
     """
     if treedef is None:
         return [(k, (), x) for k, x in enumerate(leaves)
-                if isinstance(x, Box) and x.trace is trace]
+                if isinstance(x, Box) and x._trace is trace]
     paths = treedef.paths()
     return [(paths[k][0], paths[k][1:], x) for k, x in enumerate(leaves)
-            if isinstance(x, Box) and x.trace is trace]
+            if isinstance(x, Box) and x._trace is trace]
 
 
 def _record(trace, fun, leaves, treedef, y, pullback):
     """The output boxes of a reverse-mode call and its `Node` on the tape."""
     if treedef is None:      # the common flat case without `_traced_leaves`' list
-        parents = [(k, (), x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
-                   for k, x in enumerate(leaves) if isinstance(x, Box) and x.trace is trace]
+        parents = [(k, (), x._node, x._idx, _shape(x.value), not np.iscomplexobj(value(x)))
+                   for k, x in enumerate(leaves) if isinstance(x, Box) and x._trace is trace]
     else:
-        parents = [(pos, sub, x.node, x.idx, _shape(x.value), not np.iscomplexobj(value(x)))
+        parents = [(pos, sub, x._node, x._idx, _shape(x.value), not np.iscomplexobj(value(x)))
                    for pos, sub, x in _traced_leaves(leaves, treedef, trace)]
     if isinstance(y, tuple):
         node = Node(pullback, parents, fun, len(y))
@@ -546,8 +548,8 @@ def _forward_by_transpose(trace, fun, unboxed, traced, rule, kwargs):
         cts, forced, total = back(u), {}, 0.0
         for pos, sub, x in traced:
             ct = _cotangent_at(cts, pos, sub, forced, fun)
-            if ct is not None and x.tangent is not None:
-                total = total + np.sum(np.real(np.conj(ct) * x.tangent))
+            if ct is not None and x._tangent is not None:
+                total = total + np.sum(np.real(np.conj(ct) * x._tangent))
         return total
 
     return _wrap_forward(trace, y, _gradient_at_zero(linear, y))
@@ -559,7 +561,7 @@ def _gradient_at_zero(linear, like):
     leaf = Node(None, (), None, None)
     trace = Trace(reverse=True)
     out = linear(Box(zeros, trace, leaf))
-    if not (isinstance(out, Box) and out.trace is trace):
+    if not (isinstance(out, Box) and out._trace is trace):
         return zeros
     ct = backward([out], [1.0]).get(leaf)
     return zeros if ct is None else ct
@@ -626,9 +628,9 @@ def backward(outputs, cotangents) -> dict:
     cts: dict = {}
     for out, ct in zip(outputs, cotangents):
         if ct is not None:
-            _accumulate(cts, out.node, out.idx, ct)
+            _accumulate(cts, out._node, out._idx, ct)
     leaves = {}
-    for node in reversed(_toposort([o.node for o in outputs])):
+    for node in reversed(_toposort([o._node for o in outputs])):
         ct = cts.pop(node, None)
         if ct is None:
             continue
@@ -675,3 +677,8 @@ def astype(x, dtype):
 
 
 Box._ad_apply = staticmethod(apply)     # the dispatch of `extend.primitive` for traced values
+
+
+def trace_of(x):
+    """The trace (``.id``, ``.reverse``) that traced value `x` belongs to (None if untraced)."""
+    return x._trace if isinstance(x, Box) else None

@@ -20,7 +20,8 @@ import string
 
 import numpy as np
 
-from .callforms import callform
+from .callforms import callform, lifting
+from .coerce import _lift_einsum
 from .core import Box, NoRuleError, _shape
 from .extend import frule, rrule
 from .rulekit import _add, _conj
@@ -135,6 +136,9 @@ def _operand_cotangent(k, ins, out, arrays, ybar, opt):
     spec = ",".join(s for s, _ in others) + "->" + labels
     g = np.einsum(spec, *[a for _, a in others], optimize=opt)
     return _fit(g, labels, ins[k], _shape(arrays[k]), present)
+
+
+lifting(np.einsum, _lift_einsum)
 
 
 @rrule(np.einsum)

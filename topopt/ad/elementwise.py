@@ -1,4 +1,5 @@
-"""Rules of elementwise functions: ufuncs of one and two arguments, where, clip.
+"""Rules of elementwise functions: ufuncs of one and two arguments, where, clip,
+remainder and fmod.
 
 Complex convention: for ``y = f(z)`` holomorphic, ``zbar = ybar * conj(f'(z))``
 and ``zdot -> f'(z) zdot``; the walk takes the real part of a cotangent
@@ -9,12 +10,14 @@ take the inputs only.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
-import scipy.special as sp
 
 from .callforms import callform
 from .core import _shape, value
 from .extend import frule, rrule, thunk
+from .registry import REGISTRY
 from .rulekit import _add, _conj, _named, _safe, _scaled, _unbroadcast
 
 # ------------------------------------------------ elementwise, one argument
@@ -59,15 +62,34 @@ UNARY = {
     np.sinh: lambda x, y: np.cosh(x),
     np.cosh: lambda x, y: np.sinh(x),
     np.tanh: lambda x, y: 1 - y * y,
-    sp.expit: lambda x, y: y * (1 - y),
-    sp.erf: lambda x, y: (2 / np.sqrt(np.pi)) * np.exp(-x * x),
-    sp.ndtr: lambda x, y: np.exp(-0.5 * x * x) / _SQRT2PI,
-    sp.log_ndtr: lambda x, y: np.exp(-0.5 * x * x - y) / _SQRT2PI,
-    sp.ndtri: lambda x, y: _SQRT2PI * np.exp(0.5 * y * y),
+}
+
+# scipy.special's, by name: registered once scipy.special is imported (the
+# import costs a quarter of a second, and a traced call needs it imported)
+SPECIAL_UNARY = {
+    "expit": lambda x, y: y * (1 - y),
+    "erf": lambda x, y: (2 / np.sqrt(np.pi)) * np.exp(-x * x),
+    "ndtr": lambda x, y: np.exp(-0.5 * x * x) / _SQRT2PI,
+    "log_ndtr": lambda x, y: np.exp(-0.5 * x * x - y) / _SQRT2PI,
+    "ndtri": lambda x, y: _SQRT2PI * np.exp(0.5 * y * y),
 }
 
 for _fun, _deriv in UNARY.items():
     _unary(_fun, _deriv)
+
+
+def _special_rules(derivatives: dict):
+    """The registration of the rules of scipy.special's ufuncs `derivatives` (by name)."""
+    def register():
+        sp = sys.modules["scipy.special"]
+        for name, deriv in derivatives.items():
+            fun = getattr(sp, name)
+            if not (REGISTRY.rrules.get(fun) or REGISTRY.frules.get(fun)):  # a user's first
+                _unary(fun, deriv)
+    return register
+
+
+REGISTRY.defer("scipy.special", _special_rules(SPECIAL_UNARY))
 
 
 @rrule(np.negative)
@@ -343,3 +365,30 @@ def clip_frule(primals, tangents):
     if hidot is not None:
         ydot = ydot + np.where(above, hidot, 0.0)
     return y, np.broadcast_to(ydot, _shape(y)) if _shape(ydot) != _shape(y) else ydot
+
+
+# ------------------------------------------------- remainder, fmod
+
+def _modulo(fun, quotient):
+    """Rules of ``a - q(a / b) b`` with a piecewise constant ``q`` (floor, trunc)."""
+    name = fun.__name__
+
+    @rrule(fun)
+    def modulo_rrule(a, b):
+        sa, sb = _shape(a), _shape(b)
+        q = quotient(value(a) / value(b))
+
+        def pullback(ybar):
+            return (thunk(lambda: _unbroadcast(ybar, sa)),
+                    thunk(lambda: _unbroadcast(-ybar * q, sb)))
+        return fun(a, b), _named(pullback, f"{name}_pullback")
+
+    @frule(fun)
+    def modulo_frule(primals, tangents):
+        (a, b), (adot, bdot) = primals, tangents
+        q = quotient(value(a) / value(b))
+        return fun(a, b), _add(adot, None if bdot is None else -q * bdot)
+
+
+_modulo(np.remainder, np.floor)
+_modulo(np.fmod, np.trunc)

@@ -34,10 +34,10 @@ REGISTRY.mark_nondifferentiable({
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.isfinite, np.isnan, np.isinf, np.signbit, np.sign, np.floor, np.ceil,
-    np.rint, np.trunc, np.round, np.around, np.heaviside,
-    np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.searchsorted,
+    np.rint, np.trunc, np.round, np.around, np.heaviside, np.floor_divide,
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.flatnonzero, np.searchsorted,
     np.shape, np.ndim, np.size, np.zeros_like, np.ones_like, np.empty_like,
-    np.full_like, np.result_type, np.iscomplexobj, np.isrealobj, np.iscomplex,
+    np.result_type, np.iscomplexobj, np.isrealobj, np.iscomplex,
     np.isreal, np.any, np.all, np.count_nonzero, np.isclose, np.allclose,
     np.array_equal,
 })

@@ -49,7 +49,11 @@ class Registry:
     ``"opt_out"`` (trace through the implementation for these types; the
     rule is ``True``). Call forms (`callforms.CallForm`) have their own
     table, `nondiff` holds the functions without a derivative (called on
-    plain values), and `ufunc_keywords` handles a traced ufunc call with keywords.
+    plain values), `lifts` which arguments numpy reads as arrays (a Python
+    sequence there is made an array before the rule runs; `lift_args` and
+    `drops_derivative` are the hooks of `coerce`), `deferred` the
+    registrations waiting for a library's import, and `ufunc_keywords`
+    handles a traced ufunc call with keywords.
     A type-specific entry matching an argument beats the generic one.
     """
 
@@ -59,7 +63,11 @@ class Registry:
         self.opt_outs: dict = {}
         self.forms: dict = {}
         self.nondiff: set = set()
+        self.lifts: dict = {}
+        self.deferred: list = []      # (module name, registration), see `defer`
         self.ufunc_keywords: Callable | None = None
+        self.lift_args: Callable = lambda fun, form, args: args      # coerce._lift
+        self.drops_derivative: Callable = lambda fun, form, args, kwargs: False
 
     def _table(self, kind: str) -> dict:
         if kind == "rrule":
@@ -91,19 +99,48 @@ class Registry:
     def lookup(self, kind: str, fun: Callable, args) -> tuple:
         """``(rule, types)``: the type-specific entry matching a part of `args`, else
         ``(generic rule, None)``, else ``(None, None)``."""
+        self.resolve()
         return _match(self._table(kind).get(fun), args)
 
     def entries(self, kind: str, fun: Callable) -> list:
         """The ``(types, rule)`` entries of `fun`, newest first."""
+        self.resolve()
         return list(self._table(kind).get(fun, []))
 
     def functions(self, kind: str) -> list:
         """Every function with an entry of `kind`."""
+        self.resolve()
         return list(self._table(kind))
 
     def mark_nondifferentiable(self, funs) -> None:
         """Call `funs` on plain values even when traced (comparisons, argmax, shape queries)."""
         self.nondiff.update(funs)
+
+    def register_lift(self, fun: Callable, spec) -> None:
+        """Which arguments of `fun` numpy reads as arrays (see `callforms.lifting`)."""
+        self.lifts[fun] = spec
+
+    def defer(self, module: str, registration: Callable) -> None:
+        """Run `registration` once `module` is imported (at once if it is already).
+
+        The rules of a library's functions (scipy.special's ufuncs) need the
+        library only when a traced call of one of them can happen, that is
+        after the user imported it; `resolve` runs what became ready.
+        """
+        if module in sys.modules:
+            registration()
+        else:
+            self.deferred.append((module, registration))
+
+    def resolve(self) -> bool:
+        """Run the deferred registrations whose module is imported now; True if any ran."""
+        ready = [d for d in self.deferred if d[0] in sys.modules]
+        if not ready:
+            return False
+        self.deferred = [d for d in self.deferred if d[0] not in sys.modules]
+        for _, registration in ready:
+            registration()
+        return True
 
     def register_form(self, fun: Callable, form) -> None:
         """Register the call form of `fun` (see `callforms.callform`)."""

@@ -29,9 +29,11 @@ def _scaled(ybar, c, shape):
 
     Skipping the product saves a pass over memory in the reverse pass of
     ``sum(f(x))``. Rules never mutate cotangents, and the API copies
-    read-only cotangents before handing them to the user.
+    read-only cotangents before handing them to the user. An integer or
+    boolean `c` is multiplied out (a cotangent is float or complex).
     """
-    if _is_unit(ybar) and type(c) is np.ndarray and c.shape == ybar.shape == tuple(shape):
+    if (_is_unit(ybar) and type(c) is np.ndarray and c.dtype.kind in "fc"
+            and c.shape == ybar.shape == tuple(shape)):
         view = c.view()
         view.flags.writeable = False
         return view

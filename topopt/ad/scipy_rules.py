@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sps
-import scipy.sparse.linalg as spla
-import scipy.special as sp
 
 from .core import NoRuleError, _dtype, _shape, is_traced, value
 from .extend import check_tangents, frule, not_differentiable, primitive, rrule, thunk
-from .elementwise import _unary
+from .elementwise import _special_rules
+from .registry import REGISTRY
 from .rulekit import _add, _axes, _conj, _unbroadcast
 
 __all__ = ["logsumexp", "spsolve"]
@@ -27,13 +26,13 @@ _SQRTPI_2 = np.sqrt(np.pi) / 2.0
 
 # ------------------------------------------------------------ error functions
 
-for _fun, _deriv in [
-    (sp.erfc, lambda x, y: -_2_SQRTPI * np.exp(-x * x)),
-    (sp.erfcx, lambda x, y: 2 * x * y - _2_SQRTPI),            # erfcx = exp(x^2) erfc(x)
-    (sp.erfinv, lambda x, y: _SQRTPI_2 * np.exp(y * y)),       # derivative of the inverse
-    (sp.erfcinv, lambda x, y: -_SQRTPI_2 * np.exp(y * y)),
-]:
-    _unary(_fun, _deriv)
+ERROR_FUNCTIONS = {     # scipy.special's, registered once it is imported
+    "erfc": lambda x, y: -_2_SQRTPI * np.exp(-x * x),
+    "erfcx": lambda x, y: 2 * x * y - _2_SQRTPI,               # erfcx = exp(x^2) erfc(x)
+    "erfinv": lambda x, y: _SQRTPI_2 * np.exp(y * y),          # derivative of the inverse
+    "erfcinv": lambda x, y: -_SQRTPI_2 * np.exp(y * y),
+}
+REGISTRY.defer("scipy.special", _special_rules(ERROR_FUNCTIONS))
 
 
 # ----------------------------------------------------------------- logsumexp
@@ -98,7 +97,8 @@ def _stacked(v):
 
 @primitive
 def _logsumexp(a, b, axis, keepdims, return_sign):
-    return sp.logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
+    from scipy.special import logsumexp as lse      # imported on first use (0.25 s)
+    return lse(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign)
 
 
 def _lse_parts(a, b, axis, keepdims, return_sign):
@@ -203,7 +203,8 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
 
 @primitive
 def _spsolve(A, b, permc_spec, use_umfpack):
-    return spla.spsolve(A, b, permc_spec=permc_spec, use_umfpack=use_umfpack)
+    from scipy.sparse.linalg import spsolve as solve      # imported on first use
+    return solve(A, b, permc_spec=permc_spec, use_umfpack=use_umfpack)
 
 
 def _adjoint(A):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .callforms import callform
+from .callforms import callform, lifting
+from .coerce import _lift_all
 from .core import NoRuleError, _dtype, _shape, astype, getitem, value
 from .extend import frule, primitive, rrule, thunk
 from .rulekit import _axes, _filled, _named, _unbroadcast
@@ -97,6 +98,11 @@ callform(np.squeeze, 1, ("axis",))
 callform(np.expand_dims, 1, ("axis",))
 for _fun in (np.squeeze, np.expand_dims):
     _reshaping(_fun)
+
+
+lifting(np.atleast_1d, _lift_all)
+lifting(getitem, "a-")
+lifting(astype, "a-")
 
 
 @rrule(np.atleast_1d)
@@ -188,7 +194,7 @@ def _joining(fun):
         if fun is np.concatenate and axis is None:
             arrays, axis = [np.ravel(a) for a in arrays], 0
         return fun(arrays, axis=axis)
-    callform(fun, 1, ("axis", "dtype"), rewrite=rewrite)
+    callform(fun, 1, ("axis", "dtype"), rewrite=rewrite, lift="s")
 
 
 _joining(np.concatenate)
@@ -258,7 +264,7 @@ def scatter_add(x, idx, v):
     >>> ad.scatter_add(np.zeros(3), np.array([0, 2, 0, -1]), np.ones(4))
     array([2., 0., 2.])
     """
-    x = np.asarray(x)
+    x, v = np.asarray(x), np.asarray(v)
     out = np.array(x, dtype=np.result_type(x, v), copy=True)
     if _basic(idx):
         out[idx] += v
@@ -275,6 +281,9 @@ def scatter_add(x, idx, v):
     else:
         np.add.at(out, idx, v)
     return out
+
+
+lifting(scatter_add, "a-a")
 
 
 @rrule(scatter_add)
