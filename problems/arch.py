@@ -38,8 +38,8 @@ from topopt.result import RunResult
 from topopt.runio import check_writable_folder
 from topopt.selfweight import INTERPOLATIONS, SelfWeightProblem, save_load_ratio
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "arch")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "arch")
 OPTIONS = (
     Option("nelx", positive_int, 80, "elements along x (half model)"),
     Option("nely", positive_int, 60, "elements along y"),

@@ -36,8 +36,8 @@ from topopt.problem import write_results
 from topopt.result import RunResult
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "eigen_beam")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "eigen_beam")
 RADII = (2.0, 4.0 / 3.0, 1.0)            # the filter radius of each stage, times rmin
 N_MODES = 3
 SUPPORTS = ("clamped", "simple")

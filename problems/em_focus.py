@@ -45,8 +45,8 @@ from topopt.problem import plot_record, write_json
 from topopt.result import RunResult, grey_level
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "em_focus")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "em_focus")
 
 WAVELENGTH = 532.0
 L, H1, H2, D_PML = 600.0, 600.0, 200.0, 300.0

@@ -28,8 +28,8 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "heat_sink")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "heat_sink")
 OPTIONS = compliance_options(dict(nelx=80, nely=80), volfrac=0.4, rmin=2.4)
 Q = 0.01            # heat generated per unit area (toph: 0.01 per node)
 K_MIN = 1e-3        # conductivity of the poor conductor (k = 1 for the good one)

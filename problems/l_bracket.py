@@ -48,8 +48,8 @@ from topopt.result import RunResult, grey_level
 from topopt.runio import check_writable_folder
 from topopt.stress import MinimumVolumeStress
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "l_bracket")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "l_bracket")
 SIDE = 100.0      # the outer side of the L
 #: Projection sharpness of each block of MMA evaluations (None: no projection).
 BETAS = (None, None, None, None, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0, 16.0, 16.0)

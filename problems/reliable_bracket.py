@@ -48,8 +48,8 @@ from topopt.problem import ComplianceProblem, plot_record, write_json
 from topopt.result import RunResult
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "reliable_bracket")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "reliable_bracket")
 SIGMA_V, SIGMA_H, PA, K_PENALTY = 0.1, 0.1, 1e-3, 100.0
 # the objective in compliance units: c_det (c / c_det + K [(ln pf - ln pa)^+]^2)
 OBJECTIVE_NAME = "c + c_det K [(ln pf - ln pa)^+]^2"

@@ -50,8 +50,8 @@ from topopt.result import RunResult
 from topopt.robust_stats import mean_std, monte_carlo_moments
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "robust_cantilever")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "robust_cantilever")
 MU = np.array([0.0, -1.0])                              # nominal load (F_x, F_y)
 OPTIONS = compliance_options(dict(nelx=80, nely=40), volfrac=0.4, rmin=2.4) + (
     Option("k", at_least(0.0), 3.0, "weight of std[c] in E[c] + k std[c]"),

@@ -18,9 +18,20 @@ def script_env():
     return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
 
 
-def run_script(cmd, timeout=300):
+def run_script(cmd, timeout=300, cwd=None):
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=script_env(),
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
+
+
+def tree_state(*folders):
+    """``{path: (size, mtime_ns)}`` of every file under `folders` of the source tree."""
+    state = {}
+    for folder in folders:
+        for dirpath, _, names in os.walk(os.path.join(ROOT, folder)):
+            for name in names:
+                st = os.stat(os.path.join(dirpath, name))
+                state[os.path.join(dirpath, name)] = (st.st_size, st.st_mtime_ns)
+    return state
 
 
 def interrupt_after(cmd, sig, evaluations=5, timeout=300):

@@ -85,7 +85,7 @@ def test_every_script_shows_its_defaults(capsys, name):
         PROBLEMS[name].main(["--help"])
     assert info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())          # argparse wraps lines
-    defaults = {"--out": os.path.join(ROOT, "results", name), "--checkpoint": "OUT/checkpoint.npz"}
+    defaults = {"--out": os.path.join("results", name), "--checkpoint": "OUT/checkpoint.npz"}
     for option in PROBLEMS[name].OPTIONS:
         if option.type is not bool:
             defaults[f"--{option.name}"] = option.default

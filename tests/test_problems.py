@@ -18,7 +18,7 @@ from topopt.result import RunResult
 
 from problems import cantilever, mbb_beam
 from problem_table import PROBLEMS, SMALL
-from script_runs import interrupt_after, interrupted_evaluations, run_script, script
+from script_runs import interrupt_after, interrupted_evaluations, run_script, script, tree_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -79,6 +79,18 @@ def test_cantilever_runs_and_writes_results(tmp_path):
     assert saved["result"]["evaluations"] == 30
     # optimization lowered the compliance of the uniform start
     assert result["history"][-1]["objective"] < 0.5 * result["history"][0]["objective"]
+
+
+def test_script_writes_under_the_working_directory_not_the_source_tree(tmp_path):
+    """The default --out is results/<problem> under the cwd; the source tree is untouched."""
+    before = tree_state("results", "gallery", "problems")
+    done = run_script(script("mbb_beam", "--nelx", 12, "--nely", 4, "--maxeval", 2, "--quiet"),
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "results" / "mbb_beam"
+    assert json.load(open(out / "result.json"))["result"]["evaluations"] == 2
+    assert done.stdout.strip().endswith(f"-> {os.path.join('results', 'mbb_beam')}")
+    assert tree_state("results", "gallery", "problems") == before
 
 
 def test_cli_help(capsys):
