@@ -23,7 +23,7 @@ import problems
 from topopt import fem
 from topopt.eigenproblem import EigenProblem
 from topopt.interpolation import simp
-from topopt.io import enclosed_volume, iso_surface, load_design, save_design
+from topopt.io import enclosed_volume, iso_surface, load_design, save_design, signed_volume
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, volume
 from topopt.problem import ComplianceProblem
@@ -302,6 +302,9 @@ def test_stl_closed_and_its_volume(runs):
     solid = float(np.sum(saved["x_phys"] >= 0.5)) * 1.0          # unit hexahedra
     assert solid > 0
     assert enclosed_volume(stl.points, faces) == pytest.approx(solid, rel=0.05)
+    # facing outward: the signed volume is the enclosed volume (was -692.6: inside-out)
+    assert signed_volume(stl.points, faces) == pytest.approx(solid, rel=0.05)
+    assert_faces_outward(stl.points, faces)
     lo, hi = saved["mesh"].p.min(axis=1), saved["mesh"].p.max(axis=1)
     assert np.all(stl.points >= lo - 1e-9) and np.all(stl.points <= hi + 1e-9)
 
@@ -321,6 +324,29 @@ def test_iso_surface_of_a_full_block(shape, h):
     edges = 4 * sum(shape) * h
     chamfer = edges * (h / 8) ** 2 / 2
     assert full - chamfer <= enclosed_volume(verts, faces) < full
+    assert signed_volume(verts, faces) == enclosed_volume(verts, faces) > 0
+    assert_faces_outward(verts, faces)
+
+
+def assert_faces_outward(verts, faces):
+    """The triangles on each face of the bounding box have their normal pointing out."""
+    verts = np.asarray(verts, dtype=float)
+    tri = verts[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    for axis in range(3):
+        for bound, sign in ((lo, -1), (hi, 1)):
+            on = np.all(np.isclose(tri[:, :, axis], bound[axis]), axis=1)
+            assert on.any()
+            assert np.all(sign * normal[on, axis] > 0), (axis, sign)
+
+
+def test_signed_volume_sees_an_inside_out_surface():
+    mesh = fem.box(2, 2, 2)
+    verts, faces = iso_surface(mesh, np.ones(8), refine=2)
+    assert signed_volume(verts, faces[:, ::-1]) == pytest.approx(-signed_volume(verts, faces))
+    with pytest.raises(ValueError, match="the surface faces inward"):
+        enclosed_volume(verts, faces[:, ::-1])
 
 
 def test_load_design_round_trip_and_as_x0(tmp_path):

@@ -33,7 +33,7 @@ import skfem
 from ._files import atomic_path, atomic_write_bytes
 
 __all__ = ["save_design", "load_design", "write_vtu", "write_stl", "iso_surface",
-           "enclosed_volume", "MESH_TYPES"]
+           "enclosed_volume", "signed_volume", "DesignFileError", "MESH_TYPES"]
 
 EXTRA = "pip install 'topopt[io]'"
 
@@ -199,6 +199,10 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
                 max_voxels: int = 2 * 10**7):
     """Closed surface of the elements with ``x_phys >= level``: (vertices, triangles).
 
+    The triangles face outward: counter-clockwise seen from outside, so the
+    right-hand normals point out of the material and the `signed_volume` is
+    positive (what slicers and ParaView expect of an STL).
+
     Marching cubes (scikit-image) at 0.5 on the indicator ``x_phys >= level``
     of the element grid, padded with a layer of zeros so that material at the
     boundary is closed off. On the element grid itself marching cubes cuts
@@ -226,7 +230,13 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     verts, faces, _, _ = measure.marching_cubes(solid.astype(np.float32), level=0.5,
                                                 spacing=tuple(spacing / refine))
     # sub-voxel centres sit at (i + 1/2) h / refine, the first layer is padding
-    return verts + origin - spacing / 2 - spacing + spacing / (2 * refine), faces
+    verts = verts + origin - spacing / 2 - spacing + spacing / (2 * refine)
+    # marching cubes winds its triangles towards the larger values (the material):
+    # reversed, every normal (right-hand rule) points out of the solid
+    faces = np.ascontiguousarray(faces[:, ::-1])
+    if signed_volume(verts, faces) <= 0:        # cannot happen for a closed surface
+        raise RuntimeError("the iso-surface does not face outward; please report this")
+    return verts, faces
 
 
 def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
@@ -236,8 +246,34 @@ def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
     return _write_meshio(path, meshio.Mesh(verts, [("triangle", faces)]), "stl", binary=True)
 
 
+def signed_volume(verts, faces) -> float:
+    """Signed volume of a closed triangle surface (divergence theorem).
+
+    Positive when the triangles face outward (counter-clockwise seen from
+    outside), negative when the surface is inside-out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.]])
+    >>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    >>> round(signed_volume(v, f), 12), round(signed_volume(v, f[:, ::-1]), 12)
+    (0.166666666667, -0.166666666667)
+    """
+    verts = np.asarray(verts, dtype=float)
+    faces = np.asarray(faces)
+    if verts.ndim != 2 or verts.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
+        raise ValueError(f"verts must be (n, 3) and faces (m, 3); got {verts.shape} and "
+                         f"{faces.shape}")
+    a, b, c = (verts[faces[:, i]] for i in range(3))
+    return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+
+
 def enclosed_volume(verts, faces) -> float:
-    """Volume enclosed by a closed triangle surface (divergence theorem), >= 0.
+    """Volume enclosed by a closed, outward-facing triangle surface (`signed_volume`).
+
+    Raises ValueError for an inside-out surface (negative signed volume)
+    rather than hiding the sign.
 
     Examples
     --------
@@ -246,9 +282,16 @@ def enclosed_volume(verts, faces) -> float:
     >>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
     >>> round(enclosed_volume(v, f), 12)
     0.166666666667
+    >>> enclosed_volume(v, f[:, ::-1])
+    Traceback (most recent call last):
+    ...
+    ValueError: the surface faces inward (signed volume -0.166667): its triangles are wound clockwise seen from outside; reverse them (faces[:, ::-1])
     """
-    a, b, c = (np.asarray(verts, dtype=float)[np.asarray(faces)[:, i]] for i in range(3))
-    return abs(float(np.einsum("ij,ij->", a, np.cross(b, c)))) / 6.0
+    volume = signed_volume(verts, faces)
+    if volume < 0:
+        raise ValueError(f"the surface faces inward (signed volume {volume:g}): its triangles "
+                         "are wound clockwise seen from outside; reverse them (faces[:, ::-1])")
+    return volume
 
 
 def load_design(path: str) -> dict:
