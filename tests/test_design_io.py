@@ -14,6 +14,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import stat
 
 import numpy as np
@@ -423,3 +424,85 @@ def test_without_meshio_npz_still_written(tmp_path, monkeypatch, capsys):
     from topopt.io import write_vtu
     with pytest.raises(ImportError, match=r"topopt\[io\]"):
         write_vtu(str(tmp_path / "d.vtu"), fem.box(2, 2, 2), {"x": np.ones(8)})
+
+
+def _good_design(tmp_path, **changes):
+    """A valid design.npz of a 4 x 2 quad mesh (8 elements, 15 points), `changes` applied."""
+    mesh = fem.rectangle(4, 2)
+    save_design(str(tmp_path), mesh, np.full(8, 0.5), np.full(8, 0.25), {"problem": "mbb_beam"},
+                point_data={"u": np.zeros((15, 2))})
+    path = tmp_path / "design.npz"
+    with np.load(path) as data:
+        arrays = dict(data)
+    for k, v in changes.items():
+        if v is None:
+            arrays.pop(k)
+        else:
+            arrays[k] = v
+    np.savez(path, **arrays)
+    return path
+
+
+# one row per bad file: what is in it -> the "(why)" of `not a topopt design: PATH (why)`
+BAD_FILES = [
+    ("text", lambda p: p.write_text("hello\n" * 20), "does not start with the zip signature"),
+    ("empty", lambda p: p.write_bytes(b""), "does not start with the zip signature"),
+    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]), "truncated or damaged"),
+    ("object array", lambda p: np.savez(p, x=np.array([{}, 1], dtype=object)),
+     "'x' holds Python objects"),
+    ("missing", lambda p: np.savez(p, x=np.ones(3)), "missing ['cells'"),
+]
+BAD_ARRAYS = [
+    (dict(x=np.full(7, 0.5)), "'x' has 7 values for a mesh of 8 elements"),
+    (dict(x_phys=np.full(9, 0.5)), "'x_phys' has 9 values for a mesh of 8 elements"),
+    (dict(x=np.full((8, 1), 0.5)), "'x' is a 2-D float64 array"),
+    (dict(x=np.array(["a"] * 8)), "expected 1-D real numbers"),
+    (dict(x_phys=np.r_[np.nan, np.ones(7)]), "'x_phys' has 1 non-finite entries"),
+    (dict(mesh_type=np.array("MeshWedge1")), "mesh type 'MeshWedge1'"),
+    (dict(cell_type=np.array("triangle")), "cell type 'triangle' of a MeshQuad1"),
+    (dict(cells=np.zeros((8, 3), dtype=int)), "a MeshQuad1 needs integers of shape (n, 4)"),
+    (dict(cells=np.full((8, 4), 99)), "names nodes 99..99; the mesh has 15 points"),
+    (dict(points=np.zeros((15, 3))), "a MeshQuad1 needs (n, 2)"),
+    (dict(setup=np.array("{not json")), "'setup' is not JSON text"),
+    (dict(setup=np.array("[1, 2]")), "'setup' is a list"),
+    (dict(point_u=np.zeros((14, 2))), "point data 'u'"),
+    (dict(E=np.ones(5)), "'E' has 5 values"),
+]
+
+
+@pytest.mark.parametrize("name,make,why", BAD_FILES, ids=[r[0] for r in BAD_FILES])
+def test_load_design_refuses_what_is_no_design(tmp_path, name, make, why):
+    path = _good_design(tmp_path)
+    make(path)
+    with pytest.raises(ValueError) as info:
+        load_design(path)
+    message = str(info.value)
+    assert message.startswith(f"not a topopt design: {path} (") and why in message, message
+    assert "allow_pickle" not in message
+
+
+@pytest.mark.parametrize("changes,why", BAD_ARRAYS)
+def test_load_design_checks_its_arrays(tmp_path, changes, why):
+    path = _good_design(tmp_path, **changes)
+    with pytest.raises(ValueError) as info:
+        load_design(path)
+    assert str(info.value).startswith(f"not a topopt design: {path} (") and why in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs,why", [
+    (dict(mesh=fem.rectangle(4, 3)), "its mesh has 8 elements (MeshQuad1); the problem's has 12"),
+    (dict(mesh=fem.rectangle(2, 4)), "not the problem's"),
+    (dict(mesh=fem.rectangle(4, 2, h=2.0)), "not the problem's"),
+    (dict(problem="cantilever"), "a design of problem 'mbb_beam'; expected 'cantilever'"),
+])
+def test_load_design_for_another_mesh_or_problem(tmp_path, kwargs, why):
+    path = _good_design(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(why)):
+        load_design(path, **kwargs)
+    saved = load_design(path, mesh=fem.rectangle(4, 2), problem="mbb_beam")
+    assert saved["x"].shape == (8,)
+
+
+def test_load_design_of_no_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no design file"):
+        load_design(tmp_path / "none.npz")

@@ -294,8 +294,115 @@ def enclosed_volume(verts, faces) -> float:
     return volume
 
 
-def load_design(path: str) -> dict:
+class DesignFileError(ValueError):
+    """A file that is not a topopt design, or not one of the expected mesh or problem.
+
+    The message is ``not a topopt design: PATH (why)``.
+    """
+
+    def __init__(self, path: str, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"not a topopt design: {path} ({why})")
+
+
+# nodes per cell of each mesh type; the coordinates' dimension
+_NODES = {"MeshTri1": (3, 2), "MeshQuad1": (4, 2), "MeshTet1": (4, 3), "MeshHex1": (8, 3)}
+_ZIP = (b"PK\x03\x04", b"PK\x05\x06")        # a zip archive (np.savez), an empty one
+
+
+def _read_npz(path: str) -> dict:
+    """Every array of the archive `path`, read without unpickling; DesignFileError else."""
+    import zipfile
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no design file: {path} (save_design writes design.npz)")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head not in _ZIP:
+        raise DesignFileError(path, "not an .npz archive: it does not start with the zip "
+                              "signature")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {}
+            for name in data.files:
+                try:
+                    arrays[name] = data[name]
+                except ValueError as e:                   # an object array (pickled)
+                    if "pickle" not in str(e):
+                        raise
+                    raise DesignFileError(path, f"{name!r} holds Python objects, which a "
+                                          "design never does; they are not unpickled") from None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
+        if isinstance(e, (DesignFileError, FileNotFoundError)):
+            raise
+        raise DesignFileError(path, f"unreadable archive, truncated or damaged: "
+                              f"{type(e).__name__}: {e}") from None
+    return arrays
+
+
+def _real(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
+    if v.dtype.kind not in "biuf" or v.ndim != ndim:
+        raise DesignFileError(path, f"{name!r} is a {v.ndim}-D {v.dtype} array; expected "
+                              f"{ndim}-D real numbers")
+    if not np.all(np.isfinite(v)):
+        raise DesignFileError(path, f"{name!r} has {int(np.sum(~np.isfinite(v)))} non-finite "
+                              "entries")
+    return v
+
+
+def _design_mesh(path: str, data: dict):
+    """The scikit-fem mesh of the archive, its arrays checked against each other."""
+    mesh_type, cell_type = str(data["mesh_type"]), str(data.get("cell_type", ""))
+    if data["mesh_type"].ndim or mesh_type not in MESH_TYPES:
+        raise DesignFileError(path, f"mesh type {mesh_type!r}; expected one of "
+                              f"{sorted(MESH_TYPES)}")
+    if cell_type and cell_type != MESH_TYPES[mesh_type]:
+        raise DesignFileError(path, f"cell type {cell_type!r} of a {mesh_type}; expected "
+                              f"{MESH_TYPES[mesh_type]!r}")
+    nodes, dim = _NODES[mesh_type]
+    points = _real(path, "points", data["points"], 2)
+    cells = data["cells"]
+    if points.shape[1:] != (dim,):
+        raise DesignFileError(path, f"'points' has shape {points.shape}; a {mesh_type} needs "
+                              f"(n, {dim})")
+    if cells.dtype.kind not in "iu" or cells.ndim != 2 or cells.shape[1] != nodes:
+        raise DesignFileError(path, f"'cells' is a {cells.dtype} array of shape {cells.shape};"
+                              f" a {mesh_type} needs integers of shape (n, {nodes})")
+    if cells.size and (cells.min() < 0 or cells.max() >= len(points)):
+        raise DesignFileError(path, f"'cells' names nodes {cells.min()}..{cells.max()}; the "
+                              f"mesh has {len(points)} points")
+    return getattr(skfem, mesh_type)(np.ascontiguousarray(points.T, dtype=float),
+                                     np.ascontiguousarray(cells.T))
+
+
+def _check_expected(path: str, mesh, setup: dict, expect_mesh, problem: str | None):
+    """The design is one of `problem` on `expect_mesh` (each when given)."""
+    if problem is not None and setup.get("problem") != problem:
+        raise DesignFileError(path, f"a design of problem {setup.get('problem')!r}; expected "
+                              f"{problem!r}")
+    if expect_mesh is None:
+        return
+    n_el, n_exp = mesh.t.shape[1], expect_mesh.t.shape[1]
+    if type(mesh).__name__ != type(expect_mesh).__name__ or n_el != n_exp:
+        raise DesignFileError(path, f"its mesh has {n_el} elements ({type(mesh).__name__}); "
+                              f"the problem's has {n_exp} ({type(expect_mesh).__name__})")
+    if mesh.p.shape != expect_mesh.p.shape or not np.array_equal(mesh.t, expect_mesh.t) \
+            or not np.allclose(mesh.p, expect_mesh.p, rtol=1e-9, atol=1e-12):
+        raise DesignFileError(path, f"its mesh of {n_el} elements is not the problem's (other "
+                              "nodes or element numbering)")
+
+
+def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
     """Read a ``design.npz`` (or the folder holding it) written by `save_design`.
+
+    Parameters
+    ----------
+    path : str
+        The file, or a results folder holding ``design.npz``.
+    mesh : skfem.Mesh, optional
+        The mesh the design is loaded for: the file's must be the same (type,
+        nodes, elements).
+    problem : str, optional
+        The problem the design is loaded for: the file's ``setup["problem"]``.
 
     Returns
     -------
@@ -305,25 +412,42 @@ def load_design(path: str) -> dict:
 
     Raises
     ------
-    ValueError
-        If the file is not a topopt design (names what is missing).
+    DesignFileError
+        (a ValueError) ``not a topopt design: PATH (why)``: not an archive, a
+        truncated one, Python objects (never unpickled), a missing or
+        malformed array, ``x`` / ``x_phys`` / cell data not one value per
+        element, point data not one row per point, or another mesh or
+        problem than the one given.
+    FileNotFoundError
+        If there is no such file.
     """
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "design.npz")
-    with np.load(path, allow_pickle=False) as data:
-        missing = {"x", "x_phys", "points", "cells", "mesh_type", "setup"} - set(data.files)
-        if missing:
-            raise ValueError(f"not a topopt design: {path} (missing {sorted(missing)})")
-        mesh_type = str(data["mesh_type"])
-        if mesh_type not in MESH_TYPES:
-            raise ValueError(f"not a topopt design: {path} (mesh type {mesh_type!r})")
-        mesh = getattr(skfem, mesh_type)(np.ascontiguousarray(data["points"].T),
-                                         np.ascontiguousarray(data["cells"].T))
-        cells = {k: data[k] for k in data.files if k not in _NOT_CELL and
-                 not k.startswith("point_")}
-        return {"x": data["x"], "x_phys": data["x_phys"], "mesh": mesh,
-                "setup": json.loads(str(data["setup"])),
-                "cell_data": {k: v for k, v in cells.items() if k not in ("x", "x_phys")},
-                "point_data": {k[len("point_"):]: data[k] for k in data.files
-                               if k.startswith("point_")}}
+    data = _read_npz(path)
+    missing = {"x", "x_phys", "points", "cells", "mesh_type", "setup"} - set(data)
+    if missing:
+        raise DesignFileError(path, f"missing {sorted(missing)}")
+    saved = _design_mesh(path, data)
+    n_el, n_points = saved.t.shape[1], saved.p.shape[1]
+    try:
+        setup = json.loads(str(data["setup"]))
+    except ValueError as e:
+        raise DesignFileError(path, f"'setup' is not JSON text: {e}") from None
+    if not isinstance(setup, dict):
+        raise DesignFileError(path, f"'setup' is a {type(setup).__name__}; expected a dict")
+    cells = {k: v for k, v in data.items() if k not in _NOT_CELL and not k.startswith("point_")}
+    for name, v in cells.items():
+        if _real(path, name, v, 1).shape != (n_el,):
+            raise DesignFileError(path, f"{name!r} has {v.size} values for a mesh of {n_el} "
+                                  "elements; expected one per element")
+    points = {k[len("point_"):]: v for k, v in data.items() if k.startswith("point_")}
+    for name, v in points.items():
+        if v.dtype.kind not in "biuf" or v.shape[:1] != (n_points,):
+            raise DesignFileError(path, f"point data {name!r} is a {v.dtype} array of shape "
+                                  f"{v.shape}; expected real numbers, one row per each of the "
+                                  f"{n_points} points")
+    _check_expected(path, saved, setup, mesh, problem)
+    return {"x": cells["x"], "x_phys": cells["x_phys"], "mesh": saved, "setup": setup,
+            "cell_data": {k: v for k, v in cells.items() if k not in ("x", "x_phys")},
+            "point_data": points}
