@@ -43,7 +43,7 @@ DEFAULT_OUT = os.path.join("results", "arch")
 OPTIONS = (
     Option("nelx", positive_int, 80, "elements along x (half model)"),
     Option("nely", positive_int, 60, "elements along y"),
-    Option("volfrac", open_unit, 0.3, "volume fraction bound, in (0, 1)"),
+    Option("volfrac", open_unit, 0.3, "volume fraction bound"),
     Option("rmin", positive_float, 2.0, "filter radius (element widths)"),
     Option("weight", at_least(0.0), 4.0, "weight of the material at volfrac / point load"),
     Option("interpolation", str, "ramp", "stiffness interpolation", choices=INTERPOLATIONS),

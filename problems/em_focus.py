@@ -349,7 +349,7 @@ def _check(kwargs: dict) -> None:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, seed=0,
-                    maxeval_help="MMA evaluations per stage", solvers=cli.DIRECT_SOLVERS,
+                    maxeval_help="MMA evaluations per stage; 3 stages (beta 8, 16, 32): up to 3 N in all", solvers=cli.DIRECT_SOLVERS,
                     summary=summary, check=_check)
 
 

@@ -225,6 +225,8 @@ def summary(result: RunResult) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=200, seed=0,
+                    maxeval_help="MMA evaluations of each design (deterministic, mean-optimal, "
+                                 "robust: up to 3 N in all)",
                     solvers=cli.DIRECT_SOLVERS, summary=summary)
 
 

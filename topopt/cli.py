@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
@@ -35,111 +34,19 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ._memory import tune_malloc
+from .cli_types import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
+                        positive_int)
 from .runio import atomic_write_text, check_writable_file, check_writable_folder, \
     load_checkpoint
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "run_record", "exit_status", "finish", "script_errors", "signals_held",
-           "positive_int", "positive_float", "open_unit", "at_least", "SOLVERS",
-           "DIRECT_SOLVERS"]
+           "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
+           "Bounds", "accepts", "SOLVERS", "DIRECT_SOLVERS"]
 
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
 SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
-
-
-# --------------------------------------------------------------------------
-# value converters: argparse turns their ArgumentTypeError into a usage error
-
-
-def _number(text: str, kind: type):
-    try:
-        value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
-        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
-    if kind is float and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1.
-
-    Examples
-    --------
-    >>> positive_int("60")
-    60
-    >>> positive_int("0")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be an integer >= 1, got 0
-    """
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An integer >= 0 (a seed)."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
-    return value
-
-
-def open_unit(text: str) -> float:
-    """A number in the open interval (0, 1) (a volume fraction).
-
-    Examples
-    --------
-    >>> open_unit("0.5")
-    0.5
-    >>> open_unit("1.2")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must lie in the open interval (0, 1), got 1.2
-    """
-    value = _number(text, float)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {value!r}")
-    return value
-
-
-def at_least(low: float, kind: type = float, strict: bool = False,
-             high: float | None = None, even: bool = False) -> Callable[[str], Any]:
-    """A converter for numbers ``>= low`` (``> low`` if `strict`), ``<= high``, even.
-
-    Examples
-    --------
-    >>> at_least(1.0)("3")
-    3.0
-    >>> at_least(4, int, even=True)("5")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be an even integer >= 4, got 5
-    """
-    noun = ("an even integer" if even else "an integer") if kind is int else "a number"
-    limits = f"{'>' if strict else '>='} {low:g}" + ("" if high is None else f" and <= {high:g}")
-
-    def convert(text: str):
-        value = _number(text, kind)
-        if (value <= low if strict else value < low) or (high is not None and value > high) \
-                or (even and value % 2):
-            raise argparse.ArgumentTypeError(f"must be {noun} {limits}, got {value!r}")
-        return value
-
-    convert.__name__ = f"{noun} {limits}"
-    return convert
 
 
 # --------------------------------------------------------------------------
@@ -151,7 +58,15 @@ class Option:
     """One problem parameter on the command line: ``--name`` -> ``run(name=...)``.
 
     `type` converts and checks the text (`positive_int`, `open_unit`, ...;
-    ``bool`` makes a flag); `choices` restricts it.
+    ``bool`` makes a flag); `choices` restricts it. The help shows the range
+    that `type` accepts (`topopt.cli_types`), so `help` names none itself.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> Option("q", at_least(0.0, strict=True, below=3.0), 0.5, "relaxation").add_to(parser)
+    >>> parser._actions[-1].help
+    'relaxation; a number in (0, 3) (default: %(default)s)'
     """
 
     name: str
@@ -164,17 +79,22 @@ class Option:
         if self.type is bool:
             parser.add_argument(f"--{self.name}", action="store_true", help=self.help)
             return
+        phrase = accepts(self.type)
+        text = self.help if phrase is None else f"{self.help}; {phrase}"
         parser.add_argument(f"--{self.name}", type=self.type, default=self.default,
-                            choices=self.choices, help=f"{self.help} (default: %(default)s)")
+                            choices=self.choices, help=f"{text} (default: %(default)s)")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | None = None,
                       solvers: Sequence[str] | None = None, seed: int | None = None,
-                      maxeval_help: str = "MMA evaluations") -> None:
+                      maxeval_help: str = "MMA evaluations in all",
+                      maxeval_min: int = 1) -> None:
     """The shared options: ``--out``, ``--maxeval``, ``--solver``, ``--checkpoint``,
     ``--resume``, ``--quiet``, and ``--seed`` when `seed` is given.
 
-    ``--maxeval`` when `maxeval` is given, ``--solver`` when `solvers` is.
+    ``--maxeval`` when `maxeval` is given (an integer >= `maxeval_min`; its
+    help `maxeval_help` says how the script counts it: in all, per stage, per
+    design), ``--solver`` when `solvers` is.
 
     Examples
     --------
@@ -190,8 +110,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                         help="results folder, created and write-tested before the run "
                              "(default: %(default)s)")
     if maxeval is not None:
-        parser.add_argument("--maxeval", type=positive_int, default=maxeval,
-                            help=f"{maxeval_help} (default: %(default)s)")
+        convert = at_least(maxeval_min, int)
+        parser.add_argument("--maxeval", type=convert, default=maxeval,
+                            help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:
         parser.add_argument("--solver", choices=tuple(solvers), default="auto",
                             help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
@@ -205,24 +126,27 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                         help="no progress line per evaluation")
     if seed is not None:
         parser.add_argument("--seed", type=non_negative_int, default=seed,
-                            help="seed of the random draws (default: %(default)s)")
+                            help=f"seed of the random draws; {accepts(non_negative_int)} "
+                                 "(default: %(default)s)")
 
 
 def build_parser(doc: str, options: Sequence[Option], out: str, maxeval: int | None = None,
                  solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
-                 maxeval_help: str = "MMA evaluations") -> argparse.ArgumentParser:
+                 maxeval_help: str = "MMA evaluations in all",
+                 maxeval_min: int = 1) -> argparse.ArgumentParser:
     """The parser of a problem script: its `options`, then the shared ones."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     for option in options:
         option.add_to(parser)
-    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help)
+    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     return parser
 
 
 def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
          summary: Callable[[Any], str], maxeval: int | None = None,
          solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
-         maxeval_help: str = "MMA evaluations", check: Callable | None = None):
+         maxeval_help: str = "MMA evaluations in all", maxeval_min: int = 1,
+         check: Callable | None = None):
     """Parse `argv`, run the problem, write its results, end as the run ended.
 
     Parameters
@@ -243,6 +167,9 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     maxeval, solvers, seed
         Defaults of the shared ``--maxeval``, ``--solver`` choices, ``--seed``
         (None: the script has no such option).
+    maxeval_help, maxeval_min
+        How the script counts ``--maxeval`` (in all, per stage, ...) and its
+        least value.
     check : callable, optional
         ``check(kwargs)`` raising ValueError/OSError for a combination of
         values that the converters cannot see; a usage error like theirs.
@@ -253,7 +180,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
         rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
     """
-    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help)
+    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     args = parser.parse_args(argv)
     if solvers is not None and args.solver != "auto":
         from .fem import available_solvers
