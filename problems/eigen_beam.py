@@ -105,7 +105,8 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=80,
-                    maxeval_help="MMA evaluations per stage; 3 stages (filter radius 2, 4/3, 1 rmin): up to 3 N in all", solvers=cli.DIRECT_SOLVERS,
+                    maxeval_help="MMA evaluations per stage; 3 stages (filter radius 2, 4/3, 1 rmin): "
+                                 "up to 3 N in all", solvers=cli.DIRECT_SOLVERS,
                     summary=eigen_summary)
 
 

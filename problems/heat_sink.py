@@ -61,7 +61,8 @@ def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
-                    summary=compliance_summary)
+                    summary=compliance_summary,
+                    size=lambda kw: ((kw["nelx"] + 1) * (kw["nely"] + 1), 2))  # temperature
 
 
 if __name__ == "__main__":

@@ -197,7 +197,8 @@ def main(argv=None) -> RunResult:
                                  f"(N // {len(BETAS)} each), then up to {SETTLE} settling "
                                  f"blocks of the same size; the reference design as many again",
                     solvers=cli.DIRECT_SOLVERS, summary=summary,
-                    check=lambda kw: check_n(kw["n"]))
+                    check=lambda kw: check_n(kw["n"]),
+                    size=lambda kw: (2 * (0.64 * kw["n"] ** 2 + 2 * kw["n"] + 1), 2))
 
 
 if __name__ == "__main__":

@@ -316,7 +316,8 @@ def main(argv=None) -> RunResult:
                     maxeval_help="MMA evaluations of each design (the deterministic one, then "
                                  "the reliability-based one: up to 2 N in all)",
                     solvers=cli.DIRECT_SOLVERS, summary=summary,
-                    check=lambda kw: phase_checkpoints(kw["checkpoint"], kw["resume"]))
+                    check=lambda kw: phase_checkpoints(kw["checkpoint"], kw["resume"]),
+                    size=lambda kw: cli.grid_dofs({"nelx": kw["n"], "nely": kw["n"]}))
 
 
 if __name__ == "__main__":

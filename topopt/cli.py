@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -42,7 +43,7 @@ from .runio import atomic_write_text, check_writable_file, check_writable_folder
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "run_record", "exit_status", "finish", "script_errors", "signals_held",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
-           "Bounds", "accepts", "SOLVERS", "DIRECT_SOLVERS"]
+           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
 
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
@@ -146,7 +147,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
          summary: Callable[[Any], str], maxeval: int | None = None,
          solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
          maxeval_help: str = "MMA evaluations in all", maxeval_min: int = 1,
-         check: Callable | None = None):
+         check: Callable | None = None, size: Callable | None = None):
     """Parse `argv`, run the problem, write its results, end as the run ended.
 
     Parameters
@@ -173,6 +174,15 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     check : callable, optional
         ``check(kwargs)`` raising ValueError/OSError for a combination of
         values that the converters cannot see; a usage error like theirs.
+    size : callable, optional
+        ``size(kwargs) -> (n_dofs, dim)``: the problem's unknowns, for the
+        memory check (`topopt.fem.budget`: a size whose estimate exceeds the
+        physical memory is a usage error). Default: from ``nelx``, ``nely``
+        (, ``nelz``) when the script has them (`grid_dofs`).
+
+    A `CheckpointError`, `OutputPathError` or `MeshTooLargeError` that the run
+    raises before its first evaluation (``--resume`` of another problem size,
+    a mesh that cannot fit) is a usage error too.
 
     Returns
     -------
@@ -197,17 +207,57 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
         if present is not None:
             kwargs[shared] = getattr(args, shared)
-    if check is not None:
-        try:
+    try:
+        if check is not None:
             check(dict(kwargs, **paths))
-        except (OSError, ValueError) as e:
-            parser.error(str(e))
+        _check_size(size or grid_dofs, kwargs)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
     tune_malloc()
-    with script_errors(args.out):
+    with _usage_errors(parser), script_errors(args.out):
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
     return result
+
+
+def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
+    """``(n_dofs, dim)`` of a grid script's ``nelx``, ``nely`` (, ``nelz``): a vector field.
+
+    Examples
+    --------
+    >>> grid_dofs({"nelx": 60, "nely": 20}), grid_dofs({"n": 4})
+    ((2562, 2), None)
+    """
+    axes = [kwargs[k] for k in ("nelx", "nely", "nelz") if k in kwargs]
+    if len(axes) < 2:
+        return None
+    return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
+
+
+def _check_size(size: Callable, kwargs: Mapping) -> None:
+    found = size(kwargs)
+    if found is None:
+        return
+    from .fem.budget import check_dofs
+    n_dofs, dim = found
+    names = [k for k in ("nelx", "nely", "nelz", "n", "h") if k in kwargs]
+    check_dofs(n_dofs, dim, " ".join(f"--{k} {kwargs[k]}" for k in names) or "the mesh")
+
+
+@contextlib.contextmanager
+def _usage_errors(parser: argparse.ArgumentParser):
+    """The run's refusals of the user's input before its first evaluation: usage errors."""
+    from .checkpoint import CheckpointError
+    from .fem.budget import MeshTooLargeError
+    from .runio import OutputPathError
+    try:
+        yield
+    except (CheckpointError, OutputPathError, MeshTooLargeError) as e:
+        if getattr(e, "topopt_checkpoint", None) is not None:      # raised during the run
+            raise
+        prefix = "argument --resume: " if isinstance(e, CheckpointError) else ""
+        parser.error(f"{prefix}{e}")
 
 
 # --------------------------------------------------------------------------
