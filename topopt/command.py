@@ -87,10 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a result folder's design as VTU / STL")
     export.add_argument("folder", help="a result folder (design.npz)")
     export.add_argument("--vtu", nargs="?", const="", default=None, metavar="PATH",
-                        help="write a VTU file (default PATH: FOLDER/design.vtu)")
+                        help="write a VTU file (default PATH: FOLDER/design.vtu; a folder "
+                             "PATH: PATH/design.vtu)")
     export.add_argument("--stl", nargs="?", const="", default=None, metavar="PATH",
                         help="write an STL iso-surface, 3-D designs only "
-                             "(default PATH: FOLDER/design.stl)")
+                             "(default PATH: FOLDER/design.stl; a folder PATH: PATH/design.stl)")
     return parser
 
 
@@ -227,17 +228,35 @@ def show_image(design: dict, record: dict):
     return np.concatenate(padded, axis=0)
 
 
+def _writable(parser, flag: str, path: str, name: str) -> str:
+    """The file to write for `flag`: `path`, or ``path/name`` when `path` is a folder;
+    its folder created and write-tested (`topopt.runio.check_writable_file`)."""
+    from .runio import check_writable_file
+    if os.path.isdir(path) or path.endswith(os.sep):
+        path = os.path.join(path, name)
+    try:
+        return check_writable_file(path, f"argument {flag}")
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+
+
 def _show(parser, folder: str, png: str | None) -> int:
     _result_folder(parser, folder, ("design.npz", "result.json"))
     record = _read_result(parser, folder)
-    image = show_image(_load(parser, folder), record)
     if png is None and not _has_display():
         png = os.path.join(folder, "show.png")
         print("no display: writing a PNG", file=sys.stderr)
     if png is not None:
+        png = _writable(parser, "--png", png, "show.png")     # before the picture is made
+    image = show_image(_load(parser, folder), record)
+    if png is not None:
         from matplotlib.image import imsave
-        os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-        imsave(png, image)
+
+        from ._files import atomic_write_bytes
+        try:
+            atomic_write_bytes(png, lambda fh: imsave(fh, image, format="png"))
+        except OSError as e:
+            parser.error(f"argument --png: cannot write {png!r} ({e})")
         print(png)
         return 0
     import matplotlib.pyplot as plt
@@ -261,11 +280,13 @@ def _export(parser, folder: str, vtu: str | None, stl: str | None) -> int:
              lambda path: io.write_vtu(path, mesh, {"x": design["x"], "x_phys": x_phys},
                                        design.get("point_data"))),
             ("--stl", stl, "design.stl", lambda path: io.write_stl(path, mesh, x_phys)))
-    for flag, value, name, write in jobs:
-        if value is None:
+    paths = {flag: _writable(parser, flag, value or folder, name)     # all, before writing
+             for flag, value, name, _ in jobs if value is not None}
+    for flag, _, _, write in jobs:
+        if flag not in paths:
             continue
         try:
-            print(write(value or os.path.join(folder, name)))
+            print(write(paths[flag]))
         except (ImportError, OSError, TypeError, ValueError) as e:
             parser.error(f"argument {flag}: {e}")
     return 0
