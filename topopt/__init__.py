@@ -14,7 +14,7 @@ scripts' command line and figures are the modules `topopt.cli` and
 `topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
 
 ``import topopt`` stays light: `reliability` (which needs ``scipy.stats``) and
-the command-line and output modules (`cli`, `command`, `io`, `plot`) are
+the output modules (`command`, `io`, `plot`) are
 imported on first use, by attribute (``topopt.reliability``) or by an
 ``import topopt.reliability`` of their own (PEP 562, `__getattr__` below);
 ``scripts/benchmark_import.py`` measures the import.
@@ -84,7 +84,7 @@ __all__ = [
 
 #: Subpackages and modules imported on first use (`__getattr__`): heavy
 #: dependencies (``scipy.stats``, matplotlib) stay out of ``import topopt``.
-_LAZY = ("reliability", "plot", "io", "cli", "command")
+_LAZY = ("reliability", "plot", "io", "command", "cli")
 
 
 def __getattr__(name: str):
