@@ -45,7 +45,7 @@ OPTIONS = (
     Option("nely", positive_int, 60, "elements along y"),
     Option("volfrac", open_unit, 0.3, "volume fraction bound"),
     Option("rmin", positive_float, 2.0, "filter radius (element widths)"),
-    Option("weight", at_least(0.0), 4.0, "weight of the material at volfrac / point load"),
+    Option("weight", at_least(0.0, strict=True), 4.0, "weight of the material at volfrac / point load"),
     Option("interpolation", str, "ramp", "stiffness interpolation", choices=INTERPOLATIONS),
     Option("q", at_least(0.0), 8.0, "RAMP penalization"),
     Option("penal", at_least(1.0), 3.0, "SIMP exponent (--interpolation simp)"),

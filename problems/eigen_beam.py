@@ -53,11 +53,23 @@ OPTIONS = (
 )
 
 
+def check_beam(nelx: int, nely: int, supports: str) -> None:
+    """A beam that has `N_MODES` modes to bound and its supports' nodes; ValueError else."""
+    if supports not in SUPPORTS:
+        raise ValueError(f"supports must be one of {SUPPORTS}, got {supports!r}")
+    if supports == "simple" and nely % 2:
+        raise ValueError(f"--nely {nely}: the simple supports sit at mid-height nodes; give an "
+                         "even nely")
+    free = 2 * (nelx - 1) * (nely + 1) if supports == "clamped" else 2 * (nelx + 1) * (nely + 1) - 4
+    if free < N_MODES + 2:
+        raise ValueError(f"--nelx {nelx} --nely {nely}: {free} free dofs; the {N_MODES} bound "
+                         f"modes need at least {N_MODES + 2}: give a larger mesh")
+
+
 def setup(nelx: int, nely: int, volfrac: float = 0.5, mass: float = 0.2,
           supports: str = "clamped"):
     """Mesh, elasticity model with the end supports, and the non-structural mass ``M0``."""
-    if supports not in SUPPORTS:
-        raise ValueError(f"supports must be one of {SUPPORTS}, got {supports!r}")
+    check_beam(nelx, nely, supports)
     mesh = fem.rectangle(nelx, nely)
     model = fem.elasticity(mesh, nu=0.3, E0=1.0)
     if supports == "clamped":
@@ -107,7 +119,8 @@ def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=80,
                     maxeval_help="MMA evaluations per stage; 3 stages (filter radius 2, 4/3, 1 rmin): "
                                  "up to 3 N in all", solvers=cli.DIRECT_SOLVERS,
-                    summary=eigen_summary)
+                    summary=eigen_summary,
+                    check=lambda kw: check_beam(kw["nelx"], kw["nely"], kw["supports"]))
 
 
 if __name__ == "__main__":

@@ -35,8 +35,18 @@ Q = 0.01            # heat generated per unit area (toph: 0.01 per node)
 K_MIN = 1e-3        # conductivity of the poor conductor (k = 1 for the good one)
 
 
+def check_sink(nely: int) -> int:
+    """The sink (left-edge nodes within ``nely / 20`` of mid-height) holds a node: `nely`
+    even or >= 10; `ValueError` otherwise."""
+    if nely % 2 and nely < 10:
+        raise ValueError(f"--nely {nely}: the heat sink (the left-edge nodes within nely/20 "
+                         f"of mid-height) holds no node; give an even nely or nely >= 10")
+    return nely
+
+
 def setup(nelx: int, nely: int):
     """Mesh, heat model with the sink at the middle of the left edge, and the source."""
+    check_sink(nely)
     mesh = fem.rectangle(nelx, nely)
     model = fem.heat(mesh, k0=1.0)
     model.fix(nodes=lambda x: np.isclose(x[0], 0.0)                     # sink, T = 0
@@ -61,7 +71,7 @@ def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
-                    summary=compliance_summary,
+                    summary=compliance_summary, check=lambda kw: check_sink(kw["nely"]),
                     size=lambda kw: ((kw["nelx"] + 1) * (kw["nely"] + 1), 2))  # temperature
 
 

@@ -227,7 +227,13 @@ def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=200, seed=0,
                     maxeval_help="MMA evaluations of each design (deterministic, mean-optimal, "
                                  "robust: up to 3 N in all)",
-                    solvers=cli.DIRECT_SOLVERS, summary=summary)
+                    solvers=cli.DIRECT_SOLVERS, summary=summary, check=_check_options)
+
+
+def _check_options(kw) -> None:
+    if kw["sigma_x"] == 0 and kw["sigma_y"] == 0:
+        raise ValueError("--sigma_x 0 --sigma_y 0: no uncertainty (std[c] = 0 is not "
+                         "differentiable); give one > 0")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,14 @@ ROWS = [
     ("em_focus", "--h 0", "argument --h: must be a number > 0 and <= 10, got 0.0"),
     ("robust_inverter", "--per_beta 0", "argument --per_beta: must be an integer >= 1"),
     ("reliable_bracket", "--n 7", "argument --n: must be an even integer >= 4, got 7"),
-    ("arch", "--weight -1", "argument --weight: must be a number >= 0, got -1.0"),
+    ("arch", "--weight 0", "argument --weight: must be a number > 0, got 0.0"),
+    # combinations the converters cannot see: the script's check, before any work
+    ("heat_sink", "--nelx 3 --nely 3", "--nely 3: the heat sink"),
+    ("eigen_beam", "--nelx 2 --nely 1", "--nelx 2 --nely 1: 4 free dofs"),
+    ("eigen_beam", "--supports simple --nely 5", "give an even nely"),
+    ("robust_cantilever", "--sigma_x 0 --sigma_y 0", "--sigma_x 0 --sigma_y 0: no uncertainty"),
+    # a model's refusal before the first evaluation (no script check): a usage error too
+    ("cantilever_hole", "--nelx 1 --nely 1", "nothing is left to design"),
     # sizes that cannot fit in memory: refused before allocating, naming estimate and limit
     ("mbb_beam", f"--nelx {HUGE} --nely {HUGE}",
      f"--nelx {HUGE} --nely {HUGE}: 2e+16 degrees of freedom need an estimated"),

@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -180,9 +181,10 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         physical memory is a usage error). Default: from ``nelx``, ``nely``
         (, ``nelz``) when the script has them (`grid_dofs`).
 
-    A `CheckpointError`, `OutputPathError` or `MeshTooLargeError` that the run
-    raises before its first evaluation (``--resume`` of another problem size,
-    a mesh that cannot fit) is a usage error too.
+    A ValueError that the run raises before its first evaluation
+    (`CheckpointError` for a ``--resume`` of another problem size,
+    `MeshTooLargeError`, a model's refusal of its options) is a usage error
+    too (`_usage_errors`).
 
     Returns
     -------
@@ -214,7 +216,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     except (OSError, ValueError) as e:
         parser.error(str(e))
     tune_malloc()
-    with _usage_errors(parser), script_errors(args.out):
+    with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
@@ -246,18 +248,32 @@ def _check_size(size: Callable, kwargs: Mapping) -> None:
 
 
 @contextlib.contextmanager
-def _usage_errors(parser: argparse.ArgumentParser):
-    """The run's refusals of the user's input before its first evaluation: usage errors."""
+def _usage_errors(parser: argparse.ArgumentParser, checkpoint: str):
+    """The run's refusals of the user's input before its first evaluation: usage errors.
+
+    A ValueError (`CheckpointError`, `OutputPathError`, `MeshTooLargeError`, a
+    model's check of its options) that the run raises before `minimize` has
+    evaluated anything: not during the optimization (`minimize` marks those
+    with ``topopt_checkpoint``) nor after it (the run's `checkpoint` is then
+    newer than the start). Anything else keeps its traceback.
+    """
     from .checkpoint import CheckpointError
-    from .fem.budget import MeshTooLargeError
-    from .runio import OutputPathError
+    start = time.time()
     try:
         yield
-    except (CheckpointError, OutputPathError, MeshTooLargeError) as e:
-        if getattr(e, "topopt_checkpoint", None) is not None:      # raised during the run
+    except ValueError as e:
+        if getattr(e, "topopt_checkpoint", None) is not None or _written_since(checkpoint,
+                                                                               start):
             raise
         prefix = "argument --resume: " if isinstance(e, CheckpointError) else ""
         parser.error(f"{prefix}{e}")
+
+
+def _written_since(path: str, start: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= start - 1.0
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------
