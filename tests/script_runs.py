@@ -14,6 +14,23 @@ def script(name, *args):
     return [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), *map(str, args)]
 
 
+def _installed_root(env):
+    """The checkout that the interpreter imports topopt from under `env`, from outside."""
+    out = subprocess.run([sys.executable, "-c", "import os, topopt; print(os.path.dirname("
+                          "os.path.dirname(os.path.abspath(topopt.__file__))))"],
+                         capture_output=True, text=True, env=env, cwd="/")
+    return out.stdout.strip()
+
+
+def installed_env():
+    """The environment of a user's shell: no PYTHONPATH, the installed package; in a
+    second checkout of the repository (a git worktree) this checkout's code instead."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if _installed_root(env) != ROOT:
+        env["PYTHONPATH"] = ROOT
+    return env
+
+
 def script_env():
     return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
 

@@ -15,6 +15,7 @@ from topopt.result import RUN_KEYS, RunResult
 
 from problems import mbb_beam
 from problem_table import PROBLEMS, SEEDED
+from script_runs import installed_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -154,21 +155,11 @@ def test_a_solver_that_is_not_installed_is_a_usage_error(tmp_path, monkeypatch, 
     assert not (tmp_path / "out").exists()             # before any file is touched
 
 
-def _installed_root(env):
-    """The checkout that the interpreter imports topopt from without PYTHONPATH."""
-    out = subprocess.run([sys.executable, "-c", "import os, topopt; print(os.path.dirname("
-                          "os.path.dirname(os.path.abspath(topopt.__file__))))"],
-                         capture_output=True, text=True, env=env, cwd="/", check=True)
-    return out.stdout.strip()
-
-
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     """``python problems/<name>.py --maxeval 0``: exit status 2, argparse's usage and one
     error line, no traceback; the script imports the `problems` package as a file."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"MPLBACKEND": "Agg"}
-    if _installed_root(env) != ROOT:          # a second checkout (git worktree): this one
-        env["PYTHONPATH"] = ROOT
+    env = installed_env() | {"MPLBACKEND": "Agg"}
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "problems", f"{name}.py"),
                            "--out", str(tmp_path / "out"), "--maxeval", "0"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
