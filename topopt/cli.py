@@ -212,7 +212,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     try:
         if check is not None:
             check(dict(kwargs, **paths))
-        _check_size(size or grid_dofs, kwargs)
+        _refuse_beyond_memory(size or grid_dofs, kwargs)
     except (OSError, ValueError) as e:
         parser.error(str(e))
     tune_malloc()
@@ -237,7 +237,7 @@ def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
     return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
 
 
-def _check_size(size: Callable, kwargs: Mapping) -> None:
+def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
     found = size(kwargs)
     if found is None:
         return

@@ -339,7 +339,7 @@ def _read_npz(path: str) -> dict:
     return arrays
 
 
-def _real(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
+def _real_array(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
     if v.dtype.kind not in "biuf" or v.ndim != ndim:
         raise DesignFileError(path, f"{name!r} is a {v.ndim}-D {v.dtype} array; expected "
                               f"{ndim}-D real numbers")
@@ -359,7 +359,7 @@ def _design_mesh(path: str, data: dict):
         raise DesignFileError(path, f"cell type {cell_type!r} of a {mesh_type}; expected "
                               f"{MESH_TYPES[mesh_type]!r}")
     nodes, dim = _NODES[mesh_type]
-    points = _real(path, "points", data["points"], 2)
+    points = _real_array(path, "points", data["points"], 2)
     cells = data["cells"]
     if points.shape[1:] != (dim,):
         raise DesignFileError(path, f"'points' has shape {points.shape}; a {mesh_type} needs "
@@ -438,7 +438,7 @@ def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
         raise DesignFileError(path, f"'setup' is a {type(setup).__name__}; expected a dict")
     cells = {k: v for k, v in data.items() if k not in _NOT_CELL and not k.startswith("point_")}
     for name, v in cells.items():
-        if _real(path, name, v, 1).shape != (n_el,):
+        if _real_array(path, name, v, 1).shape != (n_el,):
             raise DesignFileError(path, f"{name!r} has {v.size} values for a mesh of {n_el} "
                                   "elements; expected one per element")
     points = {k[len("point_"):]: v for k, v in data.items() if k.startswith("point_")}
