@@ -96,7 +96,7 @@ def test_every_script_shows_its_defaults(capsys, name):
 
 
 BAD_SHARED = [
-    ("--maxeval", "0", r"argument --maxeval: must be an integer >= \d+, got 0"),
+    ("--maxeval", "0", r"argument --maxeval: must be an integer >= \d+ and <= 2147483647, got 0"),
     ("--maxeval", "ten", "argument --maxeval: 'ten' is not an integer"),
     ("--solver", "gauss", "argument --solver: invalid choice: 'gauss'"),
 ]
@@ -167,7 +167,8 @@ def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     least = len(PROBLEMS[name].BETAS) if name == "l_bracket" else 1     # one per block
     assert proc.stderr.strip().splitlines()[-1] == \
-        f"{name}.py: error: argument --maxeval: must be an integer >= {least}, got 0"
+        f"{name}.py: error: argument --maxeval: must be an integer >= {least} and <= " \
+        f"{cli.MAXEVAL_LIMIT}, got 0"
 
 
 # ---------------------------------------------------------------- the result type
@@ -326,5 +327,5 @@ def test_l_bracket_q_below_3_and_maxeval_one_per_block():
     with pytest.raises(argparse.ArgumentTypeError, match=r"in \(0, 3\), got 3.0"):
         rows["--q"]("3")
     assert rows["--q"]("2.99") == 2.99
-    with pytest.raises(argparse.ArgumentTypeError, match=f"integer >= {len(l_bracket.BETAS)}"):
+    with pytest.raises(argparse.ArgumentTypeError, match=f"integer >= {len(l_bracket.BETAS)} "):
         rows["--maxeval"](str(len(l_bracket.BETAS) - 1))

@@ -44,8 +44,17 @@ def files(tmp_path_factory):
         arrays = dict(data)
     arrays["x"] = arrays["x"][:-1]                                             # 47 for 48
     np.savez(short / "design.npz", **arrays)
+    listed = root / "list_record"                   # result.json a JSON list
+    listed.mkdir()
+    (listed / "design.npz").write_bytes((out / "design.npz").read_bytes())
+    (listed / "result.json").write_text("[1, 2]")
+    other = root / "other_problem"                  # result.json of another problem
+    other.mkdir()
+    (other / "design.npz").write_bytes((out / "design.npz").read_bytes())
+    (other / "result.json").write_text('{"setup": {"problem": "cantilever"}}')
     return {"ROOT": root, "OUT": out, "CK": out / "checkpoint.npz", "BLOCK": root / "blocker",
-            "TEXT": root / "text.npz", "BAD": bad, "SHORT": short}
+            "TEXT": root / "text.npz", "BAD": bad, "SHORT": short, "LIST": listed,
+            "OTHER": other}
 
 
 # (command, argv with {NAME} placeholders from `files`, fragment of the error line)
@@ -58,14 +67,15 @@ ROWS = [
     ("mbb_beam", "--resume {TEXT} --out {ROOT}/r3", "not a topopt checkpoint: {TEXT}"),
     ("mbb_beam", "--resume {ROOT}/none.npz --out {ROOT}/r4", "no checkpoint at"),
     # options against the ranges their help states
-    ("l_bracket", "--maxeval 1", "argument --maxeval: must be an integer >= 12, got 1"),
-    ("l_bracket", "--maxeval 11", "argument --maxeval: must be an integer >= 12, got 11"),
+    ("l_bracket", "--maxeval 1", "argument --maxeval: must be an integer >= 12 and <= 2147483647, got 1"),
+    ("l_bracket", "--maxeval 11", "argument --maxeval: must be an integer >= 12 and <= 2147483647, got 11"),
     ("l_bracket", "--q 3", r"argument --q: must be a number in (0, 3), got 3.0"),
     ("l_bracket", "--n 12", "n must be a multiple of 5"),
     ("l_bracket", "--alpha 0", "argument --alpha: must be a number > 0 and <= 1, got 0.0"),
     ("mbb_beam", "--volfrac 1", "argument --volfrac: must lie in the open interval (0, 1)"),
     ("mbb_beam", "--nelx 1e8", "argument --nelx: '1e8' is not an integer"),
-    ("cantilever", "--maxeval 0", "argument --maxeval: must be an integer >= 1, got 0"),
+    ("cantilever", "--maxeval 0", "argument --maxeval: must be an integer >= 1 and <= 2147483647, got 0"),
+    ("cantilever", "--maxeval 3000000000", "must be an integer >= 1 and <= 2147483647"),
     ("em_focus", "--h 0", "argument --h: must be a number > 0 and <= 10, got 0.0"),
     ("robust_inverter", "--per_beta 0", "argument --per_beta: must be an integer >= 1"),
     ("reliable_bracket", "--n 7", "argument --n: must be an even integer >= 4, got 7"),
@@ -97,6 +107,9 @@ ROWS = [
     ("topopt", "export {OUT}", "give --vtu and/or --stl"),
     ("topopt", "show {BAD} --png {ROOT}/b.png", "not a topopt design: {BAD}/design.npz ("),
     ("topopt", "export {SHORT} --vtu", "'x' has 47 values for a mesh of 48 elements"),
+    ("topopt", "show {LIST} --png {ROOT}/l.png", "holds a JSON list, not the record of a run"),
+    ("topopt", "show {OTHER} --png {ROOT}/o.png",
+     "a design of problem 'mbb_beam'; expected 'cantilever'"),
     ("topopt", "show {ROOT}/none", "is not a folder"),
     ("topopt", "show {ROOT}", "holds no result"),
     ("topopt", "run nope", "unknown problem 'nope'"),

@@ -46,6 +46,9 @@ __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
            "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
 
+#: The largest ``--maxeval``: NLopt counts evaluations in a C int.
+MAXEVAL_LIMIT = 2**31 - 1
+
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
 SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
@@ -112,7 +115,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                         help="results folder, created and write-tested before the run "
                              "(default: %(default)s)")
     if maxeval is not None:
-        convert = at_least(maxeval_min, int)
+        convert = at_least(maxeval_min, int, high=MAXEVAL_LIMIT)
         parser.add_argument("--maxeval", type=convert, default=maxeval,
                             help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:

@@ -39,19 +39,24 @@ class Bounds:
         --------
         >>> Bounds(int, 4, even=True).phrase(), Bounds(float, 0, 1, True, True).phrase()
         ('an even integer >= 4', 'a number in (0, 1)')
+        >>> Bounds(int, 1, 2**31 - 1).phrase()
+        'an integer >= 1 and <= 2147483647'
+
         >>> Bounds(float, 0, 3, True, True, ).phrase() == 'a number in (0, 3)'
         True
         """
         noun = ("an even integer" if self.even else "an integer") if self.kind is int \
             else "a number"
-        if self.low is not None and self.high is not None and self.low_strict == self.high_strict:
+        show = (lambda v: str(int(v))) if self.kind is int else (lambda v: f"{v:g}")
+        if self.kind is float and self.low is not None and self.high is not None \
+                and self.low_strict == self.high_strict:
             a, b = ("(", ")") if self.low_strict else ("[", "]")
-            return f"{noun} in {a}{self.low:g}, {self.high:g}{b}"
+            return f"{noun} in {a}{show(self.low)}, {show(self.high)}{b}"
         parts = []
         if self.low is not None:
-            parts.append(f"{'>' if self.low_strict else '>='} {self.low:g}")
+            parts.append(f"{'>' if self.low_strict else '>='} {show(self.low)}")
         if self.high is not None:
-            parts.append(f"{'<' if self.high_strict else '<='} {self.high:g}")
+            parts.append(f"{'<' if self.high_strict else '<='} {show(self.high)}")
         return f"{noun} {' and '.join(parts)}".rstrip()
 
     def holds(self, value) -> bool:

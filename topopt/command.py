@@ -139,10 +139,13 @@ def _io(parser):
         parser.error(f"saved designs need topopt.io, which cannot be imported here ({e})")
 
 
-def _load(parser, folder: str):
+def _load(parser, folder: str, record: dict | None = None):
+    """The folder's design; of the problem that its ``result.json`` names, if it names one."""
     path = os.path.join(folder, "design.npz")
+    setup = (record or {}).get("setup")
+    problem = setup.get("problem") if isinstance(setup, dict) else None
     try:
-        return _io(parser).load_design(path)
+        return _io(parser).load_design(path, problem=problem)
     except (OSError, ValueError) as e:            # "not a topopt design: PATH (why)"
         parser.error(f"argument folder: {e}")
 
@@ -151,9 +154,13 @@ def _read_result(parser, folder: str) -> dict:
     path = os.path.join(folder, "result.json")
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            record = json.load(fh)
     except (OSError, ValueError) as e:
         parser.error(f"argument folder: cannot read {path}: {e}")
+    if not isinstance(record, dict):
+        parser.error(f"argument folder: {path} holds a JSON {type(record).__name__}, not the "
+                     "record of a run (`topopt run` writes it)")
+    return record
 
 
 def _has_display() -> bool:
@@ -248,7 +255,12 @@ def _show(parser, folder: str, png: str | None) -> int:
         print("no display: writing a PNG", file=sys.stderr)
     if png is not None:
         png = _writable(parser, "--png", png, "show.png")     # before the picture is made
-    image = show_image(_load(parser, folder), record)
+    design = _load(parser, folder, record)
+    try:
+        image = show_image(design, record)
+    except (AttributeError, TypeError, KeyError) as e:       # a hand-edited result.json
+        parser.error(f"argument folder: {os.path.join(folder, 'result.json')} is not the "
+                     f"record of a run ({type(e).__name__}: {e})")
     if png is not None:
         from matplotlib.image import imsave
 
