@@ -32,6 +32,7 @@ def files(tmp_path_factory):
     PROBLEMS["mbb_beam"].main(["--nelx", "12", "--nely", "4", "--maxeval", "2", "--quiet",
                                "--out", str(out)])
     (root / "blocker").write_text("a file, not a folder\n")
+    (root / "bare.npz").write_bytes((out / "checkpoint.npz").read_bytes())    # no run label
     (root / "text.npz").write_text("not an archive\n" * 10)
     bad = root / "bad_design"
     bad.mkdir()
@@ -53,18 +54,26 @@ def files(tmp_path_factory):
     (other / "design.npz").write_bytes((out / "design.npz").read_bytes())
     (other / "result.json").write_text('{"setup": {"problem": "cantilever"}}')
     return {"ROOT": root, "OUT": out, "CK": out / "checkpoint.npz", "BLOCK": root / "blocker",
-            "TEXT": root / "text.npz", "BAD": bad, "SHORT": short, "LIST": listed,
+            "TEXT": root / "text.npz", "BARE": root / "bare.npz", "BAD": bad, "SHORT": short, "LIST": listed,
             "OTHER": other}
 
 
 # (command, argv with {NAME} placeholders from `files`, fragment of the error line)
 ROWS = [
     # --resume of another size / not a checkpoint / missing
-    ("mbb_beam", "--nelx 12 --nely 5 --resume {CK} --out {ROOT}/r1",
-     "argument --resume: not a topopt checkpoint: {CK} (written for 48 design variables; "
+    ("mbb_beam", "--nelx 12 --nely 5 --resume {BARE} --out {ROOT}/r1",
+     "argument --resume: not a topopt checkpoint: {BARE} (written for 48 design variables; "
      "this problem has 60)"),
-    ("cantilever", "--resume {CK} --out {ROOT}/r2", "written for 48 design variables"),
+    ("cantilever", "--resume {BARE} --out {ROOT}/r2", "written for 48 design variables"),
+    ("mbb_beam", "--nelx 12 --nely 5 --resume {CK} --out {ROOT}/r8",
+     "(a checkpoint of mbb_beam --nelx 12 --nely 4; this run is mbb_beam --nelx 12 --nely 5"),
     ("mbb_beam", "--resume {TEXT} --out {ROOT}/r3", "not a topopt checkpoint: {TEXT}"),
+    # ... of another problem or mesh of the same size (48 elements): its label says so
+    ("mbb_beam", "--nelx 4 --nely 12 --resume {CK} --out {ROOT}/r6",
+     "argument --resume: not a topopt checkpoint: {CK} (a checkpoint of mbb_beam --nelx 12 "
+     "--nely 4; this run is mbb_beam --nelx 4 --nely 12: give the interrupted run's options)"),
+    ("cantilever", "--nelx 12 --nely 4 --resume {CK} --out {ROOT}/r7",
+     "a checkpoint of mbb_beam --nelx 12 --nely 4; this run is cantilever --nelx 12"),
     ("mbb_beam", "--resume {ROOT}/none.npz --out {ROOT}/r4", "no checkpoint at"),
     # options against the ranges their help states
     ("l_bracket", "--maxeval 1", "argument --maxeval: must be an integer >= 12 and <= 2147483647, got 1"),
@@ -145,7 +154,7 @@ def test_bad_command_line_is_a_usage_error(files, capsys, monkeypatch, name, arg
 
 # as a user types them: a process, its stderr without a traceback
 PROCESS_ROWS = [
-    (["problems/mbb_beam.py", "--nelx", "12", "--nely", "5", "--resume", "{CK}"],
+    (["problems/mbb_beam.py", "--nelx", "12", "--nely", "5", "--resume", "{BARE}"],
      "this problem has 60"),
     (["problems/l_bracket.py", "--q", "3"], "in (0, 3)"),
     (["problems/mbb_beam.py", "--nelx", HUGE, "--nely", HUGE], "physical memory"),

@@ -12,10 +12,15 @@ A problem script declares its own parameters as `Option` rows and calls
 Every script then takes the shared options (`add_run_arguments`): ``--out``,
 ``--maxeval``, ``--solver``, ``--checkpoint``, ``--resume``, ``--quiet``,
 and ``--seed`` where the problem draws random numbers. ``--help`` shows each
-default. A bad value ends the script with argparse's one-line ``error:``
-message and exit status 2 before any work (the converters below check the
-range; `run_options` writes to ``--out`` and the checkpoint's folder and reads
-the ``--resume`` file). `main` tunes the allocator (`topopt.tune_malloc`),
+default and the range each option accepts (`topopt.cli_types`: the
+converter states it, so the help cannot disagree with the parser). A bad
+value ends the script with argparse's one-line ``error:`` message and exit
+status 2 before any work: the converters check the range; `run_options`
+writes to ``--out`` and the checkpoint's folder and reads the ``--resume``
+file; a script's ``check`` sees combinations; the size is checked against
+the machine's memory (`topopt.fem.budget`); and a ValueError the run raises
+before its first evaluation (a checkpoint of another size, a model's
+refusal) is a usage error too. `main` tunes the allocator (`topopt.tune_malloc`),
 runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
 under `script_errors` and ends as the run ended (`finish`: an interrupted
 run exits with 130 or 143).
@@ -38,8 +43,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ._memory import tune_malloc
 from .cli_types import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
                         positive_int)
-from .runio import atomic_write_text, check_writable_file, check_writable_folder, \
-    load_checkpoint
+from .runio import atomic_write_text, check_run_label, check_writable_file, \
+    check_writable_folder, load_checkpoint, run_label, write_run_label
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "run_record", "exit_status", "finish", "script_errors", "signals_held",
@@ -212,18 +217,37 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
         if present is not None:
             kwargs[shared] = getattr(args, shared)
+    label = run_label(_problem_name(run), kwargs)
     try:
+        if args.resume is not None:                # a checkpoint of another problem / mesh
+            _prefixed(check_run_label, "argument --resume: ", args.resume, label)
         if check is not None:
             check(dict(kwargs, **paths))
         _refuse_beyond_memory(size or grid_dofs, kwargs)
     except (OSError, ValueError) as e:
         parser.error(str(e))
     tune_malloc()
+    write_run_label(paths["checkpoint"], label)
     with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
     return result
+
+
+def _prefixed(fun: Callable, prefix: str, *args) -> None:
+    """``fun(*args)``; a ValueError it raises gets `prefix` in front of its message."""
+    try:
+        fun(*args)
+    except ValueError as e:
+        raise ValueError(f"{prefix}{e}") from None
+
+
+def _problem_name(run: Callable) -> str:
+    """The problem script's name (``mbb_beam``), also when it runs as ``__main__``."""
+    module = sys.modules.get(getattr(run, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    return os.path.splitext(os.path.basename(path))[0] if path else str(run.__module__)
 
 
 def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
