@@ -218,14 +218,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         if present is not None:
             kwargs[shared] = getattr(args, shared)
     label = run_label(_problem_name(run), kwargs)
-    try:
-        if args.resume is not None:                # a checkpoint of another problem / mesh
-            _prefixed(check_run_label, "argument --resume: ", args.resume, label)
-        if check is not None:
-            check(dict(kwargs, **paths))
-        _refuse_beyond_memory(size or grid_dofs, kwargs)
-    except (OSError, ValueError) as e:
-        parser.error(str(e))
+    _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs)
     tune_malloc()
     write_run_label(paths["checkpoint"], label)
     with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
@@ -233,6 +226,19 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
     return result
+
+
+def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
+                    check: Callable | None, size: Callable) -> None:
+    """The checks `main` makes once the options are parsed; a usage error for each."""
+    try:
+        if resume is not None:                     # a checkpoint of another problem / mesh
+            _prefixed(check_run_label, "argument --resume: ", resume, label)
+        if check is not None:
+            check(dict(kwargs, **paths))
+        _refuse_beyond_memory(size, kwargs)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
 
 
 def _prefixed(fun: Callable, prefix: str, *args) -> None:
