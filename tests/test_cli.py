@@ -329,3 +329,16 @@ def test_l_bracket_q_below_3_and_maxeval_one_per_block():
     assert rows["--q"]("2.99") == 2.99
     with pytest.raises(argparse.ArgumentTypeError, match=f"integer >= {len(l_bracket.BETAS)} "):
         rows["--maxeval"](str(len(l_bracket.BETAS) - 1))
+
+
+# how each script counts --maxeval, as its help says (issue 23: em_focus --maxeval 5 made 15)
+MAXEVAL_COUNTS = {"em_focus": "per stage; 3 stages", "eigen_beam": "per stage; 3 stages",
+                  "reliable_bracket": "of each design", "robust_cantilever": "of each design",
+                  "l_bracket": "of the 12 beta blocks together",
+                  "robust_inverter": "of the five stages together"}
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_maxeval_help_says_how_the_script_counts_it(name):
+    text = {flag: help for flag, _, help, _ in _options(name)}["--maxeval"]
+    assert MAXEVAL_COUNTS.get(name, "MMA evaluations in all") in text, text
