@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from topopt.optimize import load_checkpoint
 from topopt.problem import ComplianceProblem
 from topopt.result import RunResult
 
+import problems
 from problems import cantilever, mbb_beam
 from problem_table import PROBLEMS, SMALL
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script, tree_state
@@ -314,3 +316,17 @@ def test_second_signal_aborts_the_evaluation_and_says_how_to_resume(tmp_path, mo
         ("interrupted", sig, 3, f"--resume {ck}")
     assert load_checkpoint(ck)["status"] == "interrupted"
     assert signal.getsignal(getattr(signal, sig)) == before   # the handler restored
+
+
+def test_gallery_script_passes_each_problem_its_gallery_folder():
+    """scripts/gallery.py remakes gallery/<name>/ with --out (the default is under the cwd)."""
+    done = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list"])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    for name in problems.__all__:
+        assert any(line.split()[1].endswith(os.path.join("problems", f"{name}.py")) and
+                   line.endswith(f"--out {os.path.join(ROOT, 'gallery', name)}")
+                   for line in lines), name
+    bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list",
+                      "nope"])
+    assert bad.returncode == 2 and "got 'nope'" in bad.stderr
