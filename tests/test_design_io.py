@@ -377,6 +377,9 @@ def test_load_design_round_trip_and_as_x0(tmp_path):
     (dict(point_data={"point_u": np.ones(20)}), "may not be named"),
     (dict(point_data={"u": np.ones(20, dtype=complex)}), "real numbers"),
     (dict(cell_data={"E": np.ones(12, dtype=complex)}), "E is complex"),
+    (dict(x=np.r_[np.nan, np.ones(11)]), r"x has 1 non-finite entry \(first at row 0\)"),
+    (dict(x_phys=np.r_[np.ones(10), np.inf, np.nan]), "x_phys has 2 non-finite entries"),
+    (dict(point_data={"u": np.r_[np.ones(19), np.nan]}), r"point_data\['u'\] has 1 non-finite"),
 ])
 def test_save_design_refuses(tmp_path, kwargs, match):
     args = dict(x=np.ones(12), x_phys=np.ones(12), setup={}) | kwargs

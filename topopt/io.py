@@ -76,6 +76,7 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         v = np.asarray(v, dtype=float)
         if v.shape != (n_el,):
             raise ValueError(f"{name} has shape {v.shape}; expected ({n_el},), one per element")
+        _finite(name, v)
         arrays[name] = v
     points = {}
     for name, v in (point_data or {}).items():
@@ -86,8 +87,16 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         if v.shape[:1] != (mesh.p.shape[1],):
             raise ValueError(f"point_data[{name!r}] has shape {v.shape}; expected "
                              f"({mesh.p.shape[1]}, ...), one row per mesh point")
+        _finite(f"point_data[{name!r}]", v)
         points[name] = v
     return arrays, points
+
+
+def _finite(name: str, v: np.ndarray) -> None:
+    bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=float)).reshape(len(v), -1).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{name} has {bad.size} non-finite entr{'y' if bad.size == 1 else 'ies'}"
+                         f" (first at row {bad[0]}); a saved design holds finite numbers")
 
 
 def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None = None,
