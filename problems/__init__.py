@@ -3,6 +3,12 @@
 Each module builds its model (``setup``), optimizes it (``run``, returning a
 `topopt.result.RunResult`) and has the command line of `topopt.cli`
 (``python problems/<name>.py --help``).
+
+A script writes ``results/<name>/`` under the working directory unless
+``--out`` says otherwise (the committed pictures are ``gallery/<name>/``,
+remade by ``python scripts/gallery.py``); of the design files its docstring
+lists, ``design.npz`` is always written and ``design.vtu`` / ``design.stl``
+need the ``io`` extra (``pip install 'topopt[io]'``).
 """
 
 __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_bracket",

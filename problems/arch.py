@@ -38,14 +38,14 @@ from topopt.result import RunResult
 from topopt.runio import check_writable_folder
 from topopt.selfweight import INTERPOLATIONS, SelfWeightProblem, save_load_ratio
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "arch")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "arch")
 OPTIONS = (
     Option("nelx", positive_int, 80, "elements along x (half model)"),
     Option("nely", positive_int, 60, "elements along y"),
-    Option("volfrac", open_unit, 0.3, "volume fraction bound, in (0, 1)"),
+    Option("volfrac", open_unit, 0.3, "volume fraction bound"),
     Option("rmin", positive_float, 2.0, "filter radius (element widths)"),
-    Option("weight", at_least(0.0), 4.0, "weight of the material at volfrac / point load"),
+    Option("weight", at_least(0.0, strict=True), 4.0, "weight of the material at volfrac / point load"),
     Option("interpolation", str, "ramp", "stiffness interpolation", choices=INTERPOLATIONS),
     Option("q", at_least(0.0), 8.0, "RAMP penalization"),
     Option("penal", at_least(1.0), 3.0, "SIMP exponent (--interpolation simp)"),

@@ -22,8 +22,8 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "cantilever")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "cantilever")
 OPTIONS = compliance_options(dict(nelx=80, nely=40), volfrac=0.4, rmin=2.4)
 
 

@@ -30,8 +30,8 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "cantilever3d")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "cantilever3d")
 OPTIONS = compliance_options(dict(nelx=60, nely=20, nelz=4), volfrac=0.3, rmin=1.5)
 LOAD = "total -1 (y) on the edge x=nelx, y=0, consistent nodal forces"
 

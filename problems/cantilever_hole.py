@@ -29,8 +29,8 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "cantilever_hole")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "cantilever_hole")
 OPTIONS = compliance_options(dict(nelx=45, nely=30), volfrac=0.5, rmin=1.5)
 
 

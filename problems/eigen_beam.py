@@ -36,15 +36,15 @@ from topopt.problem import write_results
 from topopt.result import RunResult
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "eigen_beam")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "eigen_beam")
 RADII = (2.0, 4.0 / 3.0, 1.0)            # the filter radius of each stage, times rmin
 N_MODES = 3
 SUPPORTS = ("clamped", "simple")
 OPTIONS = (
     Option("nelx", positive_int, 160, "elements along x"),
     Option("nely", positive_int, 20, "elements along y"),
-    Option("volfrac", open_unit, 0.5, "volume fraction, in (0, 1)"),
+    Option("volfrac", open_unit, 0.5, "volume fraction"),
     Option("rmin", positive_float, 3.0, "filter radius of the last stage (element widths)"),
     Option("mass", at_least(0.0, strict=True), 0.2,
            "non-structural mass / structural mass of volfrac"),
@@ -53,11 +53,23 @@ OPTIONS = (
 )
 
 
+def check_beam(nelx: int, nely: int, supports: str) -> None:
+    """A beam that has `N_MODES` modes to bound and its supports' nodes; ValueError else."""
+    if supports not in SUPPORTS:
+        raise ValueError(f"supports must be one of {SUPPORTS}, got {supports!r}")
+    if supports == "simple" and nely % 2:
+        raise ValueError(f"--nely {nely}: the simple supports sit at mid-height nodes; give an "
+                         "even nely")
+    free = 2 * (nelx - 1) * (nely + 1) if supports == "clamped" else 2 * (nelx + 1) * (nely + 1) - 4
+    if free < N_MODES + 2:
+        raise ValueError(f"--nelx {nelx} --nely {nely}: {free} free dofs; the {N_MODES} bound "
+                         f"modes need at least {N_MODES + 2}: give a larger mesh")
+
+
 def setup(nelx: int, nely: int, volfrac: float = 0.5, mass: float = 0.2,
           supports: str = "clamped"):
     """Mesh, elasticity model with the end supports, and the non-structural mass ``M0``."""
-    if supports not in SUPPORTS:
-        raise ValueError(f"supports must be one of {SUPPORTS}, got {supports!r}")
+    check_beam(nelx, nely, supports)
     mesh = fem.rectangle(nelx, nely)
     model = fem.elasticity(mesh, nu=0.3, E0=1.0)
     if supports == "clamped":
@@ -105,8 +117,10 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=80,
-                    maxeval_help="MMA evaluations per stage", solvers=cli.DIRECT_SOLVERS,
-                    summary=eigen_summary)
+                    maxeval_help="MMA evaluations per stage; 3 stages (filter radius 2, 4/3, 1 rmin): "
+                                 "up to 3 N in all", solvers=cli.DIRECT_SOLVERS,
+                    summary=eigen_summary,
+                    check=lambda kw: check_beam(kw["nelx"], kw["nely"], kw["supports"]))
 
 
 if __name__ == "__main__":

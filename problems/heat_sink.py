@@ -28,15 +28,25 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "heat_sink")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "heat_sink")
 OPTIONS = compliance_options(dict(nelx=80, nely=80), volfrac=0.4, rmin=2.4)
 Q = 0.01            # heat generated per unit area (toph: 0.01 per node)
 K_MIN = 1e-3        # conductivity of the poor conductor (k = 1 for the good one)
 
 
+def check_sink(nely: int) -> int:
+    """The sink (left-edge nodes within ``nely / 20`` of mid-height) holds a node: `nely`
+    even or >= 10; `ValueError` otherwise."""
+    if nely % 2 and nely < 10:
+        raise ValueError(f"--nely {nely}: the heat sink (the left-edge nodes within nely/20 "
+                         f"of mid-height) holds no node; give an even nely or nely >= 10")
+    return nely
+
+
 def setup(nelx: int, nely: int):
     """Mesh, heat model with the sink at the middle of the left edge, and the source."""
+    check_sink(nely)
     mesh = fem.rectangle(nelx, nely)
     model = fem.heat(mesh, k0=1.0)
     model.fix(nodes=lambda x: np.isclose(x[0], 0.0)                     # sink, T = 0
@@ -61,7 +71,8 @@ def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
-                    summary=compliance_summary)
+                    summary=compliance_summary, check=lambda kw: check_sink(kw["nely"]),
+                    size=lambda kw: ((kw["nelx"] + 1) * (kw["nely"] + 1), 2))  # temperature
 
 
 if __name__ == "__main__":

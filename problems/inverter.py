@@ -31,8 +31,8 @@ from topopt.mechanism import MechanismProblem, run_mechanism
 from topopt.problem import compliance_options
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "inverter")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "inverter")
 OPTIONS = compliance_options(dict(nelx=40, nely=80), volfrac=0.3, rmin=2.4) + (
     Option("k_in", positive_float, 0.1, "input spring stiffness"),
     Option("k_out", positive_float, 0.1, "output spring stiffness"),

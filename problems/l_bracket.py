@@ -48,8 +48,8 @@ from topopt.result import RunResult, grey_level
 from topopt.runio import check_writable_folder
 from topopt.stress import MinimumVolumeStress
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "l_bracket")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "l_bracket")
 SIDE = 100.0      # the outer side of the L
 #: Projection sharpness of each block of MMA evaluations (None: no projection).
 BETAS = (None, None, None, None, 2.0, 2.0, 4.0, 4.0, 8.0, 8.0, 16.0, 16.0)
@@ -66,13 +66,13 @@ SETTLE = 4
 #: the volume; with this one it uses all 480 and meets the volume (compliance 351.6, not 352.8).
 REFERENCE_MMA = {"inner_maxeval": 0, "dual_algorithm": nlopt.LD_MMA}
 OPTIONS = (
-    Option("n", at_least(10, int), 100, "elements along each outer side"),
+    Option("n", at_least(10, int), 100, "elements along each outer side, a multiple of 5"),
     Option("sigma_allow", positive_float, 1.2, "allowed von Mises stress"),
     Option("rmin", positive_float, 2.5, "filter radius (length; the L's side is 100)"),
-    Option("q", at_least(0.0, strict=True), 0.5, "stress relaxation exponent, < 3"),
+    Option("q", at_least(0.0, strict=True, below=3.0), 0.5, "stress relaxation exponent"),
     Option("P", at_least(2.0), 8.0, "p-norm exponent"),
     Option("alpha", at_least(0.0, strict=True, high=1.0), 1.0,
-           "damping of the adaptive normalisation, in (0, 1]"),
+           "damping of the adaptive normalisation"),
 )
 
 
@@ -192,8 +192,13 @@ def summary(result: RunResult) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=480,
+                    maxeval_min=len(BETAS),
+                    maxeval_help=f"MMA evaluations of the {len(BETAS)} beta blocks together "
+                                 f"(N // {len(BETAS)} each), then up to {SETTLE} settling "
+                                 f"blocks of the same size; the reference design as many again",
                     solvers=cli.DIRECT_SOLVERS, summary=summary,
-                    check=lambda kw: check_n(kw["n"]))
+                    check=lambda kw: check_n(kw["n"]),
+                    size=lambda kw: (2 * (0.64 * kw["n"] ** 2 + 2 * kw["n"] + 1), 2))
 
 
 if __name__ == "__main__":

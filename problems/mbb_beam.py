@@ -22,8 +22,8 @@ from topopt.problem import (ComplianceProblem, compliance_options, compliance_su
                             run_compliance)
 from topopt.result import RunResult
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "mbb_beam")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "mbb_beam")
 OPTIONS = compliance_options(dict(nelx=60, nely=20), volfrac=0.5, rmin=2.4)
 
 

@@ -48,15 +48,15 @@ from topopt.problem import ComplianceProblem, plot_record, write_json
 from topopt.result import RunResult
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "reliable_bracket")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "reliable_bracket")
 SIGMA_V, SIGMA_H, PA, K_PENALTY = 0.1, 0.1, 1e-3, 100.0
 # the objective in compliance units: c_det (c / c_det + K [(ln pf - ln pa)^+]^2)
 OBJECTIVE_NAME = "c + c_det K [(ln pf - ln pa)^+]^2"
 DETERMINISTIC = ".deterministic"       # the deterministic phase's checkpoint: PATH's sibling
 OPTIONS = (
     Option("n", at_least(4, int, even=True), 40, "elements per side"),
-    Option("volfrac", open_unit, 0.3, "volume fraction, in (0, 1)"),
+    Option("volfrac", open_unit, 0.3, "volume fraction"),
     Option("allow", at_least(1.0, strict=True), 3.0,
            "c_allow / nominal compliance of the deterministic design"),
     Option("method", str, "sorm", "asymptotic pf of the penalty", choices=rel.ASYMPTOTIC),
@@ -313,8 +313,11 @@ def summary(result: RunResult) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=200, seed=0,
+                    maxeval_help="MMA evaluations of each design (the deterministic one, then "
+                                 "the reliability-based one: up to 2 N in all)",
                     solvers=cli.DIRECT_SOLVERS, summary=summary,
-                    check=lambda kw: phase_checkpoints(kw["checkpoint"], kw["resume"]))
+                    check=lambda kw: phase_checkpoints(kw["checkpoint"], kw["resume"]),
+                    size=lambda kw: cli.grid_dofs({"nelx": kw["n"], "nely": kw["n"]}))
 
 
 if __name__ == "__main__":

@@ -50,8 +50,8 @@ from topopt.result import RunResult
 from topopt.robust_stats import mean_std, monte_carlo_moments
 from topopt.runio import check_writable_file, check_writable_folder
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "robust_cantilever")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "robust_cantilever")
 MU = np.array([0.0, -1.0])                              # nominal load (F_x, F_y)
 OPTIONS = compliance_options(dict(nelx=80, nely=40), volfrac=0.4, rmin=2.4) + (
     Option("k", at_least(0.0), 3.0, "weight of std[c] in E[c] + k std[c]"),
@@ -225,7 +225,15 @@ def summary(result: RunResult) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=200, seed=0,
-                    solvers=cli.DIRECT_SOLVERS, summary=summary)
+                    maxeval_help="MMA evaluations of each design (deterministic, mean-optimal, "
+                                 "robust: up to 3 N in all)",
+                    solvers=cli.DIRECT_SOLVERS, summary=summary, check=_check_options)
+
+
+def _check_options(kw) -> None:
+    if kw["sigma_x"] == 0 and kw["sigma_y"] == 0:
+        raise ValueError("--sigma_x 0 --sigma_y 0: no uncertainty (std[c] = 0 is not "
+                         "differentiable); give one > 0")
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ from topopt.runio import check_writable_folder
 
 from problems.inverter import setup
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "results", "robust_inverter")
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "robust_inverter")
 BETAS = (1.0, 2.0, 4.0, 8.0, 16.0)
 OPTIONS = compliance_options(dict(nelx=40, nely=80), volfrac=0.3, rmin=2.4)[:-1] + (
     Option("k_in", positive_float, 0.1, "input spring stiffness"),

@@ -14,13 +14,41 @@ def script(name, *args):
     return [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), *map(str, args)]
 
 
+def _installed_root(env):
+    """The checkout that the interpreter imports topopt from under `env`, from outside."""
+    out = subprocess.run([sys.executable, "-c", "import os, topopt; print(os.path.dirname("
+                          "os.path.dirname(os.path.abspath(topopt.__file__))))"],
+                         capture_output=True, text=True, env=env, cwd="/")
+    return out.stdout.strip()
+
+
+def installed_env():
+    """The environment of a user's shell: no PYTHONPATH, the installed package; in a
+    second checkout of the repository (a git worktree) this checkout's code instead."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if _installed_root(env) != ROOT:
+        env["PYTHONPATH"] = ROOT
+    return env
+
+
 def script_env():
     return dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg")
 
 
-def run_script(cmd, timeout=300):
+def run_script(cmd, timeout=300, cwd=None):
     return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=script_env(),
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd)
+
+
+def tree_state(*folders):
+    """``{path: (size, mtime_ns)}`` of every file under `folders` of the source tree."""
+    state = {}
+    for folder in folders:
+        for dirpath, _, names in os.walk(os.path.join(ROOT, folder)):
+            for name in names:
+                st = os.stat(os.path.join(dirpath, name))
+                state[os.path.join(dirpath, name)] = (st.st_size, st.st_mtime_ns)
+    return state
 
 
 def interrupt_after(cmd, sig, evaluations=5, timeout=300):

@@ -15,6 +15,7 @@ from topopt.result import RUN_KEYS, RunResult
 
 from problems import mbb_beam
 from problem_table import PROBLEMS, SEEDED
+from script_runs import installed_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,11 +70,11 @@ def test_every_script_takes_the_shared_options(tmp_path, monkeypatch, name):
     module = PROBLEMS[name]
     seen = _capture(monkeypatch, module)
     ck = tmp_path / "ck" / "run.npz"
-    argv = ["--out", str(tmp_path / "out"), "--maxeval", "3", "--solver", "superlu",
+    argv = ["--out", str(tmp_path / "out"), "--maxeval", "13", "--solver", "superlu",
             "--checkpoint", str(ck), "--quiet"] + (["--seed", "7"] if name in SEEDED else [])
     with pytest.raises(_Stop):
         module.main(argv)
-    assert (seen["out"], seen["maxeval"], seen["solver"]) == (str(tmp_path / "out"), 3,
+    assert (seen["out"], seen["maxeval"], seen["solver"]) == (str(tmp_path / "out"), 13,
                                                                "superlu")
     assert (seen["checkpoint"], seen["resume"], seen["verbose"]) == (str(ck), None, False)
     assert seen.get("seed") == (7 if name in SEEDED else None)
@@ -85,7 +86,7 @@ def test_every_script_shows_its_defaults(capsys, name):
         PROBLEMS[name].main(["--help"])
     assert info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())          # argparse wraps lines
-    defaults = {"--out": os.path.join(ROOT, "results", name), "--checkpoint": "OUT/checkpoint.npz"}
+    defaults = {"--out": os.path.join("results", name), "--checkpoint": "OUT/checkpoint.npz"}
     for option in PROBLEMS[name].OPTIONS:
         if option.type is not bool:
             defaults[f"--{option.name}"] = option.default
@@ -95,7 +96,7 @@ def test_every_script_shows_its_defaults(capsys, name):
 
 
 BAD_SHARED = [
-    ("--maxeval", "0", "argument --maxeval: must be an integer >= 1, got 0"),
+    ("--maxeval", "0", r"argument --maxeval: must be an integer >= \d+ and <= 2147483647, got 0"),
     ("--maxeval", "ten", "argument --maxeval: 'ten' is not an integer"),
     ("--solver", "gauss", "argument --solver: invalid choice: 'gauss'"),
 ]
@@ -158,14 +159,16 @@ def test_a_solver_that_is_not_installed_is_a_usage_error(tmp_path, monkeypatch, 
 def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     """``python problems/<name>.py --maxeval 0``: exit status 2, argparse's usage and one
     error line, no traceback; the script imports the `problems` package as a file."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"MPLBACKEND": "Agg"}
+    env = installed_env() | {"MPLBACKEND": "Agg"}
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "problems", f"{name}.py"),
                            "--out", str(tmp_path / "out"), "--maxeval", "0"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+    least = len(PROBLEMS[name].BETAS) if name == "l_bracket" else 1     # one per block
     assert proc.stderr.strip().splitlines()[-1] == \
-        f"{name}.py: error: argument --maxeval: must be an integer >= 1, got 0"
+        f"{name}.py: error: argument --maxeval: must be an integer >= {least} and <= " \
+        f"{cli.MAXEVAL_LIMIT}, got 0"
 
 
 # ---------------------------------------------------------------- the result type
@@ -243,3 +246,99 @@ def test_retain_freed_memory_rejects_bad_thresholds(kwargs, message):
     from topopt._memory import retain_freed_memory
     with pytest.raises(ValueError, match=message):
         retain_freed_memory(**kwargs)
+
+
+# ---------------------------------------------------------------- help and range agree
+# a range stated in words: "< 3", ">= 1", "in (0, 1)", "in [0, 1]", "between"
+RANGE_WORDS = re.compile(r"(<=|>=|<|>|\bin [(\[]\s*-?[\d.]+\s*,|\bbetween -?\d|\bat least\b|"
+                         r"\bat most\b|\bpositive\b)")
+
+
+def _options(name):
+    """(flag, converter, help text, default) of every numeric option of script `name`."""
+    module = PROBLEMS[name]
+    parser = module_parser(module)
+    rows = []
+    for action in parser._actions:
+        if action.type is not None and cli.accepts(action.type) is not None:
+            rows.append((action.option_strings[-1], action.type, action.help, action.default))
+    return rows
+
+
+def module_parser(module):
+    """The script's parser, as `cli.main` builds it (its --help without running)."""
+    seen = {}
+    real = cli.build_parser
+
+    def spy(*args, **kwargs):
+        seen["parser"] = real(*args, **kwargs)
+        raise _Stop
+    try:
+        cli.build_parser = spy
+        with pytest.raises(_Stop):
+            module.main([])
+    finally:
+        cli.build_parser = real
+    return seen["parser"]
+
+
+def _just_outside(value, kind, up):
+    if kind is int:
+        return value + (1 if up else -1)
+    return float(np.nextafter(value, np.inf if up else -np.inf))
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_help_states_no_range_of_its_own(name):
+    """The range is the converter's, appended to the help: the words cannot disagree."""
+    module = PROBLEMS[name]
+    for option in module.OPTIONS:
+        assert not RANGE_WORDS.search(option.help), (name, option.name, option.help)
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_every_option_accepts_what_its_help_says(name):
+    """Walk every numeric option: the help names the converter's range, the default lies
+    in it, each bound is accepted unless strict, and just beyond it is a usage error."""
+    rows = _options(name)
+    assert any(flag == "--maxeval" for flag, *_ in rows) or name == "robust_inverter"
+    for flag, convert, text, default in rows:
+        b = convert.bounds
+        assert f"; {b.phrase()} (default: " in text, (flag, text)
+        assert b.holds(default), (flag, default)
+        for bound, strict, up in ((b.low, b.low_strict, False), (b.high, b.high_strict, True)):
+            if bound is None:
+                continue
+            value = b.kind(bound)
+            if b.even and value % 2:
+                continue
+            if strict:
+                with pytest.raises(argparse.ArgumentTypeError):
+                    convert(repr(value))
+            else:
+                assert convert(repr(value)) == value
+            with pytest.raises(argparse.ArgumentTypeError, match="^must "):
+                convert(repr(_just_outside(value, b.kind, up)))
+
+
+def test_l_bracket_q_below_3_and_maxeval_one_per_block():
+    from problems import l_bracket
+    rows = {flag: convert for flag, convert, *_ in _options("l_bracket")}
+    with pytest.raises(argparse.ArgumentTypeError, match=r"in \(0, 3\), got 3.0"):
+        rows["--q"]("3")
+    assert rows["--q"]("2.99") == 2.99
+    with pytest.raises(argparse.ArgumentTypeError, match=f"integer >= {len(l_bracket.BETAS)} "):
+        rows["--maxeval"](str(len(l_bracket.BETAS) - 1))
+
+
+# how each script counts --maxeval, as its help says (issue 23: em_focus --maxeval 5 made 15)
+MAXEVAL_COUNTS = {"em_focus": "per stage; 3 stages", "eigen_beam": "per stage; 3 stages",
+                  "reliable_bracket": "of each design", "robust_cantilever": "of each design",
+                  "l_bracket": "of the 12 beta blocks together",
+                  "robust_inverter": "of the five stages together"}
+
+
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_maxeval_help_says_how_the_script_counts_it(name):
+    text = {flag: help for flag, _, help, _ in _options(name)}["--maxeval"]
+    assert MAXEVAL_COUNTS.get(name, "MMA evaluations in all") in text, text

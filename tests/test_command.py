@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import problems
-from script_runs import ROOT, interrupt_after, script, run_script
+from script_runs import ROOT, installed_env, interrupt_after, script, run_script
 from topopt.io import load_design
 
 _SCRIPT = os.path.join(os.path.dirname(sys.executable), "topopt")
@@ -26,7 +26,7 @@ if os.path.isfile(_SCRIPT) and os.access(_SCRIPT, os.X_OK):
 
 
 def topopt(launcher, *args, cwd):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = installed_env()
     env["MPLBACKEND"] = "Agg"
     env.pop("DISPLAY", None)
     env.pop("WAYLAND_DISPLAY", None)
@@ -146,6 +146,18 @@ def test_export_vtu(launcher, mbb_run, tmp_path):
     for key in ("x", "x_phys"):
         np.testing.assert_allclose(mesh.cell_data[key][0], saved[key], rtol=0, atol=1e-12)
     assert mesh.points.shape[0] == saved["mesh"].p.shape[1]
+
+
+def test_export_vtu_into_a_folder(mbb_run, tmp_path):
+    """``--vtu FOLDER`` writes FOLDER/design.vtu (it failed naming a temporary file)."""
+    pytest.importorskip("meshio")
+    out, _ = mbb_run
+    (tmp_path / "folder").mkdir()
+    r = topopt(LAUNCHERS[0].values[0], "export", out, "--vtu", tmp_path / "folder",
+               cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(tmp_path / "folder" / "design.vtu")
+    assert os.path.getsize(tmp_path / "folder" / "design.vtu") > 0
 
 
 def test_export_stl_of_a_2d_design_is_refused(mbb_run, tmp_path):

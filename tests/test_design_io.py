@@ -14,6 +14,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import stat
 
 import numpy as np
@@ -23,7 +24,7 @@ import problems
 from topopt import fem
 from topopt.eigenproblem import EigenProblem
 from topopt.interpolation import simp
-from topopt.io import enclosed_volume, iso_surface, load_design, save_design
+from topopt.io import enclosed_volume, iso_surface, load_design, save_design, signed_volume
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, volume
 from topopt.problem import ComplianceProblem
@@ -302,6 +303,9 @@ def test_stl_closed_and_its_volume(runs):
     solid = float(np.sum(saved["x_phys"] >= 0.5)) * 1.0          # unit hexahedra
     assert solid > 0
     assert enclosed_volume(stl.points, faces) == pytest.approx(solid, rel=0.05)
+    # facing outward: the signed volume is the enclosed volume (was -692.6: inside-out)
+    assert signed_volume(stl.points, faces) == pytest.approx(solid, rel=0.05)
+    assert_faces_outward(stl.points, faces)
     lo, hi = saved["mesh"].p.min(axis=1), saved["mesh"].p.max(axis=1)
     assert np.all(stl.points >= lo - 1e-9) and np.all(stl.points <= hi + 1e-9)
 
@@ -321,6 +325,29 @@ def test_iso_surface_of_a_full_block(shape, h):
     edges = 4 * sum(shape) * h
     chamfer = edges * (h / 8) ** 2 / 2
     assert full - chamfer <= enclosed_volume(verts, faces) < full
+    assert signed_volume(verts, faces) == enclosed_volume(verts, faces) > 0
+    assert_faces_outward(verts, faces)
+
+
+def assert_faces_outward(verts, faces):
+    """The triangles on each face of the bounding box have their normal pointing out."""
+    verts = np.asarray(verts, dtype=float)
+    tri = verts[faces]
+    normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    for axis in range(3):
+        for bound, sign in ((lo, -1), (hi, 1)):
+            on = np.all(np.isclose(tri[:, :, axis], bound[axis]), axis=1)
+            assert on.any()
+            assert np.all(sign * normal[on, axis] > 0), (axis, sign)
+
+
+def test_signed_volume_sees_an_inside_out_surface():
+    mesh = fem.box(2, 2, 2)
+    verts, faces = iso_surface(mesh, np.ones(8), refine=2)
+    assert signed_volume(verts, faces[:, ::-1]) == pytest.approx(-signed_volume(verts, faces))
+    with pytest.raises(ValueError, match="the surface faces inward"):
+        enclosed_volume(verts, faces[:, ::-1])
 
 
 def test_load_design_round_trip_and_as_x0(tmp_path):
@@ -350,6 +377,9 @@ def test_load_design_round_trip_and_as_x0(tmp_path):
     (dict(point_data={"point_u": np.ones(20)}), "may not be named"),
     (dict(point_data={"u": np.ones(20, dtype=complex)}), "real numbers"),
     (dict(cell_data={"E": np.ones(12, dtype=complex)}), "E is complex"),
+    (dict(x=np.r_[np.nan, np.ones(11)]), r"x has 1 non-finite entry \(first at row 0\)"),
+    (dict(x_phys=np.r_[np.ones(10), np.inf, np.nan]), "x_phys has 2 non-finite entries"),
+    (dict(point_data={"u": np.r_[np.ones(19), np.nan]}), r"point_data\['u'\] has 1 non-finite"),
 ])
 def test_save_design_refuses(tmp_path, kwargs, match):
     args = dict(x=np.ones(12), x_phys=np.ones(12), setup={}) | kwargs
@@ -397,3 +427,85 @@ def test_without_meshio_npz_still_written(tmp_path, monkeypatch, capsys):
     from topopt.io import write_vtu
     with pytest.raises(ImportError, match=r"topopt\[io\]"):
         write_vtu(str(tmp_path / "d.vtu"), fem.box(2, 2, 2), {"x": np.ones(8)})
+
+
+def _good_design(tmp_path, **changes):
+    """A valid design.npz of a 4 x 2 quad mesh (8 elements, 15 points), `changes` applied."""
+    mesh = fem.rectangle(4, 2)
+    save_design(str(tmp_path), mesh, np.full(8, 0.5), np.full(8, 0.25), {"problem": "mbb_beam"},
+                point_data={"u": np.zeros((15, 2))})
+    path = tmp_path / "design.npz"
+    with np.load(path) as data:
+        arrays = dict(data)
+    for k, v in changes.items():
+        if v is None:
+            arrays.pop(k)
+        else:
+            arrays[k] = v
+    np.savez(path, **arrays)
+    return path
+
+
+# one row per bad file: what is in it -> the "(why)" of `not a topopt design: PATH (why)`
+BAD_FILES = [
+    ("text", lambda p: p.write_text("hello\n" * 20), "does not start with the zip signature"),
+    ("empty", lambda p: p.write_bytes(b""), "does not start with the zip signature"),
+    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]), "truncated or damaged"),
+    ("object array", lambda p: np.savez(p, x=np.array([{}, 1], dtype=object)),
+     "'x' holds Python objects"),
+    ("missing", lambda p: np.savez(p, x=np.ones(3)), "missing ['cells'"),
+]
+BAD_ARRAYS = [
+    (dict(x=np.full(7, 0.5)), "'x' has 7 values for a mesh of 8 elements"),
+    (dict(x_phys=np.full(9, 0.5)), "'x_phys' has 9 values for a mesh of 8 elements"),
+    (dict(x=np.full((8, 1), 0.5)), "'x' is a 2-D float64 array"),
+    (dict(x=np.array(["a"] * 8)), "expected 1-D real numbers"),
+    (dict(x_phys=np.r_[np.nan, np.ones(7)]), "'x_phys' has 1 non-finite entries"),
+    (dict(mesh_type=np.array("MeshWedge1")), "mesh type 'MeshWedge1'"),
+    (dict(cell_type=np.array("triangle")), "cell type 'triangle' of a MeshQuad1"),
+    (dict(cells=np.zeros((8, 3), dtype=int)), "a MeshQuad1 needs integers of shape (n, 4)"),
+    (dict(cells=np.full((8, 4), 99)), "names nodes 99..99; the mesh has 15 points"),
+    (dict(points=np.zeros((15, 3))), "a MeshQuad1 needs (n, 2)"),
+    (dict(setup=np.array("{not json")), "'setup' is not JSON text"),
+    (dict(setup=np.array("[1, 2]")), "'setup' is a list"),
+    (dict(point_u=np.zeros((14, 2))), "point data 'u'"),
+    (dict(E=np.ones(5)), "'E' has 5 values"),
+]
+
+
+@pytest.mark.parametrize("name,make,why", BAD_FILES, ids=[r[0] for r in BAD_FILES])
+def test_load_design_refuses_what_is_no_design(tmp_path, name, make, why):
+    path = _good_design(tmp_path)
+    make(path)
+    with pytest.raises(ValueError) as info:
+        load_design(path)
+    message = str(info.value)
+    assert message.startswith(f"not a topopt design: {path} (") and why in message, message
+    assert "allow_pickle" not in message
+
+
+@pytest.mark.parametrize("changes,why", BAD_ARRAYS)
+def test_load_design_checks_its_arrays(tmp_path, changes, why):
+    path = _good_design(tmp_path, **changes)
+    with pytest.raises(ValueError) as info:
+        load_design(path)
+    assert str(info.value).startswith(f"not a topopt design: {path} (") and why in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs,why", [
+    (dict(mesh=fem.rectangle(4, 3)), "its mesh has 8 elements (MeshQuad1); the problem's has 12"),
+    (dict(mesh=fem.rectangle(2, 4)), "not the problem's"),
+    (dict(mesh=fem.rectangle(4, 2, h=2.0)), "not the problem's"),
+    (dict(problem="cantilever"), "a design of problem 'mbb_beam'; expected 'cantilever'"),
+])
+def test_load_design_for_another_mesh_or_problem(tmp_path, kwargs, why):
+    path = _good_design(tmp_path)
+    with pytest.raises(ValueError, match=re.escape(why)):
+        load_design(path, **kwargs)
+    saved = load_design(path, mesh=fem.rectangle(4, 2), problem="mbb_beam")
+    assert saved["x"].shape == (8,)
+
+
+def test_load_design_of_no_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no design file"):
+        load_design(tmp_path / "none.npz")

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import sys
 
 import numpy as np
 import pytest
@@ -16,9 +17,10 @@ from topopt.optimize import load_checkpoint
 from topopt.problem import ComplianceProblem
 from topopt.result import RunResult
 
+import problems
 from problems import cantilever, mbb_beam
 from problem_table import PROBLEMS, SMALL
-from script_runs import interrupt_after, interrupted_evaluations, run_script, script
+from script_runs import interrupt_after, interrupted_evaluations, run_script, script, tree_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -79,6 +81,18 @@ def test_cantilever_runs_and_writes_results(tmp_path):
     assert saved["result"]["evaluations"] == 30
     # optimization lowered the compliance of the uniform start
     assert result["history"][-1]["objective"] < 0.5 * result["history"][0]["objective"]
+
+
+def test_script_writes_under_the_working_directory_not_the_source_tree(tmp_path):
+    """The default --out is results/<problem> under the cwd; the source tree is untouched."""
+    before = tree_state("results", "gallery", "problems")
+    done = run_script(script("mbb_beam", "--nelx", 12, "--nely", 4, "--maxeval", 2, "--quiet"),
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "results" / "mbb_beam"
+    assert json.load(open(out / "result.json"))["result"]["evaluations"] == 2
+    assert done.stdout.strip().endswith(f"-> {os.path.join('results', 'mbb_beam')}")
+    assert tree_state("results", "gallery", "problems") == before
 
 
 def test_cli_help(capsys):
@@ -302,3 +316,17 @@ def test_second_signal_aborts_the_evaluation_and_says_how_to_resume(tmp_path, mo
         ("interrupted", sig, 3, f"--resume {ck}")
     assert load_checkpoint(ck)["status"] == "interrupted"
     assert signal.getsignal(getattr(signal, sig)) == before   # the handler restored
+
+
+def test_gallery_script_passes_each_problem_its_gallery_folder():
+    """scripts/gallery.py remakes gallery/<name>/ with --out (the default is under the cwd)."""
+    done = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list"])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    for name in problems.__all__:
+        assert any(line.split()[1].endswith(os.path.join("problems", f"{name}.py")) and
+                   line.endswith(f"--out {os.path.join(ROOT, 'gallery', name)}")
+                   for line in lines), name
+    bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list",
+                      "nope"])
+    assert bad.returncode == 2 and "got 'nope'" in bad.stderr

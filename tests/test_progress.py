@@ -46,7 +46,8 @@ def test_objective_is_shown_in_the_users_unit_and_the_header_says_the_scale(caps
 
 def test_unscaled_header_names_the_objective_only(capsys):
     _, err = _run(capsys, maxeval=2)
-    assert err[0].startswith("eval stage obj | cons: max g (<= 0) | ch: max |dx| | "
+    assert err[0].startswith("eval stage obj | cons: max g (<= 0; feasible: |g| <= 1e-08) | "
+                             "ch: max |dx| | "
                              "grey(vars) | t: elapsed | left: budget estimate")
 
 
@@ -98,3 +99,16 @@ def test_bad_progress_options_are_rejected_before_any_evaluation(kw, exc, match)
     with pytest.raises(exc, match=match):
         minimize(lambda x: calls.append(x) or np.sum(x), np.full(2, 0.5), maxeval=2, **kw)
     assert calls == []
+
+
+@pytest.mark.parametrize("g,shown", [
+    (2.220446049250313e-16, "feasible"),      # a feasible start met to roundoff
+    (-1e-9, "feasible"), (1e-8, "feasible"),
+    (-0.25, "-2.500e-01"), (1.5e-8, "+1.500e-08"), (0.3, "+3.000e-01"), (None, "-"),
+])
+def test_constraint_column_reads_feasible_within_the_tolerance(g, shown):
+    from topopt.mma_progress import evaluation_line
+    line = evaluation_line({"evaluation": 1, "stage": 0, "objective": 1.0, "max_constraint": g,
+                            "change": None, "grey": None, "time": 0.0})
+    assert f" cons {shown} ch " in line
+    assert EVAL.fullmatch(line)

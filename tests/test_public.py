@@ -35,6 +35,7 @@ PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.reliability")
 
 SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",
+    "topopt.cli_types": "the value converters of that command line (re-exported by topopt.cli)",
     "topopt.plot": "figures; imports matplotlib",
     "topopt.runio": "output-folder checks of the scripts",
     "topopt.io": "saved designs, used by module (topopt.io.load_design)",
@@ -57,6 +58,7 @@ INTERNAL_MODULES = {
     "topopt.fem.mpi_rank": "one rank's PETSc matrix and solver behind solver='petsc'",
     "topopt.fem.mpi_mg": "the geometric hierarchy of solver='petsc' with pc='mg'",
     "topopt.fem.multigrid": "the preconditioner of solver='mgcg'",
+    "topopt.fem.budget": "the memory estimate that fem.rectangle/fem.box and the scripts check",
 }
 INTERNAL = {
     "topopt.ad.core": {"Node", "Trace", "backward", "getitem", "astype"},   # the tape

@@ -13,6 +13,12 @@ results (`result`, `measures`, `checkpoint`). The main names of each are importa
 scripts' command line and figures are the modules `topopt.cli` and
 `topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
 
+``import topopt`` stays light: `reliability` (which needs ``scipy.stats``) and
+the output modules (`command`, `io`, `plot`) are
+imported on first use, by attribute (``topopt.reliability``) or by an
+``import topopt.reliability`` of their own (PEP 562, `__getattr__` below);
+``scripts/benchmark_import.py`` measures the import.
+
 Importing topopt has no side effects; `tune_malloc` (glibc's allocator
 policy, see `topopt._memory`) is an explicit call that the problem scripts
 and benchmarks make.
@@ -25,7 +31,9 @@ Examples
 array([0.   , 0.125, 1.   ])
 """
 
-from . import ad, fem, reliability
+import importlib as _importlib
+
+from . import ad, fem
 from ._memory import tune_malloc
 from . import stress
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
@@ -73,3 +81,25 @@ __all__ = [
     "mean_std", "mean_var", "covariance_factor", "monte_carlo_moments", "SampleMoments",
     "parallel", "Builder", "sweep", "multistart", "MultistartResult", "spawn_seeds",
 ]
+
+#: Subpackages and modules imported on first use (`__getattr__`): heavy
+#: dependencies (``scipy.stats``, matplotlib) stay out of ``import topopt``.
+_LAZY = ("reliability", "plot", "io", "command", "cli")
+
+
+def __getattr__(name: str):
+    """Import the lazy submodule `name` on first access (PEP 562).
+
+    Examples
+    --------
+    >>> import topopt
+    >>> topopt.reliability.__name__
+    'topopt.reliability'
+    """
+    if name in _LAZY:
+        return _importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

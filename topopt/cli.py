@@ -12,10 +12,15 @@ A problem script declares its own parameters as `Option` rows and calls
 Every script then takes the shared options (`add_run_arguments`): ``--out``,
 ``--maxeval``, ``--solver``, ``--checkpoint``, ``--resume``, ``--quiet``,
 and ``--seed`` where the problem draws random numbers. ``--help`` shows each
-default. A bad value ends the script with argparse's one-line ``error:``
-message and exit status 2 before any work (the converters below check the
-range; `run_options` writes to ``--out`` and the checkpoint's folder and reads
-the ``--resume`` file). `main` tunes the allocator (`topopt.tune_malloc`),
+default and the range each option accepts (`topopt.cli_types`: the
+converter states it, so the help cannot disagree with the parser). A bad
+value ends the script with argparse's one-line ``error:`` message and exit
+status 2 before any work: the converters check the range; `run_options`
+writes to ``--out`` and the checkpoint's folder and reads the ``--resume``
+file; a script's ``check`` sees combinations; the size is checked against
+the machine's memory (`topopt.fem.budget`); and a ValueError the run raises
+before its first evaluation (a checkpoint of another size, a model's
+refusal) is a usage error too. `main` tunes the allocator (`topopt.tune_malloc`),
 runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
 under `script_errors` and ends as the run ended (`finish`: an interrupted
 run exits with 130 or 143).
@@ -31,115 +36,27 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ._memory import tune_malloc
-from .runio import atomic_write_text, check_writable_file, check_writable_folder, \
-    load_checkpoint
+from .cli_types import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
+                        positive_int)
+from .runio import atomic_write_text, check_run_label, check_writable_file, \
+    check_writable_folder, load_checkpoint, run_label, write_run_label
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "run_record", "exit_status", "finish", "script_errors", "signals_held",
-           "positive_int", "positive_float", "open_unit", "at_least", "SOLVERS",
-           "DIRECT_SOLVERS"]
+           "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
+           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
+
+#: The largest ``--maxeval``: NLopt counts evaluations in a C int.
+MAXEVAL_LIMIT = 2**31 - 1
 
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
 SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
-
-
-# --------------------------------------------------------------------------
-# value converters: argparse turns their ArgumentTypeError into a usage error
-
-
-def _number(text: str, kind: type):
-    try:
-        value = kind(text)
-    except ValueError:
-        noun = "an integer" if kind is int else "a number"
-        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
-    if kind is float and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1.
-
-    Examples
-    --------
-    >>> positive_int("60")
-    60
-    >>> positive_int("0")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be an integer >= 1, got 0
-    """
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An integer >= 0 (a seed)."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    value = _number(text, float)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
-    return value
-
-
-def open_unit(text: str) -> float:
-    """A number in the open interval (0, 1) (a volume fraction).
-
-    Examples
-    --------
-    >>> open_unit("0.5")
-    0.5
-    >>> open_unit("1.2")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must lie in the open interval (0, 1), got 1.2
-    """
-    value = _number(text, float)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie in the open interval (0, 1), got {value!r}")
-    return value
-
-
-def at_least(low: float, kind: type = float, strict: bool = False,
-             high: float | None = None, even: bool = False) -> Callable[[str], Any]:
-    """A converter for numbers ``>= low`` (``> low`` if `strict`), ``<= high``, even.
-
-    Examples
-    --------
-    >>> at_least(1.0)("3")
-    3.0
-    >>> at_least(4, int, even=True)("5")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be an even integer >= 4, got 5
-    """
-    noun = ("an even integer" if even else "an integer") if kind is int else "a number"
-    limits = f"{'>' if strict else '>='} {low:g}" + ("" if high is None else f" and <= {high:g}")
-
-    def convert(text: str):
-        value = _number(text, kind)
-        if (value <= low if strict else value < low) or (high is not None and value > high) \
-                or (even and value % 2):
-            raise argparse.ArgumentTypeError(f"must be {noun} {limits}, got {value!r}")
-        return value
-
-    convert.__name__ = f"{noun} {limits}"
-    return convert
 
 
 # --------------------------------------------------------------------------
@@ -151,7 +68,15 @@ class Option:
     """One problem parameter on the command line: ``--name`` -> ``run(name=...)``.
 
     `type` converts and checks the text (`positive_int`, `open_unit`, ...;
-    ``bool`` makes a flag); `choices` restricts it.
+    ``bool`` makes a flag); `choices` restricts it. The help shows the range
+    that `type` accepts (`topopt.cli_types`), so `help` names none itself.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> Option("q", at_least(0.0, strict=True, below=3.0), 0.5, "relaxation").add_to(parser)
+    >>> parser._actions[-1].help
+    'relaxation; a number in (0, 3) (default: %(default)s)'
     """
 
     name: str
@@ -164,17 +89,22 @@ class Option:
         if self.type is bool:
             parser.add_argument(f"--{self.name}", action="store_true", help=self.help)
             return
+        phrase = accepts(self.type)
+        text = self.help if phrase is None else f"{self.help}; {phrase}"
         parser.add_argument(f"--{self.name}", type=self.type, default=self.default,
-                            choices=self.choices, help=f"{self.help} (default: %(default)s)")
+                            choices=self.choices, help=f"{text} (default: %(default)s)")
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | None = None,
                       solvers: Sequence[str] | None = None, seed: int | None = None,
-                      maxeval_help: str = "MMA evaluations") -> None:
+                      maxeval_help: str = "MMA evaluations in all",
+                      maxeval_min: int = 1) -> None:
     """The shared options: ``--out``, ``--maxeval``, ``--solver``, ``--checkpoint``,
     ``--resume``, ``--quiet``, and ``--seed`` when `seed` is given.
 
-    ``--maxeval`` when `maxeval` is given, ``--solver`` when `solvers` is.
+    ``--maxeval`` when `maxeval` is given (an integer >= `maxeval_min`; its
+    help `maxeval_help` says how the script counts it: in all, per stage, per
+    design), ``--solver`` when `solvers` is.
 
     Examples
     --------
@@ -190,8 +120,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                         help="results folder, created and write-tested before the run "
                              "(default: %(default)s)")
     if maxeval is not None:
-        parser.add_argument("--maxeval", type=positive_int, default=maxeval,
-                            help=f"{maxeval_help} (default: %(default)s)")
+        convert = at_least(maxeval_min, int, high=MAXEVAL_LIMIT)
+        parser.add_argument("--maxeval", type=convert, default=maxeval,
+                            help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:
         parser.add_argument("--solver", choices=tuple(solvers), default="auto",
                             help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
@@ -205,24 +136,27 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                         help="no progress line per evaluation")
     if seed is not None:
         parser.add_argument("--seed", type=non_negative_int, default=seed,
-                            help="seed of the random draws (default: %(default)s)")
+                            help=f"seed of the random draws; {accepts(non_negative_int)} "
+                                 "(default: %(default)s)")
 
 
 def build_parser(doc: str, options: Sequence[Option], out: str, maxeval: int | None = None,
                  solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
-                 maxeval_help: str = "MMA evaluations") -> argparse.ArgumentParser:
+                 maxeval_help: str = "MMA evaluations in all",
+                 maxeval_min: int = 1) -> argparse.ArgumentParser:
     """The parser of a problem script: its `options`, then the shared ones."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     for option in options:
         option.add_to(parser)
-    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help)
+    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     return parser
 
 
 def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
          summary: Callable[[Any], str], maxeval: int | None = None,
          solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
-         maxeval_help: str = "MMA evaluations", check: Callable | None = None):
+         maxeval_help: str = "MMA evaluations in all", maxeval_min: int = 1,
+         check: Callable | None = None, size: Callable | None = None):
     """Parse `argv`, run the problem, write its results, end as the run ended.
 
     Parameters
@@ -243,9 +177,22 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     maxeval, solvers, seed
         Defaults of the shared ``--maxeval``, ``--solver`` choices, ``--seed``
         (None: the script has no such option).
+    maxeval_help, maxeval_min
+        How the script counts ``--maxeval`` (in all, per stage, ...) and its
+        least value.
     check : callable, optional
         ``check(kwargs)`` raising ValueError/OSError for a combination of
         values that the converters cannot see; a usage error like theirs.
+    size : callable, optional
+        ``size(kwargs) -> (n_dofs, dim)``: the problem's unknowns, for the
+        memory check (`topopt.fem.budget`: a size whose estimate exceeds the
+        physical memory is a usage error). Default: from ``nelx``, ``nely``
+        (, ``nelz``) when the script has them (`grid_dofs`).
+
+    A ValueError that the run raises before its first evaluation
+    (`CheckpointError` for a ``--resume`` of another problem size,
+    `MeshTooLargeError`, a model's refusal of its options) is a usage error
+    too (`_usage_errors`).
 
     Returns
     -------
@@ -253,7 +200,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
         rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
     """
-    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help)
+    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     args = parser.parse_args(argv)
     if solvers is not None and args.solver != "auto":
         from .fem import available_solvers
@@ -270,17 +217,96 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
         if present is not None:
             kwargs[shared] = getattr(args, shared)
-    if check is not None:
-        try:
-            check(dict(kwargs, **paths))
-        except (OSError, ValueError) as e:
-            parser.error(str(e))
+    label = run_label(_problem_name(run), kwargs)
+    _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs)
     tune_malloc()
-    with script_errors(args.out):
+    write_run_label(paths["checkpoint"], label)
+    with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
     return result
+
+
+def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
+                    check: Callable | None, size: Callable) -> None:
+    """The checks `main` makes once the options are parsed; a usage error for each."""
+    try:
+        if resume is not None:                     # a checkpoint of another problem / mesh
+            _prefixed(check_run_label, "argument --resume: ", resume, label)
+        if check is not None:
+            check(dict(kwargs, **paths))
+        _refuse_beyond_memory(size, kwargs)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+
+
+def _prefixed(fun: Callable, prefix: str, *args) -> None:
+    """``fun(*args)``; a ValueError it raises gets `prefix` in front of its message."""
+    try:
+        fun(*args)
+    except ValueError as e:
+        raise ValueError(f"{prefix}{e}") from None
+
+
+def _problem_name(run: Callable) -> str:
+    """The problem script's name (``mbb_beam``), also when it runs as ``__main__``."""
+    module = sys.modules.get(getattr(run, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    return os.path.splitext(os.path.basename(path))[0] if path else str(run.__module__)
+
+
+def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
+    """``(n_dofs, dim)`` of a grid script's ``nelx``, ``nely`` (, ``nelz``): a vector field.
+
+    Examples
+    --------
+    >>> grid_dofs({"nelx": 60, "nely": 20}), grid_dofs({"n": 4})
+    ((2562, 2), None)
+    """
+    axes = [kwargs[k] for k in ("nelx", "nely", "nelz") if k in kwargs]
+    if len(axes) < 2:
+        return None
+    return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
+
+
+def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
+    found = size(kwargs)
+    if found is None:
+        return
+    from .fem.budget import check_dofs
+    n_dofs, dim = found
+    names = [k for k in ("nelx", "nely", "nelz", "n", "h") if k in kwargs]
+    check_dofs(n_dofs, dim, " ".join(f"--{k} {kwargs[k]}" for k in names) or "the mesh")
+
+
+@contextlib.contextmanager
+def _usage_errors(parser: argparse.ArgumentParser, checkpoint: str):
+    """The run's refusals of the user's input before its first evaluation: usage errors.
+
+    A ValueError (`CheckpointError`, `OutputPathError`, `MeshTooLargeError`, a
+    model's check of its options) that the run raises before `minimize` has
+    evaluated anything: not during the optimization (`minimize` marks those
+    with ``topopt_checkpoint``) nor after it (the run's `checkpoint` is then
+    newer than the start). Anything else keeps its traceback.
+    """
+    from .checkpoint import CheckpointError
+    start = time.time()
+    try:
+        yield
+    except ValueError as e:
+        if getattr(e, "topopt_checkpoint", None) is not None or _written_since(checkpoint,
+                                                                               start):
+            raise
+        prefix = "argument --resume: " if isinstance(e, CheckpointError) else ""
+        parser.error(f"{prefix}{e}")
+
+
+def _written_since(path: str, start: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= start - 0.05     # the kernel clock is coarse
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------

@@ -25,7 +25,6 @@ import json
 import os
 import sys
 import tempfile
-import zipfile
 from typing import Sequence
 
 __all__ = ["main", "problem_names", "problem_line", "build_parser"]
@@ -88,10 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="write a result folder's design as VTU / STL")
     export.add_argument("folder", help="a result folder (design.npz)")
     export.add_argument("--vtu", nargs="?", const="", default=None, metavar="PATH",
-                        help="write a VTU file (default PATH: FOLDER/design.vtu)")
+                        help="write a VTU file (default PATH: FOLDER/design.vtu; a folder "
+                             "PATH: PATH/design.vtu)")
     export.add_argument("--stl", nargs="?", const="", default=None, metavar="PATH",
                         help="write an STL iso-surface, 3-D designs only "
-                             "(default PATH: FOLDER/design.stl)")
+                             "(default PATH: FOLDER/design.stl; a folder PATH: PATH/design.stl)")
     return parser
 
 
@@ -139,21 +139,28 @@ def _io(parser):
         parser.error(f"saved designs need topopt.io, which cannot be imported here ({e})")
 
 
-def _load(parser, folder: str):
+def _load(parser, folder: str, record: dict | None = None):
+    """The folder's design; of the problem that its ``result.json`` names, if it names one."""
     path = os.path.join(folder, "design.npz")
+    setup = (record or {}).get("setup")
+    problem = setup.get("problem") if isinstance(setup, dict) else None
     try:
-        return _io(parser).load_design(path)
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        parser.error(f"argument folder: cannot read {path}: {e}")
+        return _io(parser).load_design(path, problem=problem)
+    except (OSError, ValueError) as e:            # "not a topopt design: PATH (why)"
+        parser.error(f"argument folder: {e}")
 
 
 def _read_result(parser, folder: str) -> dict:
     path = os.path.join(folder, "result.json")
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            record = json.load(fh)
     except (OSError, ValueError) as e:
         parser.error(f"argument folder: cannot read {path}: {e}")
+    if not isinstance(record, dict):
+        parser.error(f"argument folder: {path} holds a JSON {type(record).__name__}, not the "
+                     "record of a run (`topopt run` writes it)")
+    return record
 
 
 def _has_display() -> bool:
@@ -228,17 +235,40 @@ def show_image(design: dict, record: dict):
     return np.concatenate(padded, axis=0)
 
 
+def _writable(parser, flag: str, path: str, name: str) -> str:
+    """The file to write for `flag`: `path`, or ``path/name`` when `path` is a folder;
+    its folder created and write-tested (`topopt.runio.check_writable_file`)."""
+    from .runio import check_writable_file
+    if os.path.isdir(path) or path.endswith(os.sep):
+        path = os.path.join(path, name)
+    try:
+        return check_writable_file(path, f"argument {flag}")
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+
+
 def _show(parser, folder: str, png: str | None) -> int:
     _result_folder(parser, folder, ("design.npz", "result.json"))
     record = _read_result(parser, folder)
-    image = show_image(_load(parser, folder), record)
     if png is None and not _has_display():
         png = os.path.join(folder, "show.png")
         print("no display: writing a PNG", file=sys.stderr)
     if png is not None:
+        png = _writable(parser, "--png", png, "show.png")     # before the picture is made
+    design = _load(parser, folder, record)
+    try:
+        image = show_image(design, record)
+    except (AttributeError, TypeError, KeyError) as e:       # a hand-edited result.json
+        parser.error(f"argument folder: {os.path.join(folder, 'result.json')} is not the "
+                     f"record of a run ({type(e).__name__}: {e})")
+    if png is not None:
         from matplotlib.image import imsave
-        os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-        imsave(png, image)
+
+        from ._files import atomic_write_bytes
+        try:
+            atomic_write_bytes(png, lambda fh: imsave(fh, image, format="png"))
+        except OSError as e:
+            parser.error(f"argument --png: cannot write {png!r} ({e})")
         print(png)
         return 0
     import matplotlib.pyplot as plt
@@ -262,11 +292,13 @@ def _export(parser, folder: str, vtu: str | None, stl: str | None) -> int:
              lambda path: io.write_vtu(path, mesh, {"x": design["x"], "x_phys": x_phys},
                                        design.get("point_data"))),
             ("--stl", stl, "design.stl", lambda path: io.write_stl(path, mesh, x_phys)))
-    for flag, value, name, write in jobs:
-        if value is None:
+    paths = {flag: _writable(parser, flag, value or folder, name)     # all, before writing
+             for flag, value, name, _ in jobs if value is not None}
+    for flag, _, _, write in jobs:
+        if flag not in paths:
             continue
         try:
-            print(write(value or os.path.join(folder, name)))
+            print(write(paths[flag]))
         except (ImportError, OSError, TypeError, ValueError) as e:
             parser.error(f"argument {flag}: {e}")
     return 0

@@ -28,7 +28,6 @@ import numpy as np
 import scipy.sparse as sps
 import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike
-from scipy.spatial import cKDTree
 from skfem import (Basis, BilinearForm, ElementHex0, ElementHex1, ElementLineP0,
                    ElementLineP1, ElementQuad0, ElementQuad1, ElementTetP0,
                    ElementTetP1, ElementTriP0, ElementTriP1, LinearForm, Mesh,
@@ -266,6 +265,7 @@ class DensityFilter(LinearFilter):
         self.rmin = check_positive("rmin", rmin, "filter radius")
         self.n = _mesh(mesh)
         _warn_radius(mesh, self.rmin, "rmin")
+        from scipy.spatial import cKDTree     # here: scipy.spatial stays out of `import topopt`
         centroids = mesh.p[:, mesh.t].mean(axis=1).T
         tree = cKDTree(centroids)
         pairs = tree.sparse_distance_matrix(tree, self.rmin, output_type="ndarray")

@@ -33,7 +33,7 @@ import skfem
 from ._files import atomic_path, atomic_write_bytes
 
 __all__ = ["save_design", "load_design", "write_vtu", "write_stl", "iso_surface",
-           "enclosed_volume", "MESH_TYPES"]
+           "enclosed_volume", "signed_volume", "DesignFileError", "MESH_TYPES"]
 
 EXTRA = "pip install 'topopt[io]'"
 
@@ -76,6 +76,7 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         v = np.asarray(v, dtype=float)
         if v.shape != (n_el,):
             raise ValueError(f"{name} has shape {v.shape}; expected ({n_el},), one per element")
+        _finite(name, v)
         arrays[name] = v
     points = {}
     for name, v in (point_data or {}).items():
@@ -86,8 +87,16 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         if v.shape[:1] != (mesh.p.shape[1],):
             raise ValueError(f"point_data[{name!r}] has shape {v.shape}; expected "
                              f"({mesh.p.shape[1]}, ...), one row per mesh point")
+        _finite(f"point_data[{name!r}]", v)
         points[name] = v
     return arrays, points
+
+
+def _finite(name: str, v: np.ndarray) -> None:
+    bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=float)).reshape(len(v), -1).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{name} has {bad.size} non-finite entr{'y' if bad.size == 1 else 'ies'}"
+                         f" (first at row {bad[0]}); a saved design holds finite numbers")
 
 
 def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None = None,
@@ -199,6 +208,10 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
                 max_voxels: int = 2 * 10**7):
     """Closed surface of the elements with ``x_phys >= level``: (vertices, triangles).
 
+    The triangles face outward: counter-clockwise seen from outside, so the
+    right-hand normals point out of the material and the `signed_volume` is
+    positive (what slicers and ParaView expect of an STL).
+
     Marching cubes (scikit-image) at 0.5 on the indicator ``x_phys >= level``
     of the element grid, padded with a layer of zeros so that material at the
     boundary is closed off. On the element grid itself marching cubes cuts
@@ -226,7 +239,13 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     verts, faces, _, _ = measure.marching_cubes(solid.astype(np.float32), level=0.5,
                                                 spacing=tuple(spacing / refine))
     # sub-voxel centres sit at (i + 1/2) h / refine, the first layer is padding
-    return verts + origin - spacing / 2 - spacing + spacing / (2 * refine), faces
+    verts = verts + origin - spacing / 2 - spacing + spacing / (2 * refine)
+    # marching cubes winds its triangles towards the larger values (the material):
+    # reversed, every normal (right-hand rule) points out of the solid
+    faces = np.ascontiguousarray(faces[:, ::-1])
+    if signed_volume(verts, faces) <= 0:        # cannot happen for a closed surface
+        raise RuntimeError("the iso-surface does not face outward; please report this")
+    return verts, faces
 
 
 def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
@@ -236,8 +255,34 @@ def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
     return _write_meshio(path, meshio.Mesh(verts, [("triangle", faces)]), "stl", binary=True)
 
 
+def signed_volume(verts, faces) -> float:
+    """Signed volume of a closed triangle surface (divergence theorem).
+
+    Positive when the triangles face outward (counter-clockwise seen from
+    outside), negative when the surface is inside-out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.]])
+    >>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+    >>> round(signed_volume(v, f), 12), round(signed_volume(v, f[:, ::-1]), 12)
+    (0.166666666667, -0.166666666667)
+    """
+    verts = np.asarray(verts, dtype=float)
+    faces = np.asarray(faces)
+    if verts.ndim != 2 or verts.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
+        raise ValueError(f"verts must be (n, 3) and faces (m, 3); got {verts.shape} and "
+                         f"{faces.shape}")
+    a, b, c = (verts[faces[:, i]] for i in range(3))
+    return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
+
+
 def enclosed_volume(verts, faces) -> float:
-    """Volume enclosed by a closed triangle surface (divergence theorem), >= 0.
+    """Volume enclosed by a closed, outward-facing triangle surface (`signed_volume`).
+
+    Raises ValueError for an inside-out surface (negative signed volume)
+    rather than hiding the sign.
 
     Examples
     --------
@@ -246,13 +291,127 @@ def enclosed_volume(verts, faces) -> float:
     >>> f = np.array([[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
     >>> round(enclosed_volume(v, f), 12)
     0.166666666667
+    >>> enclosed_volume(v, f[:, ::-1])
+    Traceback (most recent call last):
+    ...
+    ValueError: the surface faces inward (signed volume -0.166667): its triangles are wound clockwise seen from outside; reverse them (faces[:, ::-1])
     """
-    a, b, c = (np.asarray(verts, dtype=float)[np.asarray(faces)[:, i]] for i in range(3))
-    return abs(float(np.einsum("ij,ij->", a, np.cross(b, c)))) / 6.0
+    volume = signed_volume(verts, faces)
+    if volume < 0:
+        raise ValueError(f"the surface faces inward (signed volume {volume:g}): its triangles "
+                         "are wound clockwise seen from outside; reverse them (faces[:, ::-1])")
+    return volume
 
 
-def load_design(path: str) -> dict:
+class DesignFileError(ValueError):
+    """A file that is not a topopt design, or not one of the expected mesh or problem.
+
+    The message is ``not a topopt design: PATH (why)``.
+    """
+
+    def __init__(self, path: str, why: str):
+        self.path, self.why = path, why
+        super().__init__(f"not a topopt design: {path} ({why})")
+
+
+# nodes per cell of each mesh type; the coordinates' dimension
+_NODES = {"MeshTri1": (3, 2), "MeshQuad1": (4, 2), "MeshTet1": (4, 3), "MeshHex1": (8, 3)}
+_ZIP = (b"PK\x03\x04", b"PK\x05\x06")        # a zip archive (np.savez), an empty one
+
+
+def _read_npz(path: str) -> dict:
+    """Every array of the archive `path`, read without unpickling; DesignFileError else."""
+    import zipfile
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no design file: {path} (save_design writes design.npz)")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head not in _ZIP:
+        raise DesignFileError(path, "not an .npz archive: it does not start with the zip "
+                              "signature")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {}
+            for name in data.files:
+                try:
+                    arrays[name] = data[name]
+                except ValueError as e:                   # an object array (pickled)
+                    if "pickle" not in str(e):
+                        raise
+                    raise DesignFileError(path, f"{name!r} holds Python objects, which a "
+                                          "design never does; they are not unpickled") from None
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
+        if isinstance(e, (DesignFileError, FileNotFoundError)):
+            raise
+        raise DesignFileError(path, f"unreadable archive, truncated or damaged: "
+                              f"{type(e).__name__}: {e}") from None
+    return arrays
+
+
+def _real_array(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
+    if v.dtype.kind not in "biuf" or v.ndim != ndim:
+        raise DesignFileError(path, f"{name!r} is a {v.ndim}-D {v.dtype} array; expected "
+                              f"{ndim}-D real numbers")
+    if not np.all(np.isfinite(v)):
+        raise DesignFileError(path, f"{name!r} has {int(np.sum(~np.isfinite(v)))} non-finite "
+                              "entries")
+    return v
+
+
+def _design_mesh(path: str, data: dict):
+    """The scikit-fem mesh of the archive, its arrays checked against each other."""
+    mesh_type, cell_type = str(data["mesh_type"]), str(data.get("cell_type", ""))
+    if data["mesh_type"].ndim or mesh_type not in MESH_TYPES:
+        raise DesignFileError(path, f"mesh type {mesh_type!r}; expected one of "
+                              f"{sorted(MESH_TYPES)}")
+    if cell_type and cell_type != MESH_TYPES[mesh_type]:
+        raise DesignFileError(path, f"cell type {cell_type!r} of a {mesh_type}; expected "
+                              f"{MESH_TYPES[mesh_type]!r}")
+    nodes, dim = _NODES[mesh_type]
+    points = _real_array(path, "points", data["points"], 2)
+    cells = data["cells"]
+    if points.shape[1:] != (dim,):
+        raise DesignFileError(path, f"'points' has shape {points.shape}; a {mesh_type} needs "
+                              f"(n, {dim})")
+    if cells.dtype.kind not in "iu" or cells.ndim != 2 or cells.shape[1] != nodes:
+        raise DesignFileError(path, f"'cells' is a {cells.dtype} array of shape {cells.shape};"
+                              f" a {mesh_type} needs integers of shape (n, {nodes})")
+    if cells.size and (cells.min() < 0 or cells.max() >= len(points)):
+        raise DesignFileError(path, f"'cells' names nodes {cells.min()}..{cells.max()}; the "
+                              f"mesh has {len(points)} points")
+    return getattr(skfem, mesh_type)(np.ascontiguousarray(points.T, dtype=float),
+                                     np.ascontiguousarray(cells.T))
+
+
+def _check_expected(path: str, mesh, setup: dict, expect_mesh, problem: str | None):
+    """The design is one of `problem` on `expect_mesh` (each when given)."""
+    if problem is not None and setup.get("problem") != problem:
+        raise DesignFileError(path, f"a design of problem {setup.get('problem')!r}; expected "
+                              f"{problem!r}")
+    if expect_mesh is None:
+        return
+    n_el, n_exp = mesh.t.shape[1], expect_mesh.t.shape[1]
+    if type(mesh).__name__ != type(expect_mesh).__name__ or n_el != n_exp:
+        raise DesignFileError(path, f"its mesh has {n_el} elements ({type(mesh).__name__}); "
+                              f"the problem's has {n_exp} ({type(expect_mesh).__name__})")
+    if mesh.p.shape != expect_mesh.p.shape or not np.array_equal(mesh.t, expect_mesh.t) \
+            or not np.allclose(mesh.p, expect_mesh.p, rtol=1e-9, atol=1e-12):
+        raise DesignFileError(path, f"its mesh of {n_el} elements is not the problem's (other "
+                              "nodes or element numbering)")
+
+
+def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
     """Read a ``design.npz`` (or the folder holding it) written by `save_design`.
+
+    Parameters
+    ----------
+    path : str
+        The file, or a results folder holding ``design.npz``.
+    mesh : skfem.Mesh, optional
+        The mesh the design is loaded for: the file's must be the same (type,
+        nodes, elements).
+    problem : str, optional
+        The problem the design is loaded for: the file's ``setup["problem"]``.
 
     Returns
     -------
@@ -262,25 +421,42 @@ def load_design(path: str) -> dict:
 
     Raises
     ------
-    ValueError
-        If the file is not a topopt design (names what is missing).
+    DesignFileError
+        (a ValueError) ``not a topopt design: PATH (why)``: not an archive, a
+        truncated one, Python objects (never unpickled), a missing or
+        malformed array, ``x`` / ``x_phys`` / cell data not one value per
+        element, point data not one row per point, or another mesh or
+        problem than the one given.
+    FileNotFoundError
+        If there is no such file.
     """
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "design.npz")
-    with np.load(path, allow_pickle=False) as data:
-        missing = {"x", "x_phys", "points", "cells", "mesh_type", "setup"} - set(data.files)
-        if missing:
-            raise ValueError(f"not a topopt design: {path} (missing {sorted(missing)})")
-        mesh_type = str(data["mesh_type"])
-        if mesh_type not in MESH_TYPES:
-            raise ValueError(f"not a topopt design: {path} (mesh type {mesh_type!r})")
-        mesh = getattr(skfem, mesh_type)(np.ascontiguousarray(data["points"].T),
-                                         np.ascontiguousarray(data["cells"].T))
-        cells = {k: data[k] for k in data.files if k not in _NOT_CELL and
-                 not k.startswith("point_")}
-        return {"x": data["x"], "x_phys": data["x_phys"], "mesh": mesh,
-                "setup": json.loads(str(data["setup"])),
-                "cell_data": {k: v for k, v in cells.items() if k not in ("x", "x_phys")},
-                "point_data": {k[len("point_"):]: data[k] for k in data.files
-                               if k.startswith("point_")}}
+    data = _read_npz(path)
+    missing = {"x", "x_phys", "points", "cells", "mesh_type", "setup"} - set(data)
+    if missing:
+        raise DesignFileError(path, f"missing {sorted(missing)}")
+    saved = _design_mesh(path, data)
+    n_el, n_points = saved.t.shape[1], saved.p.shape[1]
+    try:
+        setup = json.loads(str(data["setup"]))
+    except ValueError as e:
+        raise DesignFileError(path, f"'setup' is not JSON text: {e}") from None
+    if not isinstance(setup, dict):
+        raise DesignFileError(path, f"'setup' is a {type(setup).__name__}; expected a dict")
+    cells = {k: v for k, v in data.items() if k not in _NOT_CELL and not k.startswith("point_")}
+    for name, v in cells.items():
+        if _real_array(path, name, v, 1).shape != (n_el,):
+            raise DesignFileError(path, f"{name!r} has {v.size} values for a mesh of {n_el} "
+                                  "elements; expected one per element")
+    points = {k[len("point_"):]: v for k, v in data.items() if k.startswith("point_")}
+    for name, v in points.items():
+        if v.dtype.kind not in "biuf" or v.shape[:1] != (n_points,):
+            raise DesignFileError(path, f"point data {name!r} is a {v.dtype} array of shape "
+                                  f"{v.shape}; expected real numbers, one row per each of the "
+                                  f"{n_points} points")
+    _check_expected(path, saved, setup, mesh, problem)
+    return {"x": cells["x"], "x_phys": cells["x_phys"], "mesh": saved, "setup": setup,
+            "cell_data": {k: v for k, v in cells.items() if k not in ("x", "x_phys")},
+            "point_data": points}

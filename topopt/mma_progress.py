@@ -8,7 +8,9 @@ interrupted / stopped).
 
 Columns of an evaluation line: evaluation number, stage (``s0``,
 ``s1``, ...), objective in the user's unit (``f * objective_scale``), the
-largest constraint value (feasible when <= 0), the largest change of a
+largest constraint value (feasible when <= 0; a value within `FEASIBLE_TOL`
+of 0, such as the roundoff ``+2.2e-16`` of a constraint met exactly, reads
+``feasible``), the largest change of a
 variable since the previous design, ``grey(vars)`` (the optimizer's
 `topopt.measures.variable_grey_level` of the variables, not the physical
 ``grey_level`` of ``x_phys``), elapsed time and the time the rest of the
@@ -18,11 +20,14 @@ converge before its budget).
 Examples
 --------
 >>> print(header_line("compliance", 2.0))
-eval stage compliance (= 2 * minimized f) | cons: max g (<= 0) | ch: max |dx| | grey(vars) | t: elapsed | left: budget estimate
+eval stage compliance (= 2 * minimized f) | cons: max g (<= 0; feasible: |g| <= 1e-08) | ch: max |dx| | grey(vars) | t: elapsed | left: budget estimate
 >>> evaluation_line({"evaluation": 3, "stage": 0, "objective": 2.5,
 ...                  "max_constraint": None, "change": 0.125, "grey": 0.5, "time": 1.25},
 ...                 scale=2.0, left=10.0)
 '    3 s0 obj  5.000000e+00 cons - ch 1.250e-01 grey(vars) 0.500 t     1.25s left    10.0s'
+>>> evaluation_line({"evaluation": 1, "stage": 0, "objective": 2.5,
+...                  "max_constraint": 2.220446e-16, "change": None, "grey": 0.5, "time": 0.5})
+'    1 s0 obj  2.500000e+00 cons feasible ch - grey(vars) 0.500 t     0.50s left -s'
 >>> stage_line(1, {"beta": 16}, 50)
 'stage 1: beta=16, 50 evaluations'
 >>> summary_line("ftol_reached", 12, 3.5, 41.0, "compliance")
@@ -33,6 +38,10 @@ from __future__ import annotations
 
 import os
 import sys
+
+#: Constraint values within this of 0 print as ``feasible`` (`minimize`'s default
+#: ``constraint_tol``): a constraint met to roundoff reads feasible.
+FEASIBLE_TOL = 1e-8
 
 _CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
 _OUTCOME = {"maxeval_reached": "budget reached", "interrupted": "interrupted",
@@ -59,10 +68,18 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _constraint(g) -> str:
+    """The largest constraint: ``+1.234e-01`` (violated), ``-1.234e-01``, ``feasible``."""
+    if g is not None and abs(g) <= FEASIBLE_TOL:
+        return "feasible"
+    return _fmt(g, "+.3e")
+
+
 def header_line(name: str, scale: float) -> str:
     """The columns of `evaluation_line`; says when the objective is scaled."""
     obj = name if scale == 1.0 else f"{name} (= {scale:.6g} * minimized f)"
-    return (f"eval stage {obj} | cons: max g (<= 0) | ch: max |dx| | grey(vars) | "
+    return (f"eval stage {obj} | cons: max g (<= 0; feasible: |g| <= {FEASIBLE_TOL:g}) | "
+            f"ch: max |dx| | grey(vars) | "
             f"t: elapsed | left: budget estimate")
 
 
@@ -76,7 +93,7 @@ def evaluation_line(rec: dict, scale: float = 1.0, left: float | None = None) ->
     """One history record (see `minimize`) as one line; the objective times `scale`,
     `left` the estimated seconds for the rest of the budget (None: unknown)."""
     return (f"{rec['evaluation']:5d} s{rec['stage']} obj {rec['objective'] * scale: .6e} "
-            f"cons {_fmt(rec['max_constraint'], '+.3e')} ch {_fmt(rec['change'], '.3e')} "
+            f"cons {_constraint(rec['max_constraint'])} ch {_fmt(rec['change'], '.3e')} "
             f"grey(vars) {_fmt(rec['grey'], '.3f')} t {rec['time']:8.2f}s "
             f"left {_fmt(left, '7.1f')}s")
 

@@ -448,6 +448,7 @@ def _draw_solid(ax, mesh, x, level: float):
     except ImportError as e:
         return _draw_voxels(ax, mesh, x, level) + (f"voxels; {e}",)
     v = _to_view(verts)
+    faces = faces[:, ::-1]          # _to_view swaps y and z, a reflection: keep them outward
     surface = ax.plot_trisurf(v[:, 0], v[:, 1], v[:, 2], triangles=faces, color="0.78",
                               shade=True, lightsource=LightSource(azdeg=300, altdeg=50),
                               linewidth=0, antialiased=False)

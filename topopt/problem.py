@@ -459,9 +459,9 @@ def compliance_options(sizes: dict, volfrac: float, rmin: float) -> tuple[Option
     ['nelx', 'nely', 'volfrac', 'rmin', 'penal', 'filter']
     """
     return (*(Option(k, positive_int, v, f"elements along {k[-1]}") for k, v in sizes.items()),
-            Option("volfrac", open_unit, volfrac, "volume fraction, in (0, 1)"),
+            Option("volfrac", open_unit, volfrac, "volume fraction"),
             Option("rmin", positive_float, rmin, "filter radius (element widths)"),
-            Option("penal", at_least(1.0), 3.0, "SIMP exponent, >= 1"),
+            Option("penal", at_least(1.0), 3.0, "SIMP exponent"),
             Option("filter", str, "density", "density or Helmholtz (PDE) filter",
                    choices=FILTERS))
 

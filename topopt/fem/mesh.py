@@ -6,6 +6,7 @@ import numpy as np
 import skfem
 
 from .._validate import check_finite_values, check_int, check_positive, check_type
+from .budget import check_grid
 
 
 def _counts(**counts) -> tuple[int, ...]:
@@ -34,6 +35,7 @@ def rectangle(nelx: int, nely: int, h: float = 1.0) -> skfem.MeshQuad1:
     (12, [6.0, 2.0])
     """
     nelx, nely = _counts(nelx=nelx, nely=nely)
+    check_grid((nelx, nely), f"fem.rectangle({nelx}, {nely})")     # before allocating
     h = _size(h)
     return skfem.MeshQuad.init_tensor(h * np.arange(nelx + 1.0), h * np.arange(nely + 1.0))
 
@@ -48,6 +50,7 @@ def box(nelx: int, nely: int, nelz: int, h: float = 1.0) -> skfem.MeshHex1:
     (8, 16)
     """
     nelx, nely, nelz = _counts(nelx=nelx, nely=nely, nelz=nelz)
+    check_grid((nelx, nely, nelz), f"fem.box({nelx}, {nely}, {nelz})")    # before allocating
     h = _size(h)
     return skfem.MeshHex.init_tensor(*(h * np.arange(n + 1.0) for n in (nelx, nely, nelz)))
 
