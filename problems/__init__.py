@@ -5,7 +5,7 @@ Each module builds its model (``setup``), optimizes it (``run``, returning a
 (``python problems/<name>.py --help``).
 
 A script writes ``results/<name>/`` under the working directory unless
-``--out`` says otherwise (the committed pictures are ``gallery/<name>/``,
+``--out`` says otherwise (the committed pictures are ``results/gallery/<name>/``,
 remade by ``python scripts/gallery.py``); of the design files its docstring
 lists, ``design.npz`` is always written and ``design.vtu`` / ``design.stl``
 need the ``io`` extra (``pip install 'topopt[io]'``).

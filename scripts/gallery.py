@@ -1,4 +1,4 @@
-"""Regenerate the committed gallery: each problem's defaults, written to ``gallery/<name>/``.
+"""Regenerate the committed gallery: each problem's defaults, written to ``results/gallery/<name>/``.
 
 ::
 
@@ -8,7 +8,7 @@
 
 A problem script writes to ``results/<name>/`` under the working directory
 by default (`topopt.cli`); the README's pictures are the committed
-``gallery/<name>/`` folders, which only this script (or the printed command)
+``results/gallery/<name>/`` folders, which only this script (or the printed command)
 writes, each run with the problem's defaults and ``--out`` naming its folder.
 """
 
@@ -20,9 +20,9 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GALLERY = os.path.join(ROOT, "gallery")
+GALLERY = os.path.join(ROOT, "results", "gallery")
 
-#: Extra runs beyond the defaults: (folder under gallery/, problem, its options).
+#: Extra runs beyond the defaults: (folder under results/gallery/, problem, its options).
 EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),)
 
 

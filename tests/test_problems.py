@@ -85,14 +85,14 @@ def test_cantilever_runs_and_writes_results(tmp_path):
 
 def test_script_writes_under_the_working_directory_not_the_source_tree(tmp_path):
     """The default --out is results/<problem> under the cwd; the source tree is untouched."""
-    before = tree_state("results", "gallery", "problems")
+    before = tree_state("results", "problems")
     done = run_script(script("mbb_beam", "--nelx", 12, "--nely", 4, "--maxeval", 2, "--quiet"),
                       cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "results" / "mbb_beam"
     assert json.load(open(out / "result.json"))["result"]["evaluations"] == 2
     assert done.stdout.strip().endswith(f"-> {os.path.join('results', 'mbb_beam')}")
-    assert tree_state("results", "gallery", "problems") == before
+    assert tree_state("results", "problems") == before
 
 
 def test_cli_help(capsys):
@@ -319,13 +319,13 @@ def test_second_signal_aborts_the_evaluation_and_says_how_to_resume(tmp_path, mo
 
 
 def test_gallery_script_passes_each_problem_its_gallery_folder():
-    """scripts/gallery.py remakes gallery/<name>/ with --out (the default is under the cwd)."""
+    """scripts/gallery.py remakes results/gallery/<name>/ with --out (the default is under the cwd)."""
     done = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list"])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     for name in problems.__all__:
         assert any(line.split()[1].endswith(os.path.join("problems", f"{name}.py")) and
-                   line.endswith(f"--out {os.path.join(ROOT, 'gallery', name)}")
+                   line.endswith(f"--out {os.path.join(ROOT, 'results', 'gallery', name)}")
                    for line in lines), name
     bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list",
                       "nope"])

@@ -5,7 +5,7 @@
 * The `topopt.plot` example writes its two PNGs.
 * Every image the README links exists; every gallery entry (``### ...:
   `name```) names a problem of ``problems.__all__``, shows its committed
-  ``gallery/<name>/design.png`` and gives the command that makes it; every
+  ``results/gallery/<name>/design.png`` and gives the command that makes it; every
   problem with a committed picture has an entry.
 """
 
@@ -75,7 +75,7 @@ def test_gallery_entries_show_their_picture_and_command():
     assert entries
     for name, block in entries.items():
         assert name in problems.__all__, name
-        assert f"](gallery/{name}/design.png)" in block, name
+        assert f"](results/gallery/{name}/design.png)" in block, name
         assert f"python problems/{name}.py" in block, name
 
 
@@ -84,6 +84,6 @@ def test_gallery_entries_show_their_picture_and_command():
 def test_every_problem_with_a_committed_picture_has_an_entry():
     entries = gallery_entries()
     pictured = {n for n in problems.__all__
-                if os.path.isfile(os.path.join(ROOT, "gallery", n, "design.png"))}
+                if os.path.isfile(os.path.join(ROOT, "results", "gallery", n, "design.png"))}
     assert pictured
     assert pictured <= set(entries), "a problem's picture without a gallery entry"
