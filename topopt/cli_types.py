@@ -12,6 +12,7 @@ their own (``tests/test_cli.py`` walks every script's options).
 from __future__ import annotations
 
 import argparse
+import decimal
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -69,9 +70,35 @@ class Bounds:
         return not (self.even and value % 2)
 
 
-def _parse(text: str, kind: type):
+def _integer(text: str) -> int:
+    """``int(text)``, or an integral number in other notation (``1e8``, ``2.0``), exactly."""
     try:
-        value = kind(text)
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation:
+        raise ValueError(text) from None
+    if not value.is_finite() or value != value.to_integral_value():
+        raise ValueError(text)
+    return int(value)
+
+
+def _parse(text: str, kind: type):
+    """`text` as `kind`; an integer may be written ``1e8``.
+
+    Examples
+    --------
+    >>> _parse("1e8", int), _parse("60", int)
+    (100000000, 60)
+    >>> _parse("2.5", int)
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '2.5' is not an integer
+    """
+    try:
+        value = _integer(text) if kind is int else kind(text)
     except ValueError:
         noun = "an integer" if kind is int else "a number"
         raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
