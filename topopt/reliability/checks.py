@@ -44,8 +44,9 @@ def check_correlation(name: str, R, k: int | None = None, *, definite: bool = Fa
                       what: str = "component") -> np.ndarray:
     """`R` as a float correlation matrix: square (``k x k`` if `k` is given),
     finite, symmetric, unit diagonal, entries in ``[-1, 1]`` and positive
-    semi-definite (smallest eigenvalue ``>= -PSD_TOL``; ``> 0`` with
-    ``definite=True``). Returns the symmetrized copy with an exact unit diagonal.
+    semi-definite (smallest eigenvalue ``>= -PSD_TOL``; with ``definite=True``
+    off-diagonal entries in ``(-1, 1)`` and the smallest eigenvalue ``>
+    PSD_TOL``). `what` names a row in the shape message. Returns the symmetrized copy with an exact unit diagonal.
 
     Examples
     --------
@@ -79,6 +80,11 @@ def check_correlation(name: str, R, k: int | None = None, *, definite: bool = Fa
     if np.max(over, initial=0.0) > _SYM_TOL:
         i, j = np.unravel_index(np.argmax(over), A.shape)
         raise ValueError(f"{name}[{i}, {j}] = {A[i, j]:.6g}: correlations must lie in [-1, 1]")
+    off = np.abs(A[~np.eye(len(A), dtype=bool)])
+    if definite and off.size and np.max(off) >= 1.0:
+        i, j = np.argwhere((np.abs(A) >= 1.0) & ~np.eye(len(A), dtype=bool))[0]
+        raise ValueError(f"{name}[{i}, {j}] = {A[i, j]:.6g}: off-diagonal correlations must "
+                         "lie in (-1, 1) here")
     A = np.clip(0.5 * (A + A.T), -1.0, 1.0)
     np.fill_diagonal(A, 1.0)
     if A.size:

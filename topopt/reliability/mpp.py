@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 
 from .._validate import (check_bool, check_choice, check_finite_array, check_int,
                          check_positive)
@@ -177,6 +176,7 @@ def _slsqp(fg, z, theta0, tol, max_iter):
             cache[key] = fg(x)
         return cache[key]
 
+    import scipy.optimize  # on first use: keeps the import light
     res = scipy.optimize.minimize(
         lambda x: 0.5 * x @ x, np.array(theta0, float), jac=lambda x: x, method="SLSQP",
         constraints=[{"type": "eq", "fun": lambda x: both(x)[0] - z,
