@@ -58,12 +58,15 @@ differentiate, or a `LimitState` subclass; `QuadraticLimitState` (compliance
 under Gaussian loads) has an exact MPP and counts every local MPP.
 
 Several MPPs: `QuadraticLimitState` finds every local one exactly; any other
-limit state by a multi-start search: by default (``n_starts=2``) once more
-from the mirror image of the first MPP, ``n_starts=k`` also along the
-coordinate directions, ``n_starts=1`` one search. FORM/SORM add the contributions
+limit state by a multi-start search: by default (``n_starts="auto"``) once
+more from the mirror image of the first MPP and, in up to 3 variables, from
+the coordinate directions; ``n_starts=k`` ``k - 1`` restarts (mirror, then
+axes), ``n_starts=1`` one search; ``MPPResult.info`` records the starts and the
+MPPs they reached, `find_mpp` says which regions can be missed. FORM/SORM add the contributions
 of all of them, importance sampling uses them all as mixture centres.
-Systems: `system_failure_probability` (series/parallel; first-order
-multinormal, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
+Systems: `system_failure_probability` (series/parallel of up to 5
+components; first-order multinormal from orthant probabilities of stated
+accuracy, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
 `subset_simulation` (Au & Beck 2001) with its coefficient of variation.
 
 Modules, in import order: `base` (method names, ``LN_PF_FLOOR``, the errors),
