@@ -72,7 +72,8 @@ accuracy, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
 Modules, in import order: `base` (method names, ``LN_PF_FLOOR``, the errors),
 `limit_state` (`LimitState`, the interface the solvers use), `distributions`
 (the marginals), `nataf` (`Nataf`, `TransformedLimitState`), `quadratic`
-(`QuadraticLimitState` and its exact MPPs), `mpp` (`find_mpp`: HL-RF, SLSQP,
+(`QuadraticLimitState` and its exact MPPs), `checks` (`check_correlation`),
+`orthant` (`ln_orthant`: Gaussian orthant probabilities), `mpp` (`find_mpp`: HL-RF, SLSQP,
 Newton on the KKT system, multi-start), `curvature` (Breitung, Hohenbichler,
 Tvedt), `asymptotic` (the LDT/FORM/SORM/prefactor formulas,
 `ReliabilityResult`, the envelope-theorem cotangents), `sampling` (MC, IS,
@@ -96,10 +97,12 @@ True
 from .asymptotic import ReliabilityResult
 from .distributions import Gumbel, Lognormal, Marginal, Normal, Uniform, Weibull
 from .base import ASYMPTOTIC, LN_PF_FLOOR, METHODS, SAMPLING, MPPError, ReliabilityError
+from .checks import check_correlation
 from .estimate import FailureProbability, failure_probability, ln_pf
 from .limit_state import LimitState, as_limit_state
 from .mpp import MPPResult, find_mpp
 from .nataf import Nataf, TransformedLimitState, as_distribution
+from .orthant import ln_orthant, ln_orthant_error
 from .penalty import failure_penalty
 from .quadratic import QuadraticLimitState
 from .sampling import CRNDerivative, crn_directional_derivative, sampling_estimate
@@ -115,4 +118,5 @@ __all__ = [
     "Marginal", "Normal", "Lognormal", "Gumbel", "Weibull", "Uniform", "Nataf",
     "TransformedLimitState", "as_distribution", "subset_simulation",
     "system_failure_probability", "ditlevsen_bounds", "ln_bivariate_upper",
+    "ln_orthant", "ln_orthant_error", "check_correlation",
 ]

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import ad
 
-__all__ = ["check_correlation", "check_betas", "PSD_TOL"]
+__all__ = ["check_correlation", "PSD_TOL"]
 
 #: Smallest eigenvalue accepted for a positive semi-definite correlation matrix
 #: (rounding of ``alpha alpha^T`` and of matrices typed with a few digits).
@@ -98,7 +98,7 @@ def check_correlation(name: str, R, k: int | None = None, *, definite: bool = Fa
     return A
 
 
-def check_betas(name: str, betas, *, allow_inf: bool = True) -> np.ndarray:
+def _check_betas(name: str, betas, *, allow_inf: bool = True) -> np.ndarray:
     """`betas` as a 1-D float array, no NaN (``+-inf`` only with `allow_inf`)."""
     b = _real_array(name, betas)
     if b.ndim != 1:

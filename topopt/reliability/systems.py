@@ -40,7 +40,7 @@ from .. import ad
 from .._validate import check_choice, check_int, check_seed, real
 from .asymptotic import ReliabilityResult
 from .base import ReliabilityError
-from .checks import check_betas, check_correlation
+from .checks import _check_betas, check_correlation
 from .limit_state import as_limit_state
 from .mpp import _mpp_options, _solve_mpp
 from .orthant import ln_orthant_error
@@ -366,6 +366,6 @@ def ditlevsen_bounds(betas, rho) -> tuple[float, float]:
 
 
 def _bounds_args(betas, rho):
-    b = check_betas("betas", betas)
+    b = _check_betas("betas", betas)
     R = check_correlation("rho", rho, len(b), what="component")
     return b, R
