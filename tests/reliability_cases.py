@@ -97,3 +97,29 @@ SYSTEM_CASES = [
 def system_alphas(R):
     """Unit rows ``alpha_k`` (``m = K`` variables) of the case's correlation matrix."""
     return _chol_rows(R)
+
+
+#: Reference pf of `SYSTEM_CASES` (``ref_a`` of ``scripts/crosscheck_systems.py``:
+#: closed forms, 1-D quadrature over the common factor, or nested exp-sinh
+#: inclusion-exclusion; its second scheme ``ref_b`` agrees to 2e-9 or better).
+SYSTEM_REFERENCE = {
+    "s2-indep": 1.582213085129728e-03,
+    "p2-indep": 1.412707055154404e-04,
+    "s2-rho0.7": 7.032371868818002e-03,
+    "p2-rho-0.6": 2.920231746894119e-04,
+    "s3-9e-3": 9.447913313046088e-03,
+    "s3-4e-6": 4.451433843470993e-06,
+    "s3-scaled": 9.447913313046088e-03,
+    "p3-scaled": 8.127813147854651e-07,
+    "p3-corr": 2.671391832059661e-03,
+    "s4-corr": 3.208170029227703e-03,
+    "p4-corr": 5.159031701927311e-03,
+    "s4-factor": 2.464507937800832e-03,
+    "p4-factor": 1.092688103969816e-03,
+    "s5-indep-1e-12": 1.943167728642925e-13,
+    "p5-indep-5e-13": 4.784060002989376e-13,
+    "s5-factor": 5.241940072086362e-05,
+    "p5-factor": 1.353374209197456e-04,
+    "s5-blocks": 4.740339201409582e-03,
+    "p5-blocks": 9.753178093209975e-04,
+}

@@ -126,8 +126,9 @@ def system_failure_probability(limit_states, design, z, kind: str = "series",
     ln, rel_err = _ln_first_order(kind, betas, rho)
     bounds = ditlevsen_bounds(betas, rho) if kind == "series" else _parallel_bounds(betas, rho)
     ln = _inside(ln, bounds)
+    pf = float(min(max(np.exp(ln), bounds[0]), bounds[1]))     # exp(ln(hi)) may round over
     info.update(bounds=bounds, rel_error=rel_err)
-    return ReliabilityResult("form", ln, float(np.exp(ln)), beta=float(-sp.ndtri_exp(ln)),
+    return ReliabilityResult("form", ln, pf, beta=float(-sp.ndtri_exp(ln)),
                              n_mpp=len(comps), info=info)
 
 
