@@ -127,6 +127,9 @@ def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
     merged = _merge_degenerate(c, R, n)
     if merged is not None:
         return merged
+    groups = _groups(R)
+    if len(groups) > 1:                              # independent groups: a product
+        return sum(_ln_upper(c[:, g], R[np.ix_(g, g)], n) for g in groups)
     i = _outer_index(c, R)
     order = np.r_[i, np.delete(np.arange(k), i)]
     c, R = c[:, order], R[np.ix_(order, order)]
@@ -140,7 +143,10 @@ def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
     while rows.size:
         y, lw, edge = _nodes(c[rows], R, r, s, Rc, n, drop)
         cc = (c[rows, None, 1:] - y[..., None] * r) / s
-        a = lw + _ln_upper(cc.reshape(-1, k - 1), Rc, n).reshape(y.shape)
+        if k == 2:                                   # the innermost level
+            a = lw + sp.log_ndtr(-cc[..., 0])
+        else:
+            a = lw + _ln_upper(cc.reshape(-1, k - 1), Rc, n).reshape(y.shape)
         out[rows] = _logsumexp(a)
         if drop >= 4 * DROP:
             break
@@ -150,6 +156,26 @@ def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
         rows = rows[np.max(ends, axis=1) > out[rows] - EDGE]
         drop *= 2.0
     return out
+
+
+def _groups(R: np.ndarray) -> list:
+    """The connected groups of variables (``R_ij != 0`` links ``i`` and ``j``)."""
+    k = len(R)
+    link = R != 0.0
+    seen, groups = np.zeros(k, bool), []
+    for i in range(k):
+        if seen[i]:
+            continue
+        group, front = {i}, [i]
+        while front:
+            j = front.pop()
+            for l in np.flatnonzero(link[j]):
+                if l not in group:
+                    group.add(int(l))
+                    front.append(int(l))
+        seen[list(group)] = True
+        groups.append(sorted(group))
+    return groups
 
 
 def _logsumexp(a: np.ndarray) -> np.ndarray:
@@ -205,9 +231,9 @@ def _marginal_mode(c1f, crest, r, s):
     y = np.maximum(c1f, 0.0)
     for _ in range(20):                # Newton on the concave model: the mode to 1e-3 sd
         _, d1, d2 = _model(y, crest, r, s)
-        step = np.clip(-d1 / d2, -4.0, 4.0)
-        y = np.maximum(y + step, c1f)
-        if np.all(np.abs(step) * np.sqrt(-d2) < 1e-3):
+        y_new = np.maximum(y + np.clip(-d1 / d2, -4.0, 4.0), c1f)
+        moved, y = np.abs(y_new - y), y_new
+        if np.all(moved * np.sqrt(-d2) < 1e-3):
             break
     _, d1, d2 = _model(y, crest, r, s)
     return y, np.maximum(-d1, 0.0) * (y <= c1f), np.maximum(-d2, 1.0)
@@ -327,13 +353,13 @@ def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
     uhi = np.sqrt(u0 * u0 + drop)
     u = ulo + (uhi - ulo) * x
     t_g, dt_g = g * u - lam / q, g * (uhi - ulo)
-    # exponential edge: lam t + q t^2/2 = v^2, v in [0, sqrt(DROP)]
-    v = np.sqrt(drop) * x
-    root = np.sqrt(lam * lam + 2.0 * q * v * v)
-    t_e = 2.0 * v * v / (root + lam)
-    dt_e = np.sqrt(drop) * 2.0 * v / np.where(gauss, 1.0, root)
-    t = np.where(gauss, t_g, t_e)
-    dt = np.where(gauss, dt_g, dt_e)
+    t, dt = t_g, np.broadcast_to(dt_g, t_g.shape)
+    if not np.all(gauss):        # exponential edge: lam t + q t^2/2 = v^2, v in [0, sqrt(DROP)]
+        v = np.sqrt(drop) * x
+        root = np.sqrt(lam * lam + 2.0 * q * v * v)
+        t_e = 2.0 * v * v / (root + lam)
+        dt_e = np.sqrt(drop) * 2.0 * v / np.where(gauss, 1.0, root)
+        t, dt = np.where(gauss, t_g, t_e), np.where(gauss, dt_g, dt_e)
     nodes = y[:, None] + t
     with np.errstate(divide="ignore"):
         lw = np.log(w * dt) - 0.5 * nodes * nodes - _LN_SQRT_2PI
