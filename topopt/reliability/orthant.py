@@ -38,6 +38,8 @@ DEGENERATE = 1e-12
 DROP = 40.0
 #: ... and a window whose edge is above ``exp(-EDGE)`` of the integral is widened.
 EDGE = 27.0
+#: A conditional variable with ``s_j < CLIFF |r_j|`` is a cliff of the integrand.
+CLIFF = 0.05
 _LN_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
@@ -141,7 +143,7 @@ def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
     out = np.empty(len(c))
     rows, drop = np.arange(len(c)), DROP
     while rows.size:
-        y, lw, edge = _nodes(c[rows], R, r, s, Rc, n, drop)
+        y, lw, edge, lq = _nodes(c[rows], R, r, s, Rc, n, drop)
         cc = (c[rows, None, 1:] - y[..., None] * r) / s
         if k == 2:                                   # the innermost level
             a = lw + sp.log_ndtr(-cc[..., 0])
@@ -152,7 +154,8 @@ def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
             break
         # the integrand (without the Gauss weight) still above exp(-EDGE) of the
         # sum at a window edge: the window was too short, widen it
-        ends = np.where(edge, a - np.log(_gauss(n)[1]), -np.inf)
+        with np.errstate(invalid="ignore"):
+            ends = np.where(edge, a - lq, -np.inf)
         rows = rows[np.max(ends, axis=1) > out[rows] - EDGE]
         drop *= 2.0
     return out
@@ -321,6 +324,39 @@ def _calibrated(c, r, s, Rc, y, lam, q, c1f, drop):
     return q_out
 
 
+def _cliff_mode(c1f, c2, r, s):
+    """Mode, slope and curvature of ``phi`` alone on the side of the cliff
+    ``y = c2/r`` that the steep second variable allows (its edge is a panel
+    boundary of `_nodes`): the curvature of ``phi(y) Phi((r y - c2)/s)`` at a
+    mode on the cliff (``~ 1/s^2``) would shrink the window to the cliff."""
+    yc = np.maximum(c2, -1e10) / r
+    lo = c1f if r < 0 else np.maximum(c1f, yc)
+    hi = np.where(r < 0, np.maximum(yc, c1f), np.inf)
+    y = np.clip(0.0, lo, hi)
+    lam = np.where((y == lo) & (lo > 0), lo, 0.0) * (y == c1f)
+    return y, lam, np.ones_like(y)
+
+
+def _kinks(c, r, s, Rc) -> list:
+    """Where two conditional variables of correlation near ``+-1`` (merged or steep at
+    the next level) swap which bound binds: ``c_i(y) = +-c_j(y)`` with ``c_i(y) =
+    (c_i - r_i y)/s_i``; the integrand has a kink (or a rapid turn) there."""
+    out = []
+    k = len(Rc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(k):
+            for j in range(i + 1, k):
+                if 1.0 - abs(Rc[i, j]) >= CLIFF ** 2:
+                    continue
+                sg = np.sign(Rc[i, j])
+                den = r[i] / s[i] - sg * r[j] / s[j]
+                if abs(den) < 1e-12:
+                    continue
+                ci, cj = np.maximum(c[:, 1 + i], -1e10), np.maximum(c[:, 1 + j], -1e10)
+                out.append(((ci / s[i] - sg * cj / s[j]) / den)[:, None])
+    return out
+
+
 def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
     """Nodes ``y`` (N, n) and log weights for ``int_{c_0}^inf phi(y) g(y) dy``.
 
@@ -335,7 +371,9 @@ def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
     ``R``) use the product of the conditional marginals as the model.
     """
     c1f = np.maximum(c[:, 0], -40.0)
-    if c.shape[1] == 2:                              # the model is the integrand
+    if c.shape[1] == 2 and s[0] < CLIFF * abs(r[0]):
+        y, lam, q = _cliff_mode(c1f, c[:, 1], r[0], s[0])
+    elif c.shape[1] == 2:                            # the model is the integrand
         y, lam, q = _marginal_mode(c1f, c[:, 1:], r, s)
     else:
         y, lam, q, _ = _orthant_mode(c, R)
@@ -346,25 +384,51 @@ def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
     lam, q = lam[:, None], q[:, None]
     g = np.sqrt(2.0 / q)
     u0 = lam / np.sqrt(2.0 * q)
-    x, w = _gauss(n)
     gauss = u0 < 1.0
-    # Gaussian map: t = g u - lam/q, u in [ulo, uhi]
-    ulo = np.where(lam > 0, u0, -np.minimum(np.sqrt(drop), (y - c1f)[:, None] / g))
-    uhi = np.sqrt(u0 * u0 + drop)
-    u = ulo + (uhi - ulo) * x
-    t_g, dt_g = g * u - lam / q, g * (uhi - ulo)
-    t, dt = t_g, np.broadcast_to(dt_g, t_g.shape)
-    if not np.all(gauss):        # exponential edge: lam t + q t^2/2 = v^2, v in [0, sqrt(DROP)]
-        v = np.sqrt(drop) * x
-        root = np.sqrt(lam * lam + 2.0 * q * v * v)
-        t_e = 2.0 * v * v / (root + lam)
-        dt_e = np.sqrt(drop) * 2.0 * v / np.where(gauss, 1.0, root)
-        t, dt = np.where(gauss, t_g, t_e), np.where(gauss, dt_g, dt_e)
-    nodes = y[:, None] + t
+    # the window in the map's parameter p: Gaussian t = g p - lam/q, or the
+    # exponential edge lam t + q t^2/2 = p^2 (p >= 0)
+    interior = (lam == 0) & gauss
+    p_lo = np.where(gauss, np.where(lam > 0, u0, -np.minimum(np.sqrt(drop),
+                                                            (y - c1f)[:, None] / g)), 0.0)
+    p_hi = np.where(gauss, np.sqrt(u0 * u0 + drop), np.sqrt(drop))
+    y = y[:, None]
+
+    def param(t):
+        with np.errstate(invalid="ignore"):
+            return np.where(gauss, (t + lam / q) / g,
+                            np.sqrt(np.maximum(lam * t + 0.5 * q * t * t, 0.0)) * (t > 0))
+    # a conditional variable with |r| close to 1 is a cliff of width s/|r| at
+    # y = c_j/r_j: the window stops past it, and a panel boundary sits on it
+    cliffs = []
+    steep = np.flatnonzero(s < CLIFF * np.abs(r))
+    for j in steep:
+        yc = (np.maximum(c[:, 1 + j], -1e10) / r[j])[:, None]
+        width = 9.0 * s[j] / abs(r[j])
+        if r[j] < 0:
+            p_hi = np.minimum(p_hi, param(yc + width - y))
+        else:
+            p_lo = np.maximum(p_lo, param(yc - width - y))
+        cliffs.append(param(yc - y))
+    cliffs += [param(yk - y) for yk in _kinks(c, r, s, Rc)]
+    p_hi = np.maximum(p_hi, p_lo)
+    cuts = np.sort(np.clip(np.hstack([p_lo, *cliffs, p_hi]), p_lo, p_hi), axis=1)
+    x, w = _gauss(n)
+    a, b = cuts[:, :-1, None], cuts[:, 1:, None]          # panels (N, P, 1)
+    pn = (a + (b - a) * x).reshape(len(y), -1)
+    wn = ((b - a) * w).reshape(len(y), -1)
+    t = g * pn - lam / q
+    dt = np.broadcast_to(g, t.shape)
+    if not np.all(gauss):
+        root = np.sqrt(lam * lam + 2.0 * q * pn * pn)
+        t_e = 2.0 * pn * pn / (root + lam)
+        t = np.where(gauss, t, t_e)
+        dt = np.where(gauss, dt, 2.0 * pn / np.where(gauss, 1.0, root))
+    nodes = y + t
     with np.errstate(divide="ignore"):
-        lw = np.log(w * dt) - 0.5 * nodes * nodes - _LN_SQRT_2PI
+        lw = np.log(wn * dt) - 0.5 * nodes * nodes - _LN_SQRT_2PI
     # window edges that are not the bound c_0: the right end, an interior left end
     edge = np.zeros(nodes.shape, bool)
     edge[:, -1] = True
-    edge[:, 0] = gauss[:, 0] & (lam[:, 0] == 0) & (ulo[:, 0] > -(y - c1f) / g[:, 0] + 1e-9)
-    return nodes, lw, edge
+    edge[:, 0] = interior[:, 0] & (cuts[:, 0] > -(y[:, 0] - c1f) / g[:, 0] + 1e-9)
+    with np.errstate(divide="ignore"):
+        return nodes, lw, edge, np.log(wn)
