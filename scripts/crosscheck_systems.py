@@ -12,7 +12,9 @@ differences at the end). Each case gets two values computed in different ways:
   orthants ``P(Y_S >= b_S)``, each by nested exp-sinh quadrature (a trapezoidal
   rule in ``t`` with ``y = c + exp(pi/2 sinh t)``) in log space, step 0.03;
 - ``ref_b``: inclusion-exclusion over the orthants by the nested exp-sinh rule
-  at step 0.04 (0.1 for 5 components), whatever the structure.
+  at step 0.04 (0.1 for 5 components), whatever the structure. It does not
+  resolve correlations within ~1e-3 of +-1 (the ``near`` cases: 1e-2 off there,
+  where ``ref_a`` is the one-factor quadrature).
 
 Prints, per case, both references, their relative difference and topopt's
 first-order value (``system_failure_probability(..., "form")``) with its

@@ -107,7 +107,9 @@ def system_alphas(R):
 
 #: Reference pf of `SYSTEM_CASES` (``ref_a`` of ``scripts/crosscheck_systems.py``:
 #: closed forms, 1-D quadrature over the common factor, or nested exp-sinh
-#: inclusion-exclusion; its second scheme ``ref_b`` agrees to 2e-9 or better).
+#: inclusion-exclusion; its second scheme ``ref_b`` agrees to 2e-9 or better, except
+#: where a correlation is within 1e-3 of +-1, which the exp-sinh rule does not
+#: resolve: there ``ref_a`` is the one-factor 1-D quadrature).
 SYSTEM_REFERENCE = {
     "s2-indep": 1.582213085129728e-03,
     "p2-indep": 1.412707055154404e-04,
@@ -122,6 +124,9 @@ SYSTEM_REFERENCE = {
     "p4-corr": 5.159031701927311e-03,
     "s4-factor": 2.464507937800832e-03,
     "p4-factor": 1.092688103969816e-03,
+    "p3-near-1": 7.481004220872237e-03,
+    "s3-near-minus-1": 2.761302565378877e-03,
+    "p4-near-1": 1.624277867238739e-02,
     "s5-indep-1e-12": 1.943167728642925e-13,
     "p5-indep-5e-13": 4.784060002989376e-13,
     "s5-factor": 5.241940072086362e-05,
