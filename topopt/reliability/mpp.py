@@ -438,8 +438,11 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         regions ``theta_1 >= 3``, ``theta_2 >= 3.5 + theta_1^2/2`` are both
         found; the mirror alone misses the second, pf 7 % low); the cost is
         one search per start, ``2 m + 1`` searches in all for ``m <= 3``
-        (``scripts/benchmark_multistart.py``: about 3x the evaluations of
-        ``n_starts=2`` at ``m = 2``, 4x at ``m = 3``); ``k``: ``k - 1``
+        (``scripts/benchmark_multistart.py``: 30 calls of ``F`` against 12
+        for ``n_starts=2`` at ``m = 2``, 49 against 14 at ``m = 3`` for a
+        linear ``F``, 1.3-1.5x where the mirror finds a second MPP; ``m >= 4``
+        the same as ``n_starts=2``, and the orthogonal pair above is then
+        missed unless ``n_starts = 2 m + 1``); ``k``: ``k - 1``
         restarts, the mirror then the axes; ``1``: one search). Every
         distinct local MPP is returned: the global one, the rest in
         ``others``; ``info`` holds ``starts``, ``start_mpps`` (what each start
