@@ -236,3 +236,27 @@ def test_import_does_not_load_scipy_stats():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: rel.ln_orthant([np.nan, 1.0], R2), ValueError, r"c must not contain NaN"),
+    (lambda: rel.ln_orthant(np.zeros(6), np.eye(6)), ValueError, r"c has 6 variables; .* up to 5"),
+    (lambda: rel.ln_orthant(np.zeros((1, 1, 2)), R2), ValueError, r"c must have shape \(K,\) or \(N, K\)"),
+    (lambda: rel.ln_orthant([], np.zeros((0, 0))), ValueError, r"c must have shape"),
+    (lambda: rel.ln_orthant(["a", "b"], R2), TypeError, r"c must be a real array"),
+    (lambda: rel.ln_orthant([1.0, 1.0, 1.0], R2), ValueError, r"R has shape \(2, 2\); expected \(3, 3\), one row and column per variable"),
+    (lambda: rel.ln_orthant([1.0, 1.0], [[1.0, 0.5], [0.5, 1.1]]), ValueError, r"R must have a unit diagonal"),
+    (lambda: rel.ln_orthant([1.0, 1.0], R2, n=1), ValueError, r"n must be an integer >= 2"),
+    (lambda: rel.ln_orthant_error([1.0, 1.0], R2, rtol=0.0), ValueError, r"rtol must be > 0"),
+])
+def test_ln_orthant_arguments(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_ln_orthant_rows_and_infinite_bounds():
+    """Several rows at once; -inf drops a variable, +inf gives probability 0."""
+    c = np.array([[0.0, 0.0], [-np.inf, 1.0], [np.inf, 0.0]])
+    out = rel.ln_orthant(c, R2)
+    assert out[0] == pytest.approx(np.log(1 / 3), rel=1e-12)      # 1/4 + asin(1/2)/(2 pi)
+    assert out[1] == pytest.approx(sp.log_ndtr(-1.0), rel=1e-14) and out[2] == -np.inf

@@ -40,6 +40,10 @@ import functools
 import numpy as np
 import scipy.special as sp
 
+from .. import ad
+from .._validate import check_int, check_positive
+from .checks import check_correlation
+
 __all__ = ["ln_orthant", "ln_orthant_error"]
 
 #: Correlations this close to +-1 merge two variables.
@@ -62,6 +66,8 @@ def _gauss(n: int):
 #: Gauss-Legendre orders tried in turn; the largest used for ``K`` dimensions.
 ORDERS = (12, 18, 27, 40, 60)
 _MAX_ORDER = {2: 60, 3: 60, 4: 60, 5: 40}
+#: The most variables (the cost grows as ``n^(K-1)``).
+MAX_K = 5
 
 
 def ln_orthant_error(c, R, rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
@@ -74,8 +80,8 @@ def ln_orthant_error(c, R, rtol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
     of the relative error of ``P`` (a bound in practice: the order converges
     geometrically). `R` is a checked ``K x K`` correlation matrix.
     """
-    c = np.atleast_2d(np.asarray(c, float))
-    R = np.asarray(R, float)
+    c, R = _args(c, R)
+    rtol = check_positive("rtol", rtol, "relative accuracy")
     top = _MAX_ORDER.get(c.shape[1], 60)
     value = _ln_upper(c, R, ORDERS[0])
     err = np.full(len(c), np.inf)
@@ -98,9 +104,11 @@ def ln_orthant(c, R, n: int = 27) -> np.ndarray:
     Parameters
     ----------
     c : array_like, shape (K,) or (N, K)
-        Lower bounds (``-inf`` drops a variable, ``+inf`` gives ``-inf``).
+        Lower bounds, ``K <= 5`` (``-inf`` drops a variable, ``+inf`` gives
+        ``-inf``; NaN is refused).
     R : array_like, shape (K, K)
-        Correlation matrix, assumed checked (`check_correlation`).
+        Correlation matrix (checked by `check_correlation`: symmetric, unit
+        diagonal, entries in ``[-1, 1]``, positive semi-definite).
     n : int
         Gauss-Legendre nodes per level.
 
@@ -116,7 +124,28 @@ def ln_orthant(c, R, n: int = 27) -> np.ndarray:
     >>> round(float(np.exp(ln_orthant([0.0, 0.0], R)[0])), 12)  # 1/4 + asin(1/2)/(2 pi)
     0.333333333333
     """
-    return _ln_upper(np.atleast_2d(np.asarray(c, float)), np.asarray(R, float), n)
+    c, R = _args(c, R)
+    return _ln_upper(c, R, check_int("n", n, 2, what="Gauss-Legendre nodes per level"))
+
+
+def _args(c, R):
+    """Bounds ``(N, K)`` (NaN refused, ``+-inf`` kept) and the checked correlation matrix."""
+    if ad.is_traced(c) or ad.is_traced(R):
+        raise TypeError("c and R are not differentiated here: pass plain values")
+    arr = np.asarray(c)
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        raise TypeError(f"c must be a real array of bounds, got dtype {arr.dtype}")
+    if arr.ndim not in (1, 2) or arr.shape[-1] == 0:
+        raise ValueError(f"c must have shape (K,) or (N, K) with K >= 1, got {arr.shape}")
+    cc = np.atleast_2d(arr.astype(float))
+    if np.any(np.isnan(cc)):
+        raise ValueError(f"c must not contain NaN (bounds may be +-inf); NaN at flat index "
+                         f"{int(np.flatnonzero(np.isnan(cc.ravel()))[0])}")
+    k = cc.shape[1]
+    if k > MAX_K:
+        raise ValueError(f"c has {k} variables; orthant probabilities are computed for up to "
+                         f"{MAX_K} (use sampling beyond)")
+    return cc, check_correlation("R", R, k, what="variable")
 
 
 def _ln_upper(c: np.ndarray, R: np.ndarray, n: int) -> np.ndarray:
