@@ -5,6 +5,18 @@ SLSQP as the fallback, damped Newton on the KKT system ``theta = lam grad F,
 F = z`` as the polish, and the checks that reject a KKT point that is not a
 local minimum. A limit state with an exact solver (`QuadraticLimitState`)
 skips the search.
+
+What the multi-start search can miss: it finds the failure regions whose
+MPP the search reaches from one of its starts -- the origin, the mirror
+image ``-theta1`` of the first MPP and, with ``n_starts="auto"`` in up to
+``AUTO_STARTS_MAX_M = 3`` variables (or ``n_starts = k`` in any), the
+points ``+-|theta1| e_i`` on the coordinate axes. A second region that is
+not the mirror image of the first, in more than 3 variables, is found only
+if the search from ``-theta1`` happens to lead to it: pass ``n_starts =
+2 m + 1`` (every axis) or starts of your own (``theta0``) when such regions
+may exist. Regions in oblique directions that no start leads to are not
+found by any setting; use sampling (``"is"`` with the MPPs found, or
+`subset_simulation`) to check.
 """
 
 from __future__ import annotations
@@ -403,17 +415,7 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     ``MPPResult.info`` records the starts and the MPP each reached); the exact
     quadratic solver returns every local one (``MPPResult.others``).
 
-    What the multi-start search can miss: it finds the failure regions whose
-    MPP the search reaches from one of its starts -- the origin, the mirror
-    image ``-theta1`` of the first MPP and, with ``n_starts="auto"`` in up to
-    ``AUTO_STARTS_MAX_M = 3`` variables (or ``n_starts = k`` in any), the
-    points ``+-|theta1| e_i`` on the coordinate axes. A second region that is
-    not the mirror image of the first, in more than 3 variables, is found only
-    if the search from ``-theta1`` happens to lead to it: pass ``n_starts =
-    2 m + 1`` (every axis) or starts of your own (``theta0``) when such regions
-    may exist. Regions in oblique directions that no start leads to are not
-    found by any setting; use sampling (``"is"`` with the MPPs found, or
-    `subset_simulation`) to check.
+    What the multi-start search can miss: see the module docstring.
 
     Parameters
     ----------
