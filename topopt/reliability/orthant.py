@@ -1,4 +1,4 @@
-r"""Gaussian orthant probabilities ``P(Y_i >= c_i, i = 1..K)``, ``K <= 5``, to high relative accuracy.
+r"""Gaussian orthant probabilities ``P(Y_i >= c_i, i = 1..K)``, ``K <= 5``, relative accuracy.
 
 ``Y ~ N(0, R)`` with a correlation matrix ``R`` (positive semi-definite; the
 bounds ``c`` any reals, ``+-inf`` included). Conditioning on the first
