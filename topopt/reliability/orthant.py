@@ -28,9 +28,10 @@ correlation matrices (``K = 3, 4``) the outer variable's choice changes the
 result by less than 1e-10. Known weak spot: a correlation within ~1e-3 of
 ``-1`` between two variables of a ``K >= 4`` orthant with mixed-sign bounds
 (not a FORM system's orthant) was seen 3e-5 off with a smaller estimate.
-Cost (``scripts/benchmark_orthant.py``, one core, both orders): about 1 ms for
-``K = 2``, 7 ms for ``K = 3``, 10-35 ms for ``K = 4`` and 0.1-0.4 s for a
-correlated ``K = 5`` (independent groups: a product, under 1 ms).
+Cost of a system pf (``scripts/benchmark_orthant.py``, one core, both
+orders): under 1 ms for ``K = 2``, about 3 ms for ``K = 3``, 7-50 ms for ``K =
+4`` and 50-200 ms for a correlated ``K = 5`` (independent groups: a product,
+about 1 ms).
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ First order (``"form"``; Hohenbichler & Rackwitz 1983)
     series pf is the sum of the positive terms ``P(Y_k >= beta_k, Y_l <
     beta_l for l < k)`` over the components ordered by decreasing ``P_k``.
     The estimate is kept inside its bounds (below). Time per call (both
-    orders, one core; ``scripts/benchmark_orthant.py``): about 1 ms for ``K =
-    2``, 8 ms for ``K = 3``, 10-35 ms for ``K = 4`` and 0.1-0.4 s for a
-    correlated ``K = 5``; scipy's quasi-Monte-Carlo cdf took 0.2-0.6 s for ``K
-    = 3..5`` with relative errors up to 8 % (``1 - Phi_K`` at pf 4e-6).
+    orders, one core; ``scripts/benchmark_orthant.py``): under 1 ms for ``K =
+    2``, about 3 ms for ``K = 3``, 7-50 ms for ``K = 4`` and 50-200 ms for a
+    correlated ``K = 5`` (independent groups: a product, about 1 ms); scipy's
+    quasi-Monte-Carlo cdf took 70-300 ms for ``K = 3..5`` with relative errors
+    up to 8 % (``1 - Phi_K`` at pf 4e-6).
 Ditlevsen (1979) bounds (series, ``info["bounds"]``)
     ``P_1 + sum_{k>=2} max(0, P_k - sum_{l<k} P_kl) <= pf <= sum_k P_k -
     sum_{k>=2} max_{l<k} P_kl``, the components ordered by decreasing
