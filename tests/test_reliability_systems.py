@@ -260,3 +260,20 @@ def test_ln_orthant_rows_and_infinite_bounds():
     out = rel.ln_orthant(c, R2)
     assert out[0] == pytest.approx(np.log(1 / 3), rel=1e-12)      # 1/4 + asin(1/2)/(2 pi)
     assert out[1] == pytest.approx(sp.log_ndtr(-1.0), rel=1e-14) and out[2] == -np.inf
+
+
+@pytest.mark.parametrize("gap", [3.07e-8, 1e-6, 1e-4])
+def test_nearly_opposite_pair_slab(gap):
+    """P(Y_1 >= 3.777, Y_2 >= -4.622) with corr -(1 - gap): a slab with smeared edges
+    (once 1.2e-5 off with a tiny error estimate); reference: scipy's quad split at the
+    smear of the cliff."""
+    a, c, r = 3.77731529, -4.62178229, -(1.0 - gap)
+    s, yc = np.sqrt(1 - r * r), c / r
+    f = lambda y: np.exp(-y * y / 2) / np.sqrt(2 * np.pi) * sp.ndtr((r * y - c) / s)  # noqa
+    pts = [a, yc - 20 * s, yc - 3 * s, yc, yc + 3 * s, yc + 20 * s]
+    exact = sum(si.quad(f, lo, hi, epsabs=0, epsrel=1e-13, limit=500)[0]
+                for lo, hi in zip(pts[:-1], pts[1:]))
+    R = np.array([[1.0, r], [r, 1.0]])
+    for n in (12, 27, 60):
+        assert rel.ln_orthant([a, c], R, n)[0] == pytest.approx(np.log(exact), abs=1e-9)
+    assert rel.ln_bivariate_upper(c, a, r) == pytest.approx(np.log(exact), abs=1e-9)
