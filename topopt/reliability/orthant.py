@@ -53,8 +53,11 @@ DEGENERATE = 1e-12
 DROP = 40.0
 #: ... and a window whose edge is above ``exp(-EDGE)`` of the integral is widened.
 EDGE = 27.0
-#: A conditional variable with ``s_j < CLIFF |r_j|`` is a cliff of the integrand.
+#: A conditional variable with ``s_j < CLIFF |r_j|`` is a cliff of the integrand
+#: (the two-variable model is then ``phi`` alone, `_cliff_mode`); with ``s_j <
+#: SMEAR |r_j|`` the transition (width ``9 s_j/|r_j|`` either side) gets panels.
 CLIFF = 0.05
+SMEAR = 0.5
 _LN_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
@@ -335,12 +338,16 @@ def _orthant_mode(c: np.ndarray, R: np.ndarray):
     return y0, lam, q, V
 
 
-def _calibrated(c, r, s, Rc, y, lam, q, c1f, drop):
-    """The curvature ``q`` lowered (secant steps on the mode value ``V``, the
-    exponent of the integrand's Laplace model) until the window reaches
-    ``V(y* + t) - V(y*) = DROP`` on both sides: past a change of the active
-    set ``V`` grows more slowly than its curvature at the mode says."""
+def _calibrated(c, r, s, Rc, y, lam, q, c1f, drop, exact: bool = False):
+    """The curvature ``q`` lowered (secant steps on ``V``: the mode value, the
+    exponent of the integrand's Laplace model, or with `exact` ``-ln`` of the
+    two-variable integrand itself) until the window reaches ``V(y* + t) -
+    V(y*) = DROP`` on both sides: past a change of the active set, or past a
+    moderately steep conditional variable, ``V`` grows more slowly than its
+    curvature at the mode says."""
     def V(y1):
+        if exact:
+            return -_model(y1, np.maximum(c[:, 1:], -1e10), r, s)[0]
         _, _, _, vc = _orthant_mode((c[:, 1:] - y1[:, None] * r) / s, Rc)
         return 0.5 * y1 * y1 + vc
 
@@ -386,7 +393,7 @@ def _kinks(c, r, s, Rc) -> list:
     with np.errstate(divide="ignore", invalid="ignore"):
         for i in range(k):
             for j in range(i + 1, k):
-                if 1.0 - abs(Rc[i, j]) >= CLIFF ** 2:
+                if 1.0 - abs(Rc[i, j]) >= 0.0144:       # partial sd >= 0.12
                     continue
                 sg = np.sign(Rc[i, j])
                 den = r[i] / s[i] - sg * r[j] / s[j]
@@ -415,6 +422,7 @@ def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
         y, lam, q = _cliff_mode(c1f, c[:, 1], r[0], s[0])
     elif c.shape[1] == 2:                            # the model is the integrand
         y, lam, q = _marginal_mode(c1f, c[:, 1:], r, s)
+        q = _calibrated(c, r, s, Rc, y, lam, q, c1f, drop, exact=True)
     else:
         y, lam, q, _ = _orthant_mode(c, R)
         bad = np.isnan(y)
@@ -440,14 +448,14 @@ def _nodes(c: np.ndarray, R: np.ndarray, r, s, Rc, n: int, drop: float = DROP):
     # a conditional variable with |r| close to 1 is a cliff of width s/|r| at
     # y = c_j/r_j: the window stops past it, and panels resolve its smear
     cliffs = []
-    steep = np.flatnonzero(s < CLIFF * np.abs(r))
+    steep = np.flatnonzero(s < SMEAR * np.abs(r))
     for j in steep:
         yc = (np.maximum(c[:, 1 + j], -1e10) / r[j])[:, None]
         width = 9.0 * s[j] / abs(r[j])
-        if r[j] < 0:
-            p_hi = np.minimum(p_hi, param(yc + width - y))
+        if r[j] < 0:                 # (not where the peak itself lies past the cliff)
+            p_hi = np.where(yc + width > y, np.minimum(p_hi, param(yc + width - y)), p_hi)
         else:
-            p_lo = np.maximum(p_lo, param(yc - width - y))
+            p_lo = np.where(yc - width < y, np.maximum(p_lo, param(yc - width - y)), p_lo)
         cliffs += [param(yc - width - y), param(yc - y), param(yc + width - y)]
     cliffs += [param(yk - y) for yk in _kinks(c, r, s, Rc)]
     p_hi = np.maximum(p_hi, p_lo)
