@@ -16,9 +16,9 @@ First order (``"form"``; Hohenbichler & Rackwitz 1983)
     beta_l for l < k)`` over the components ordered by decreasing ``P_k``.
     The estimate is kept inside its bounds (below). Time per call (both
     orders, one core; ``scripts/benchmark_orthant.py``): under 1 ms for ``K =
-    2``, about 3 ms for ``K = 3``, 7-50 ms for ``K = 4`` and 50-200 ms for a
+    2``, about 4 ms for ``K = 3``, 10-80 ms for ``K = 4`` and 70-300 ms for a
     correlated ``K = 5`` (independent groups: a product, about 1 ms); scipy's
-    quasi-Monte-Carlo cdf took 70-300 ms for ``K = 3..5`` with relative errors
+    quasi-Monte-Carlo cdf took 100-400 ms for ``K = 3..5`` with relative errors
     up to 8 % (``1 - Phi_K`` at pf 4e-6).
 Ditlevsen (1979) bounds (series, ``info["bounds"]``)
     ``P_1 + sum_{k>=2} max(0, P_k - sum_{l<k} P_kl) <= pf <= sum_k P_k -
