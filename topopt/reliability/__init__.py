@@ -58,18 +58,22 @@ differentiate, or a `LimitState` subclass; `QuadraticLimitState` (compliance
 under Gaussian loads) has an exact MPP and counts every local MPP.
 
 Several MPPs: `QuadraticLimitState` finds every local one exactly; any other
-limit state by a multi-start search: by default (``n_starts=2``) once more
-from the mirror image of the first MPP, ``n_starts=k`` also along the
-coordinate directions, ``n_starts=1`` one search. FORM/SORM add the contributions
+limit state by a multi-start search: by default (``n_starts="auto"``) once
+more from the mirror image of the first MPP and, in up to 3 variables, from
+the coordinate directions; ``n_starts=k`` ``k - 1`` restarts (mirror, then
+axes), ``n_starts=1`` one search; ``MPPResult.info`` records the starts and the
+MPPs they reached, `find_mpp` says which regions can be missed. FORM/SORM add the contributions
 of all of them, importance sampling uses them all as mixture centres.
-Systems: `system_failure_probability` (series/parallel; first-order
-multinormal, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
+Systems: `system_failure_probability` (series/parallel of up to 5
+components; first-order multinormal from orthant probabilities of stated
+accuracy, Ditlevsen bounds, MC/IS). Rare events without a usable MPP:
 `subset_simulation` (Au & Beck 2001) with its coefficient of variation.
 
 Modules, in import order: `base` (method names, ``LN_PF_FLOOR``, the errors),
 `limit_state` (`LimitState`, the interface the solvers use), `distributions`
 (the marginals), `nataf` (`Nataf`, `TransformedLimitState`), `quadratic`
-(`QuadraticLimitState` and its exact MPPs), `mpp` (`find_mpp`: HL-RF, SLSQP,
+(`QuadraticLimitState` and its exact MPPs), `checks` (`check_correlation`),
+`orthant` (`ln_orthant`: Gaussian orthant probabilities), `mpp` (`find_mpp`: HL-RF, SLSQP,
 Newton on the KKT system, multi-start), `curvature` (Breitung, Hohenbichler,
 Tvedt), `asymptotic` (the LDT/FORM/SORM/prefactor formulas,
 `ReliabilityResult`, the envelope-theorem cotangents), `sampling` (MC, IS,
@@ -93,10 +97,12 @@ True
 from .asymptotic import ReliabilityResult
 from .distributions import Gumbel, Lognormal, Marginal, Normal, Uniform, Weibull
 from .base import ASYMPTOTIC, LN_PF_FLOOR, METHODS, SAMPLING, MPPError, ReliabilityError
+from .checks import check_correlation
 from .estimate import FailureProbability, failure_probability, ln_pf
 from .limit_state import LimitState, as_limit_state
 from .mpp import MPPResult, find_mpp
 from .nataf import Nataf, TransformedLimitState, as_distribution
+from .orthant import ln_orthant, ln_orthant_error
 from .penalty import failure_penalty
 from .quadratic import QuadraticLimitState
 from .sampling import CRNDerivative, crn_directional_derivative, sampling_estimate
@@ -112,4 +118,5 @@ __all__ = [
     "Marginal", "Normal", "Lognormal", "Gumbel", "Weibull", "Uniform", "Nataf",
     "TransformedLimitState", "as_distribution", "subset_simulation",
     "system_failure_probability", "ditlevsen_bounds", "ln_bivariate_upper",
+    "ln_orthant", "ln_orthant_error", "check_correlation",
 ]

@@ -23,7 +23,6 @@ parameters are checked (name and accepted range) when the marginal is built.
 from __future__ import annotations
 
 import numpy as np
-import scipy.optimize
 import scipy.special as sp
 
 from .._validate import check_positive, real
@@ -214,6 +213,7 @@ class Weibull(Marginal):
         def excess(ln_k):        # CoV^2 = Gamma(1 + 2/k)/Gamma(1 + 1/k)^2 - 1
             k = np.exp(ln_k)
             return np.expm1(sp.gammaln(1 + 2 / k) - 2 * sp.gammaln(1 + 1 / k)) - cov ** 2
+        import scipy.optimize  # on first use: keeps the import light
         k = float(np.exp(scipy.optimize.brentq(excess, np.log(0.1), np.log(2000.0),
                                                xtol=1e-14, rtol=1e-14)))
         return cls(mean / sp.gamma(1 + 1 / k), k)

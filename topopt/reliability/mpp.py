@@ -5,6 +5,18 @@ SLSQP as the fallback, damped Newton on the KKT system ``theta = lam grad F,
 F = z`` as the polish, and the checks that reject a KKT point that is not a
 local minimum. A limit state with an exact solver (`QuadraticLimitState`)
 skips the search.
+
+What the multi-start search can miss: it finds the failure regions whose
+MPP the search reaches from one of its starts -- the origin, the mirror
+image ``-theta1`` of the first MPP and, with ``n_starts="auto"`` in up to
+``AUTO_STARTS_MAX_M = 3`` variables (or ``n_starts = k`` in any), the
+points ``+-|theta1| e_i`` on the coordinate axes. A second region that is
+not the mirror image of the first, in more than 3 variables, is found only
+if the search from ``-theta1`` happens to lead to it: pass ``n_starts =
+2 m + 1`` (every axis) or starts of your own (``theta0``) when such regions
+may exist. Regions in oblique directions that no start leads to are not
+found by any setting; use sampling (``"is"`` with the MPPs found, or
+`subset_simulation`) to check.
 """
 
 from __future__ import annotations
@@ -12,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.optimize
 
 from .._validate import (check_bool, check_choice, check_finite_array, check_int,
                          check_positive)
@@ -65,7 +76,10 @@ class MPPResult:
 
 
 _MPP_DEFAULTS = dict(theta0=None, tol=1e-10, max_iter=200, solver="auto",
-                     polish=True, max_radius=40.0, n_starts=2)
+                     polish=True, max_radius=40.0, n_starts="auto")
+#: ``n_starts="auto"``: every coordinate start up to this many random variables,
+#: the mirror start only above (``scripts/benchmark_multistart.py``).
+AUTO_STARTS_MAX_M = 3
 
 
 def _mpp_options(options: dict) -> dict:
@@ -86,8 +100,9 @@ def _mpp_options(options: dict) -> dict:
     opts["polish"] = check_bool("polish", opts["polish"])
     opts["max_radius"] = check_positive("max_radius", opts["max_radius"],
                                         "search radius in theta")
-    opts["n_starts"] = check_int("n_starts", opts["n_starts"], 1,
-                                 what="starts of the multi-start MPP search")
+    if not (isinstance(opts["n_starts"], str) and opts["n_starts"] == "auto"):
+        opts["n_starts"] = check_int("n_starts", opts["n_starts"], 1,
+                                     what="starts of the multi-start MPP search, or 'auto'")
     return opts
 
 
@@ -177,6 +192,7 @@ def _slsqp(fg, z, theta0, tol, max_iter):
             cache[key] = fg(x)
         return cache[key]
 
+    import scipy.optimize  # on first use: keeps the import light
     res = scipy.optimize.minimize(
         lambda x: 0.5 * x @ x, np.array(theta0, float), jac=lambda x: x, method="SLSQP",
         constraints=[{"type": "eq", "fun": lambda x: both(x)[0] - z,
@@ -274,16 +290,20 @@ def _solve_mpp(ls: LimitState, q: tuple, z: float, opts: dict) -> MPPResult:
         raise ValueError(f"{type(ls).__name__} has no exact MPP solver")
     if exact is not None:
         return _exact_result(ls, q, z, opts, *exact)
-    if opts["n_starts"] > 1:
-        return _multistart(ls, q, z, opts)
-    return _search(ls, q, z, opts)
+    if opts["n_starts"] == 1:
+        return _search(ls, q, z, opts)
+    return _multistart(ls, q, z, opts)
 
 
-def _starts(first: np.ndarray, count: int) -> list:
-    """Deterministic further starts: the mirror ``-theta1``, then ``+-|theta1| e_i``."""
+def _starts(first: np.ndarray, count) -> list:
+    """Deterministic further starts: the mirror ``-theta1``, then ``+-|theta1| e_i``
+    (those not at ``theta1``); ``count="auto"``: all of them for ``m <=
+    AUTO_STARTS_MAX_M``, the mirror only above."""
     r = max(float(np.linalg.norm(first)), 1.0)
     cands = [-first] + [s * r * e for e in np.eye(first.size) for s in (1.0, -1.0)]
     keep = [c for c in cands if np.linalg.norm(c - first) > 1e-3 * r]
+    if count == "auto":
+        count = len(keep) if first.size <= AUTO_STARTS_MAX_M else 1
     return keep[:count]
 
 
@@ -293,23 +313,33 @@ def _multistart(ls, q, z, opts) -> MPPResult:
     Each start runs the full search (HL-RF, SLSQP, Newton polish, the KKT
     checks); a start whose search fails or lands on a known MPP adds nothing.
     The others go to ``MPPResult.others``, where FORM/SORM add their
-    contributions and importance sampling uses them as mixture centres.
+    contributions and importance sampling uses them as mixture centres. What
+    was searched is recorded in ``info``: ``starts`` (every start, the first
+    one included), ``start_mpps`` (the MPP each start reached, None where its
+    search failed), ``failed_starts`` (the reasons) and ``n_starts``.
     """
+    theta0 = opts["theta0"]
     first = _search(ls, q, z, {**opts, "n_starts": 1})
-    found, failed = [first], []
-    for start in _starts(first.theta, opts["n_starts"] - 1):
+    starts = _starts(first.theta, opts["n_starts"] if opts["n_starts"] == "auto"
+                     else opts["n_starts"] - 1)
+    found, failed, reached = [first], [], [first.theta]
+    for start in starts:
         try:
             r = _search(ls, q, z, {**opts, "theta0": start, "n_starts": 1})
         except MPPError as err:
             failed.append(err.reason)
+            reached.append(None)
             continue
+        reached.append(r.theta)
         scale = max(1.0, float(np.linalg.norm(r.theta)))
         if all(np.linalg.norm(r.theta - f.theta) > 1e-6 * scale for f in found):
             found.append(r)
     found.sort(key=lambda r: abs(r.beta))
     main = found[0]
     main.others = found[1:]
-    main.info.update(n_starts=opts["n_starts"], failed_starts=failed)
+    zero = np.zeros(first.theta.size) if theta0 is None else np.asarray(theta0, float)
+    main.info.update(n_starts=1 + len(starts), starts=[zero] + starts, start_mpps=reached,
+                     failed_starts=failed)
     return main
 
 
@@ -380,10 +410,12 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     z`` with the Hessian from `topopt.ad` (so the envelope-theorem gradient is
     accurate to round-off). A KKT point that is not a local minimum (checked
     with the Hessian; skipped when ``polish=False``), or on the wrong side of
-    the origin, is rejected. The iterative search restarts from the mirror
-    image of its first MPP (``n_starts=2``, the default; every distinct local
-    MPP is kept); the exact
+    the origin, is rejected. The iterative search restarts from further points
+    (``n_starts``, below; every distinct local MPP is kept, and
+    ``MPPResult.info`` records the starts and the MPP each reached); the exact
     quadratic solver returns every local one (``MPPResult.others``).
+
+    What the multi-start search can miss: see the module docstring.
 
     Parameters
     ----------
@@ -401,13 +433,22 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         ``theta0`` (start, default 0), ``tol`` (KKT tolerance, 1e-10),
         ``max_iter`` (200), ``solver`` (``"auto"``, ``"hlrf"``, ``"slsqp"``,
         ``"exact"``), ``polish`` (True), ``max_radius`` (40: leaving ``|theta|
-        <= max_radius`` below ``z`` counts as unreachable), ``n_starts`` (2:
-        the iterative search restarts once from the mirror image ``-theta1``
-        of its first MPP, so that a symmetric second failure mode is not
-        missed (``F = theta_1^2``: ``ln(2 Phi(-3))``, not ``ln Phi(-3)``);
-        ``k > 2`` adds starts at ``+-|theta1| e_i``, ``k - 1`` restarts in
-        all; every distinct local MPP is returned: the global one, the rest
-        in ``others``; ``1``: one search, half the cost).
+        <= max_radius`` below ``z`` counts as unreachable), ``n_starts``
+        (``"auto"``: after the first search, one from the mirror image
+        ``-theta1`` (``F = theta_1^2``: ``ln(2 Phi(-3))``, not ``ln Phi(-3)``)
+        and, for ``m <= 3``, one from each ``+-|theta1| e_i`` (two orthogonal
+        regions ``theta_1 >= 3``, ``theta_2 >= 3.5 + theta_1^2/2`` are both
+        found; the mirror alone misses the second, pf 7 % low); the cost is
+        one search per start, ``2 m + 1`` searches in all for ``m <= 3``
+        (``scripts/benchmark_multistart.py``: 30 calls of ``F`` against 12
+        for ``n_starts=2`` at ``m = 2``, 49 against 14 at ``m = 3`` for a
+        linear ``F``, 1.3-1.5x where the mirror finds a second MPP; ``m >= 4``
+        the same as ``n_starts=2``, and the orthogonal pair above is then
+        missed unless ``n_starts = 2 m + 1``); ``k``: ``k - 1``
+        restarts, the mirror then the axes; ``1``: one search). Every
+        distinct local MPP is returned: the global one, the rest in
+        ``others``; ``info`` holds ``starts``, ``start_mpps`` (what each start
+        reached, None where it failed), ``failed_starts`` and ``n_starts``).
 
     Returns
     -------

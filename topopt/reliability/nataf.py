@@ -27,10 +27,10 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import scipy.optimize
 
 from .. import ad
 from .._validate import check_callable, check_finite_array, check_int
+from .checks import check_correlation
 from .distributions import Marginal
 from .limit_state import LimitState
 
@@ -128,6 +128,7 @@ class Nataf:
             raise ValueError(f"corr[{i}, {j}] = {target:g} cannot be reached with marginals "
                              f"{self.marginals[i]!r} and {self.marginals[j]!r}: the Nataf "
                              f"model gives correlations in ({lo:.6g}, {hi:.6g})")
+        import scipy.optimize  # on first use: keeps the import light
         return scipy.optimize.brentq(lambda r: _pair(z[i], z[j], t, w, r) - target,
                                      -1.0, 1.0, xtol=1e-15, rtol=1e-15)
 
@@ -175,21 +176,7 @@ def _pair(zi, zj, t, w, rho0) -> float:
 def _check_corr(corr, m: int) -> np.ndarray:
     if corr is None:
         return np.eye(m)
-    R = check_finite_array("corr", corr)
-    if R.shape != (m, m):
-        raise ValueError(f"corr has shape {R.shape}; expected ({m}, {m}) for {m} marginals")
-    if not np.allclose(R, R.T, rtol=0, atol=1e-12):
-        raise ValueError("corr must be symmetric")
-    if not np.allclose(np.diag(R), 1.0, rtol=0, atol=1e-12):
-        raise ValueError("corr must have a unit diagonal")
-    off = R[~np.eye(m, dtype=bool)]
-    if off.size and not np.all(np.abs(off) < 1):
-        raise ValueError("corr's off-diagonal entries must lie in (-1, 1)")
-    if np.min(np.linalg.eigvalsh(R)) <= 0:
-        raise ValueError("corr must be positive definite")
-    R = 0.5 * (R + R.T)
-    np.fill_diagonal(R, 1.0)
-    return R
+    return check_correlation("corr", corr, m, definite=True, what="marginal")
 
 
 def as_distribution(distribution) -> Nataf:

@@ -9,7 +9,6 @@ case" ``b~_top = 0`` and the concave case ``max(a) <= 0``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.optimize
 
 from .. import ad
 from .base import MPPError
@@ -108,6 +107,7 @@ class QuadraticLimitState(LimitState):
 
 def _brentq(f, lo, hi, *args):
     """The root of `f` in ``[lo, hi]`` to round-off (``rtol = 4 eps``)."""
+    import scipy.optimize  # on first use: keeps the import light
     return scipy.optimize.brentq(f, lo, hi, args=args, xtol=1e-300,
                                  rtol=4 * np.finfo(float).eps, maxiter=500)
 

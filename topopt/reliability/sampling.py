@@ -60,9 +60,9 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
     ``"is"``: samples ``theta_k = c + eps_k`` from ``N(c, I)`` centred at the
     MPP ``c = theta*`` (or `center`), weights ``w = exp(-c.theta + |c|^2/2)``,
     ``pf = mean w_k 1{F(theta_k) >= z}`` (sums in log space). With several
-    centres ``c_j`` (all local MPPs of a `QuadraticLimitState` or of a search
-    with ``n_starts > 1``, or a 2-D `center`) the proposal is the equal-weight mixture of the ``N(c_j, I)``
-    and ``w = phi(theta) / mean_j phi(theta - c_j)``.
+    centres ``c_j`` (all local MPPs of a `QuadraticLimitState` or of a multi-start
+    search, or a 2-D `center`) the proposal is the equal-weight mixture of the
+    ``N(c_j, I)`` and ``w = phi(theta) / mean_j phi(theta - c_j)``.
 
     With ``smoothing = s > 0`` the indicator is replaced by ``Phi((F - z)/s)``
     (the probability of ``F + s xi >= z`` with an independent ``xi ~ N(0,

@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""Accuracy and time of topopt's first-order system pf against scipy's multinormal cdf.
+
+For every case of the system table (``tests/reliability_cases.py``, references
+from ``scripts/crosscheck_systems.py``): the relative error and the time per
+call of
+
+- topopt: ``topopt.reliability.systems._ln_first_order`` (orthant
+  probabilities by nested Gauss-Legendre, two orders, series as a sum of
+  positive terms);
+- scipy: ``scipy.stats.multivariate_normal.cdf`` (Genz's quasi-Monte-Carlo
+  algorithm) as the previous code used it: ``1 - Phi_K(beta)`` for a series
+  system, ``Phi_K(-beta)`` for a parallel one (``maxpts = 200000 K, abseps =
+  1e-12, releps = 1e-8``; scipy's own bivariate routine for ``K = 2``).
+
+Run from the repository root: ``python scripts/benchmark_orthant.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
+import scipy.stats  # noqa: E402
+
+from reliability_cases import SYSTEM_CASES, SYSTEM_REFERENCE  # noqa: E402
+from topopt.reliability.systems import _ln_first_order  # noqa: E402
+
+
+def scipy_pf(kind, b, R):
+    k = len(b)
+    x = -b if kind == "parallel" else b
+    cdf = scipy.stats.multivariate_normal.cdf(x, mean=np.zeros(k), cov=R, allow_singular=True,
+                                              maxpts=200_000 * k, abseps=1e-12, releps=1e-8,
+                                              rng=np.random.default_rng(0))
+    return cdf if kind == "parallel" else 1.0 - cdf
+
+
+def timed(f, repeat=5):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t)
+    return out, float(np.median(times))
+
+
+def main():
+    print(f"{'case':16s} {'K':>2s} {'pf':>10s} {'topopt err':>10s} {'ms':>7s} "
+          f"{'scipy err':>10s} {'ms':>7s} {'in bounds':>9s}")
+    from topopt.reliability.systems import _parallel_bounds, ditlevsen_bounds
+    worst = {}
+    for name, kind, R, betas, _ in SYSTEM_CASES:
+        b, R = np.asarray(betas, float), np.asarray(R, float)
+        exact = SYSTEM_REFERENCE[name]
+        (ln, _), t_ours = timed(lambda: _ln_first_order(kind, b, R))
+        ours = np.exp(ln)
+        theirs, t_sc = timed(lambda: scipy_pf(kind, b, R), repeat=3)
+        lo, hi = ditlevsen_bounds(b, R) if kind == "series" else _parallel_bounds(b, R)
+        e1, e2 = abs(ours - exact) / exact, abs(theirs - exact) / exact
+        k = len(b)
+        w = worst.setdefault(k, [0.0, 0.0, [], []])
+        w[0], w[1] = max(w[0], e1), max(w[1], e2)
+        w[2].append(t_ours)
+        w[3].append(t_sc)
+        print(f"{name:16s} {k:2d} {exact:10.3e} {e1:10.1e} {1e3 * t_ours:7.1f} {e2:10.1e} "
+              f"{1e3 * t_sc:7.1f} {str(bool(lo <= theirs <= hi)):>9s}")
+    print("\nK  topopt: worst rel. error, median ms | scipy: worst rel. error, median ms")
+    for k, (e1, e2, t1, t2) in sorted(worst.items()):
+        print(f"{k}  {e1:9.1e} {1e3 * np.median(t1):8.1f}       | {e2:9.1e} "
+              f"{1e3 * np.median(t2):8.1f}")
+
+
+if __name__ == "__main__":
+    main()
