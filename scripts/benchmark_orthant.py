@@ -14,6 +14,27 @@ call of
   1e-12, releps = 1e-8``; scipy's own bivariate routine for ``K = 2``).
 
 Run from the repository root: ``python scripts/benchmark_orthant.py`` (about a minute).
+
+Measured (one core, both orders; the references of ``scripts/crosscheck_systems.py``):
+
+======  ===============  ===========  ===============  ============
+K       ours: worst rel  ours: median scipy: worst rel scipy: median
+======  ===============  ===========  ===============  ============
+2       7e-15            0.6 ms       3e-13            0.2 ms
+3       2.7e-14          3.9 ms       7.6e-2           130 ms
+4       4.9e-14          22 ms        7.7e-5           243 ms
+5       4.7e-14          70-300 ms    3.8e-4           265 ms
+======  ===============  ===========  ===============  ============
+
+Independent groups of variables are a product (about 1 ms). Against the
+independent references the series and parallel systems of 2-5 components, pf
+from 2e-13 to 0.3, are right to 5e-14 relative. On random correlation
+matrices (``K = 3, 4``; a sixth of them singular, a third with a correlation
+within 1e-10..1e-3 of ``+-1``, bounds in ``[-2, 5]``) the choice of the outer
+variable changes ``ln P`` by less than 2e-9 (``K = 3``; 2e-7 once, for a
+singular matrix at ``P = 2e-7``, where the error estimate said 3e-13: the known
+weak spot) and 3e-13 (``K = 4``) where ``P > 1e-300``; series systems of 3-5
+such components summed in every component order agree to 1e-10.
 """
 
 from __future__ import annotations

@@ -20,16 +20,35 @@ def test_estimate_is_the_measured_bytes_per_dof(n_dofs, dim, expected):
 
 
 @pytest.mark.parametrize("call,what", [
-    (lambda: fem.rectangle(10**8, 10**8), "fem.rectangle(100000000, 100000000): 2e+16 degrees"),
-    (lambda: fem.box(10**5, 10**4, 10**4), "fem.box(100000, 10000, 10000): 3e+13 degrees"),
+    (lambda: fem.rectangle(10**8, 10**8), "fem.rectangle(100000000, 100000000): its node"),
+    (lambda: fem.box(10**5, 10**4, 10**4), "fem.box(100000, 10000, 10000): its node"),
 ])
 def test_library_refuses_a_mesh_beyond_physical_memory(call, what):
     with pytest.raises(MeshTooLargeError) as info:          # at once: nothing allocated
         call()
     message = str(info.value)
-    assert message.startswith(what) and "need an estimated" in message
+    assert message.startswith(what) and "coordinates and connectivity alone need" in message
     assert re.search(r"more than the [\d.]+ \w+ of physical memory here", message)
     assert isinstance(info.value, ValueError)
+
+
+def test_mesh_bound_is_its_arrays():
+    """p (dim, nodes) of float64 and t (2**dim, elements) of int32: what scikit-fem holds."""
+    mesh = fem.rectangle(60, 20)
+    assert check_grid((60, 20), "fem.rectangle(60, 20)") == mesh.p.nbytes + mesh.t.nbytes
+    mesh = fem.box(6, 4, 2)
+    assert check_grid((6, 4, 2), "fem.box(6, 4, 2)") == mesh.p.nbytes + mesh.t.nbytes
+
+
+def test_model_refuses_unknowns_beyond_memory(monkeypatch):
+    """A mesh that fits, but whose model's estimate does not: refused before assembly."""
+    mesh = fem.rectangle(60, 20)                    # 1281 nodes, 2562 dofs: 6.4 MB estimated
+    monkeypatch.setattr(budget, "physical_memory", lambda: 5 * 2**20)
+    with pytest.raises(MeshTooLargeError, match=r"fem.elasticity on a mesh of 1281 nodes: "
+                                                r"2\.56e\+03 degrees of freedom need an "
+                                                r"estimated 6\.11 MiB"):
+        fem.elasticity(mesh)
+    assert fem.heat(mesh).Ke.shape == (1200, 4, 4)  # 1281 dofs: 3.05 MiB, fits
 
 
 @pytest.mark.parametrize("limit,refused", [(10 * GiB, True), (100 * GiB, False)])
@@ -44,7 +63,7 @@ def test_refused_only_above_the_limit(limit, refused):
 
 def test_ordinary_sizes_pass_and_the_limit_is_known():
     assert budget.physical_memory() > 2**30
-    assert check_grid((60, 20), "fem.rectangle(60, 20)") == pytest.approx(2 * 61 * 21 * 2.5e3)
+    assert check_grid((60, 20), "fem.rectangle(60, 20)") == 8 * 2 * 61 * 21 + 4 * 4 * 60 * 20
     assert fem.rectangle(60, 20).t.shape == (4, 1200)
     with pytest.raises(ValueError, match="dim must be 2 or 3"):
         estimate_bytes(10, 1)

@@ -1,21 +1,17 @@
 """Will a mesh fit in memory? A cheap estimate, checked before anything is allocated.
 
 The estimate is bytes per degree of freedom, measured from the peak resident
-memory of real runs (``/usr/bin/time -f %M`` on ``python problems/...py
---maxeval 2 --quiet``, 2 shared cores, less the 0.13 GB of a 10 x 5 run), the
-least over the solvers, so that no run that fits is refused:
-
-* 2-D, ``mbb_beam --nelx 1200 --nely 400``: 963 202 dofs, 2.58 GB peak with
-  ``--solver mg-cg``: 2.5 kB per dof (CHOLMOD: 3.72 GB, 3.7 kB; 600 x 300: 4.3 kB);
-* 3-D, ``cantilever3d --nelx 60 --nely 30 --nelz 30``: 175 863 dofs, 2.41 GB peak
-  with CHOLMOD and with ``mg-cg``: 12.9 kB per dof (a direct solver's fill-in grows
-  faster than the dofs in 3-D: for larger meshes the estimate is a lower bound).
+memory of real runs (`BYTES_PER_DOF`: the least over the solvers, so that no
+run that fits is refused; ``scripts/benchmark_memory.py`` measures them: 2-D
+MBB 1200 x 400 with mg-cg 2.5 kB per dof, 3-D cantilever 60 x 30 x 30 12.9 kB).
 
 A size is refused only when that estimate exceeds the machine's physical memory
 (`physical_memory`), never a size that might fit: `check_dofs` raises
 `MeshTooLargeError` (a ValueError), naming the estimate and the limit.
-`topopt.fem.rectangle` and `topopt.fem.box` check their grid first, and the
-problem scripts check their size options before any work (`topopt.cli`).
+`topopt.fem.elasticity` and `topopt.fem.heat` check their unknowns before any
+assembly (`check_model`), the problem scripts check their size options before
+any work (`topopt.cli`), and `topopt.fem.rectangle` / `topopt.fem.box` refuse a
+grid whose mesh arrays alone exceed memory (`check_grid`).
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ import math
 import os
 
 __all__ = ["BYTES_PER_DOF", "MeshTooLargeError", "physical_memory", "estimate_bytes",
-           "check_dofs", "check_grid"]
+           "check_dofs", "check_grid", "check_model"]
 
 #: Measured peak bytes per degree of freedom of a compliance run, by dimension.
 BYTES_PER_DOF = {2: 2.5e3, 3: 12.9e3}
@@ -95,14 +91,37 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None) -> 
     return need
 
 
-def check_grid(counts, what: str, dofs_per_node: int | None = None) -> float:
-    """`check_dofs` for a grid of ``counts`` elements per axis (vector field by default).
+def check_grid(counts, what: str, limit: int | None = None) -> float:
+    """Refuse a grid of ``counts`` elements per axis whose mesh arrays alone exceed memory.
+
+    The node coordinates (8 bytes an entry) and the element connectivity (4:
+    scikit-fem's int32 at the least) are a certain lower bound of what building the mesh allocates, so no mesh
+    that fits is refused; the run's own estimate (`check_dofs`) is checked
+    where a model is made, with its real number of unknowns. Returns the
+    bytes of those arrays.
 
     Examples
     --------
-    >>> check_grid((60, 20), "fem.rectangle(60, 20)") > 0
-    True
+    >>> check_grid((60, 20), "fem.rectangle(60, 20)")
+    39696.0
+    >>> check_grid((10**8, 10**8), "fem.rectangle(100000000, 100000000)", limit=128 * 2**30)
+    Traceback (most recent call last):
+    ...
+    topopt.fem.budget.MeshTooLargeError: fem.rectangle(100000000, 100000000): its node coordinates and connectivity alone need 284 PiB, more than the 128 GiB of physical memory here; use a coarser mesh
     """
     dim = len(counts)
     nodes = math.prod(int(n) + 1 for n in counts)        # Python ints: no overflow
-    return check_dofs(nodes * (dim if dofs_per_node is None else dofs_per_node), dim, what)
+    need = 8.0 * nodes * dim + 4.0 * math.prod(int(n) for n in counts) * 2 ** dim
+    have = physical_memory() if limit is None else int(limit)
+    if have and need > have:
+        raise MeshTooLargeError(
+            f"{what}: its node coordinates and connectivity alone need {_bytes(need)}, more "
+            f"than the {_bytes(have)} of physical memory here; use a coarser mesh")
+    return need
+
+
+def check_model(mesh, components: int, what: str) -> None:
+    """`check_dofs` for a model of `components` unknowns per node of `mesh` (2-D, 3-D)."""
+    dim, n_nodes = mesh.p.shape
+    if dim in BYTES_PER_DOF:
+        check_dofs(n_nodes * components, dim, f"{what} on a mesh of {n_nodes} nodes")

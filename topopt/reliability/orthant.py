@@ -20,20 +20,12 @@ two orthants).
 
 Accuracy: `ln_orthant_error` compares two orders (12, 18, 27, 40, 60 nodes
 per level in turn, up to 40 for ``K = 5``) until they agree to ``rtol``
-(1e-8) and returns the higher one. Against the independent references of
-``scripts/crosscheck_systems.py`` (closed forms, 1-D quadrature over a common
-factor, nested exp-sinh quadrature) the series and parallel systems of 2-5
-components there, pf from 2e-13 to 0.3, are right to 5e-14 relative; on random
-correlation matrices (``K = 3, 4``; a sixth of them singular, a third with a
-correlation within 1e-10..1e-3 of ``+-1``, bounds in ``[-2, 5]``) the outer
-variable's choice changes ``ln P`` by less than 2e-9 (``K = 3``; 2e-7 once, for
-a singular matrix at ``P = 2e-7``, where the estimate said 3e-13) and 3e-13
-(``K = 4``) where ``P > 1e-300``, and series systems of 3-5 such components
-summed in every component order agree to 1e-10.
-Cost of a system pf (``scripts/benchmark_orthant.py``, one core, both
-orders): under 1 ms for ``K = 2``, about 4 ms for ``K = 3``, 10-80 ms for ``K =
-4`` and 70-300 ms for a correlated ``K = 5`` (independent groups: a product,
-about 1 ms).
+(1e-8) and returns the higher one. Why by hand: scipy's quasi-Monte-Carlo
+``multivariate_normal.cdf`` is up to 7.6e-2 relative off on the system table
+(3 components at beta 4.5-5.0) where this is 3e-14, and slower for ``K >= 3``
+(130-265 ms per call against 4-300 ms); the figures, the worst cases found and
+the cost per ``K`` are in ``scripts/benchmark_orthant.py`` and
+``scripts/crosscheck_systems.py``.
 """
 
 from __future__ import annotations
