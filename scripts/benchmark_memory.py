@@ -11,15 +11,18 @@ memory check never refuses a run that fits.
     python scripts/benchmark_memory.py            # all cases (about 3 minutes)
     python scripts/benchmark_memory.py --quick    # small sizes: checks the script
 
-Measured here (2 shared cores, 24 GB; peak less the baseline of a 10 x 5 run,
-0.13 GB):
+Measured here (2 shared cores, 24 GB; peak less the baseline of a tiny run,
+0.14 GB), two sessions:
 
-* 2-D, ``mbb_beam --nelx 1200 --nely 400`` (963 202 dofs): 2.58 GB with
-  ``--solver mg-cg``, 2.5 kB per dof; CHOLMOD 3.72 GB, 3.7 kB (600 x 300: 4.3 kB);
-* 3-D, ``cantilever3d --nelx 60 --nely 30 --nelz 30`` (175 863 dofs): 2.41 GB
-  with CHOLMOD and with ``mg-cg``, 12.9 kB per dof (a direct solver's fill-in
-  grows faster than the dofs in 3-D: for larger meshes the figure is a lower
-  bound).
+* 2-D, ``mbb_beam --nelx 1200 --nely 400`` (963 202 dofs): ``--solver mg-cg``
+  2.58 / 2.64 GB, 2.5 / 2.6 kB per dof; CHOLMOD 3.72 / 3.87 GB, 3.7 / 3.9 kB
+  (600 x 300: 4.3 kB);
+* 3-D, ``cantilever3d --nelx 60 --nely 30 --nelz 30`` (175 863 dofs): ``mg-cg``
+  2.41 / 2.37 GB, 12.9 / 12.7 kB per dof; CHOLMOD 6.23 GB, 34.7 kB (a direct
+  solver's fill-in grows faster than the dofs in 3-D).
+
+`BYTES_PER_DOF` keeps the lower figures, 2.5 and 12.9 kB (12.7 is within the
+two sessions' spread): a lower bound for every solver.
 """
 
 from __future__ import annotations
