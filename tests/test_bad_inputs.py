@@ -263,7 +263,7 @@ CASES = [
      r"must lie in \[0, 1\]"),
     ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
         maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
-     r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
+     r"x0: 1 non-finite entry \(index 4, value NaN\)"),
     ("simp: NaN penal", lambda: simp(X, np.nan), ValueError, r"penal must be finite"),
     ("simp: penal below 1", lambda: simp(X, 0.5), ValueError, r"penal must be >= 1"),
     ("simp: a density of 1.5", lambda: simp(np.array([0.5, 1.5])), ValueError,

@@ -46,7 +46,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from . import ad
-from ._validate import check_callable, check_finite_array, check_int
+from ._validate import check_callable, check_finite_array, check_finite_values, check_int
 
 __all__ = ["mean_std", "mean_var", "covariance_factor", "monte_carlo_moments",
            "SampleMoments"]
@@ -242,7 +242,11 @@ def mean_var(R: Callable, x, mu, Sigma=None, *, order: int = 2, factor=None):
     (3.0, 18.0)
     """
     mu, L, order = _inputs(R, x, mu, Sigma, factor, order)
-    return _moments(R, x, L, mu, order)
+    mean, var = _moments(R, x, L, mu, order)
+    rule = "R(x, theta) and its theta-derivatives at mu must be finite"
+    check_finite_values("the mean of R", mean, rule)
+    check_finite_values("the variance of R", var, rule)
+    return mean, var
 
 
 def mean_std(R: Callable, x, mu, Sigma=None, *, order: int = 2, factor=None):

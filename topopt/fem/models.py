@@ -259,7 +259,8 @@ class Model:
 def _as_point(point) -> np.ndarray:
     """A point given as a sequence of coordinates, as an array (no conversion of text)."""
     if isinstance(point, (str, bytes)):
-        raise TypeError(f"point must be a sequence of coordinates, got {point!r}")
+        raise TypeError(f"point must be a sequence of coordinates, got {point!r} (nodes: a "
+                        "predicate of the coordinates x -> bool array, or such a point)")
     return np.asarray(point)
 
 
