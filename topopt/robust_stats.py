@@ -337,6 +337,8 @@ def monte_carlo_moments(R: Callable, x, mu, Sigma=None, *, n_samples: int, seed:
     if ad.is_traced(x):
         raise TypeError("x of monte_carlo_moments is not differentiated: pass plain values")
     n = check_int("n_samples", n_samples, 4, what="Monte Carlo draws")
+    from .fem.budget import check_samples
+    check_samples(n, L.shape[1], f"n_samples = {n}")
     rng = np.random.default_rng(check_int("seed", seed, 0, what="numpy default_rng seed"))
     z = rng.standard_normal((n, L.shape[1]))
     values = np.array([float(R(x, mu + L @ zi)) for zi in z])

@@ -24,7 +24,7 @@ import math
 import os
 
 __all__ = ["BYTES_PER_DOF", "MeshTooLargeError", "physical_memory", "estimate_bytes",
-           "check_dofs", "check_grid"]
+           "check_dofs", "check_samples", "check_grid"]
 
 #: Measured peak bytes per degree of freedom of a compliance run, by dimension.
 BYTES_PER_DOF = {2: 2.5e3, 3: 12.9e3}
@@ -92,6 +92,26 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None) -> 
             f"{what}: {float(n_dofs):.3g} degrees of freedom need an estimated {_bytes(need)} "
             f"({BYTES_PER_DOF[dim] / 1e3:g} kB per dof in {dim}-D, measured), more than the "
             f"{_bytes(have)} of physical memory here; use a coarser mesh")
+    return need
+
+
+def check_samples(n_samples: int, m: int, what: str, limit: int | None = None) -> float:
+    """Refuse `n_samples` draws of `m` variables drawn at once (``(n, m)`` float64 and one
+    value per draw) when they exceed `limit` (physical memory); returns the bytes.
+
+    Examples
+    --------
+    >>> check_samples(10**12, 2, "n_samples = 10**12", limit=128 * 2**30)
+    Traceback (most recent call last):
+    ...
+    topopt.fem.budget.MeshTooLargeError: n_samples = 10**12: 1e+12 draws of 2 variables need 21.8 TiB at once, more than the 128 GiB of physical memory here; use fewer samples
+    """
+    need = float(n_samples) * (int(m) + 1) * 8.0
+    have = physical_memory() if limit is None else int(limit)
+    if have and need > have:
+        raise MeshTooLargeError(f"{what}: {float(n_samples):.3g} draws of {m} variables need "
+                                f"{_bytes(need)} at once, more than the {_bytes(have)} of "
+                                "physical memory here; use fewer samples")
     return need
 
 
