@@ -21,7 +21,8 @@ from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, output_displacement, volume
 from topopt.problem import ComplianceProblem
-from topopt.robust import DilatedVolume, bound_formulation, robust_designs
+from topopt.checkpoint import Checkpoint
+from topopt.robust import DilatedVolume, RobustFormulation, bound_formulation, robust_designs
 from topopt.selfweight import SelfWeightProblem
 from topopt.stress import MinimumVolumeStress
 from topopt import parallel, reliability as rel
@@ -342,6 +343,13 @@ CASES = [
      r"params must be a sequence of items \(list, tuple, array\), got int"),
     ("multistart: a number as starts", lambda: parallel.multistart(abs, 3), TypeError,
      r"starts must be a sequence of items"),
+    ("bound_formulation: text as a value", lambda: bound_formulation(0.5, "ab"), TypeError,
+     r"values\[0\] must be a number or an array of numbers, got 'a'"),
+    ("RobustFormulation: three z bounds", lambda: RobustFormulation(abs, abs, 0.5,
+                                                                    z_bounds=(0, 1, 2)),
+     ValueError, r"z_bounds must be \(lower, upper\), got \(0, 1, 2\)"),
+    ("Checkpoint: a list as meta", lambda: Checkpoint({"x": np.ones(2)}, [1]), TypeError,
+     r"meta must be a dict \{name: value\}, got list"),
 ]
 
 

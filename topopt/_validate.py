@@ -297,6 +297,8 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     ValueError: f: 1 non-finite entry (dof 1, value NaN): loads must be finite
     """
     v = np.asarray(ad.value(x))
+    if v.dtype.kind in "USV":                  # text is no number (numpy would not say so)
+        raise TypeError(f"{name} must be a number or an array of numbers, got {x!r:.40}")
     if v.size == 0 or v.dtype.kind not in "fc":
         return
     with np.errstate(over="ignore", invalid="ignore"):

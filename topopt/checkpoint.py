@@ -95,6 +95,10 @@ class Checkpoint:
     }
 
     def __init__(self, arrays: Mapping[str, np.ndarray], meta: Mapping):
+        for name, value in (("arrays", arrays), ("meta", meta)):
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{name} must be a dict {{name: value}}, got "
+                                f"{type(value).__name__}")
         self.arrays, self.meta = dict(arrays), dict(meta)
 
     def save(self, path) -> None:
