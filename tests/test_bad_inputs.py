@@ -21,7 +21,7 @@ from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, output_displacement, volume
 from topopt.problem import ComplianceProblem
-from topopt.checkpoint import Checkpoint
+from topopt.checkpoint import Checkpoint, save_checkpoint
 from topopt.robust import DilatedVolume, RobustFormulation, bound_formulation, robust_designs
 from topopt.selfweight import SelfWeightProblem
 from topopt.stress import MinimumVolumeStress
@@ -348,6 +348,9 @@ CASES = [
     ("RobustFormulation: three z bounds", lambda: RobustFormulation(abs, abs, 0.5,
                                                                     z_bounds=(0, 1, 2)),
      ValueError, r"z_bounds must be \(lower, upper\), got \(0, 1, 2\)"),
+    ("save_checkpoint: a NaN design", lambda: save_checkpoint(
+        "unused.npz", {"x": np.array([0.5, np.nan])}, {}), ValueError,
+     r"x: 1 non-finite entry \(index 1, value NaN\): a checkpoint holds finite designs"),
     ("Checkpoint: a list as meta", lambda: Checkpoint({"x": np.ones(2)}, [1]), TypeError,
      r"meta must be a dict \{name: value\}, got list"),
 ]
