@@ -32,9 +32,10 @@ from . import ad
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_sequence",
-           "check_model", "check_mapping",
+           "check_mapping",
            "check_keywords",
-           "check_array_range", "check_real_array", "check_finite_array", "check_finite_values", "check_load",
+           "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
+           "check_load",
            "check_indices", "interval", "warn"]
 
 
@@ -196,13 +197,6 @@ def check_sequence(name: str, value) -> list:
         raise TypeError(f"{name} must be a sequence of items (list, tuple, array), "
                         f"got {type(value).__name__}")
     return list(value)
-
-
-def check_model(model):
-    """`model` if it is a `topopt.fem.Model` (what every problem class is built on)."""
-    from .fem.models import Model
-    return check_type("model", model, Model,
-                      "a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh))")
 
 
 def check_mapping(name: str, value) -> dict:

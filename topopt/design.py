@@ -38,8 +38,8 @@ import numpy as np
 import skfem
 
 from . import ad
-from ._validate import (check_array_range, check_callable, check_finite_values, check_int, check_real_array,
-                        check_type, warn)
+from ._validate import (check_array_range, check_callable, check_finite_values, check_int,
+                        check_real_array, check_type, warn)
 
 __all__ = ["Passive", "embed"]
 

@@ -30,8 +30,9 @@ import nlopt
 import numpy as np
 
 from . import fem
-from ._validate import (check_array_range, check_mapping, check_model, check_choice, check_int, check_positive,
+from ._validate import (check_array_range, check_choice, check_int, check_mapping, check_positive,
                         check_range)
+from .fem.models import _check_model
 from .cli import run_record
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
@@ -127,7 +128,7 @@ class EigenProblem:
                  mass_threshold: float = 0.1, mass_exponent: float = 6.0, rho0: float = 1.0,
                  filter: str = "density", solver: str = "auto", beta_max: float = 20.0,
                  passive: Passive | None = None):
-        check_model(model)
+        _check_model(model)
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         self.rmin = check_positive("rmin", rmin, "filter radius")
         self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")

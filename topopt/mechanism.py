@@ -23,7 +23,8 @@ import nlopt
 import numpy as np
 
 from . import fem
-from ._validate import check_mapping, check_model, check_load, check_positive, check_range
+from ._validate import check_load, check_mapping, check_positive, check_range
+from .fem.models import _check_model
 from .cli import run_record
 from .design import Passive
 from .interpolation import blueprint, simp
@@ -123,7 +124,7 @@ class MechanismProblem(ComplianceProblem):
                  solver: str = "auto", eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None, hold: float = 0.02,
                  u_scale: float | None = None):
-        check_model(model)
+        _check_model(model)
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), one load case")

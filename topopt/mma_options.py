@@ -325,7 +325,8 @@ def _check_mma_params(mma_params) -> dict:
     if mma_params is None:
         return params
     if not isinstance(mma_params, Mapping):
-        raise TypeError(f"mma_params must be a dict {{name: number}}, got {type(mma_params).__name__}")
+        raise TypeError(f"mma_params must be a dict {{name: number}}, got "
+                        f"{type(mma_params).__name__}")
     for k, v in mma_params.items():
         if k not in MMA_PARAMS:
             raise ValueError(f"mma_params: unknown NLopt LD_MMA parameter {k!r}; "

@@ -30,7 +30,9 @@ import skfem
 from skfem.helpers import dot
 
 from . import fem
-from ._validate import check_mapping, check_model, check_choice, check_finite_array, check_load, check_range
+from ._validate import (check_choice, check_finite_array, check_load, check_mapping,
+                        check_range)
+from .fem.models import _check_model
 from .filters import LinearFilter
 from .interpolation import ramp, simp
 from .objectives import compliance, volume
@@ -125,7 +127,7 @@ class BodyLoad(LinearFilter):
     """
 
     def __init__(self, model: fem.Model, gravity):
-        check_model(model)
+        _check_model(model)
         fe = element_loads(model, gravity)
         dofs = model.basis.element_dofs                         # (n_loc, n_el)
         self.n, self._n_out = model.n_el, model.ndof
@@ -220,7 +222,7 @@ class SelfWeightProblem:
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None):
-        check_model(model)
+        _check_model(model)
         check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
