@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from topopt import cli, fem
+from topopt.fem.budget import check_samples
 from topopt._validate import check_int, check_range
 from topopt.cli import Option, at_least, run_record
 from topopt.objectives import compliance
@@ -135,6 +136,7 @@ def _check(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
         raise ValueError("sigma_x and sigma_y are both 0: no uncertainty (std[c] = 0 is not "
                          "differentiable); give one > 0")
     samples = check_int("samples", samples, 100, what="Monte Carlo draws")
+    check_samples(samples, len(Sigma), f"--samples {samples}")      # drawn after the run
     if out is not None:
         check_writable_folder(out, "out")
     if checkpoint is not None:

@@ -21,9 +21,13 @@ from topopt.measures import grey_level, variable_grey_level
 from topopt.mechanism import MechanismProblem
 from topopt.objectives import compliance, output_displacement, volume
 from topopt.problem import ComplianceProblem
-from topopt.robust import DilatedVolume, bound_formulation, robust_designs
+from topopt.checkpoint import Checkpoint, save_checkpoint
+from topopt.robust import DilatedVolume, RobustFormulation, bound_formulation, robust_designs
 from topopt.selfweight import SelfWeightProblem
 from topopt.stress import MinimumVolumeStress
+from topopt import parallel, reliability as rel
+from topopt.optimize import minimize
+from topopt.robust_stats import mean_std, monte_carlo_moments
 
 MESH = fem.rectangle(6, 2)
 X = np.full(12, 0.5)
@@ -263,7 +267,7 @@ CASES = [
      r"must lie in \[0, 1\]"),
     ("run: a NaN start", lambda: ComplianceProblem(_model(), _load(), 0.5, 1.5).run(
         maxeval=2, x0=np.where(np.arange(12) == 4, np.nan, 0.5), verbose=False), ValueError,
-     r"the design vector: 1 non-finite entry \(index 4, value NaN\)"),
+     r"x0: 1 non-finite entry \(index 4, value NaN\)"),
     ("simp: NaN penal", lambda: simp(X, np.nan), ValueError, r"penal must be finite"),
     ("simp: penal below 1", lambda: simp(X, 0.5), ValueError, r"penal must be >= 1"),
     ("simp: a density of 1.5", lambda: simp(np.array([0.5, 1.5])), ValueError,
@@ -296,7 +300,68 @@ CASES = [
      ValueError, r"penal must be finite"),
     ("problem: volfrac 0", lambda: ComplianceProblem(_model(), _load(), 0.0, 1.5), ValueError,
      r"volfrac must be in \(0, 1\)"),
+    # ------------------------------------- held-out battery, round 2 (problems, runs)
+    ("compliance: no model", lambda: ComplianceProblem(None, _load(), 0.5, 1.5), TypeError,
+     r"model must be a topopt.fem.Model \(topopt.fem.elasticity\(mesh\)"),
+    ("eigen: a mesh for a model", lambda: EigenProblem(MESH, 0.3, 1.5), TypeError,
+     r"model must be a topopt.fem.Model .*, got MeshQuad1"),
+    ("run: a start of another size", lambda: _cp().run(maxeval=2, x0=np.ones(5), verbose=False),
+     ValueError, r"x0 has shape \(5,\); expected \(12,\)"),
+    ("run: a start of 1.5", lambda: _cp().run(maxeval=2, x0=np.full(12, 1.5), verbose=False),
+     ValueError, r"x0 must lie in \[0, 1\] up to 1e-09 \(a density\); got 1.5"),
+    ("run: text as a start", lambda: _cp().run(maxeval=2, x0="x", verbose=False), TypeError,
+     r"x0 must be a real array of numbers, got str"),
+    ("run: mma_params a list", lambda: _cp().run(maxeval=2, mma_params=[1], verbose=False),
+     TypeError, r"mma_params must be a dict \{name: value\}, got list"),
+    ("run: verbose 'yes'", lambda: _cp().run(maxeval=2, verbose="yes"), TypeError,
+     r"verbose must be True or False, got 'yes'"),
+    ("eigen run: a start of another size", lambda: EigenProblem(_model(), 0.3, 1.5).run(
+        maxeval=2, x0=np.ones(3), verbose=False), ValueError, r"x0 has shape \(3,\)"),
+    ("eigen: more modes than free dofs", lambda: EigenProblem(_model(), 0.3, 1.5, n_modes=10**6),
+     ValueError, r"n_modes must be < the number of free dofs \(36; .*got 1000000"),
+    ("ModalSystem: text as M0", lambda: ModalSystem(_model(), M0="m"), TypeError,
+     r"M0 must be a real array of numbers, got str"),
+    ("fix: text as nodes", lambda: fem.elasticity(MESH).fix(nodes="left"), TypeError,
+     r"got 'left' \(nodes: a predicate of the coordinates"),
+    ("solve: every dof fixed", lambda: fem.elasticity(MESH).fix(nodes=lambda x: x[0] > -1).solve(
+        np.ones(12), np.zeros(42)), ValueError, r"fixed: every one of the 42 dofs is fixed"),
+    ("minimize: verbose 2", lambda: minimize(_square, np.full(3, 0.5), maxeval=3, verbose=2),
+     TypeError, r"verbose must be True or False, got 2"),
+    ("minimize: handle_signals 'y'", lambda: minimize(
+        _square, np.full(3, 0.5), maxeval=3, verbose=False, handle_signals="y"), TypeError,
+     r"handle_signals must be True or False"),
+    # ---------------------------- held-out battery, round 2 (uncertainty, parallel)
+    ("mean_std: a response that is NaN", lambda: mean_std(
+        lambda x, t: np.nan * t[0], np.ones(1), np.zeros(2), np.eye(2)), ValueError,
+     r"the mean of R is NaN: R\(x, theta\) and its theta-derivatives at mu must be finite"),
+    ("monte_carlo_moments: draws beyond memory", lambda: monte_carlo_moments(
+        lambda x, t: t[0], np.ones(1), np.zeros(2), np.eye(2), n_samples=10**15, seed=0),
+     ValueError, r"n_samples = 10{15}: 1e\+15 draws of 2 variables need .* physical memory"),
+    ("find_mpp: a vector limit state", lambda: rel.find_mpp(lambda t, d: t, None, 3.0, m=2),
+     TypeError, r"the limit state F\(theta, design\) must return a real scalar, got shape \(2,\)"),
+    ("sweep: a number as params", lambda: parallel.sweep(abs, 3), TypeError,
+     r"params must be a sequence of items \(list, tuple, array\), got int"),
+    ("multistart: a number as starts", lambda: parallel.multistart(abs, 3), TypeError,
+     r"starts must be a sequence of items"),
+    ("bound_formulation: text as a value", lambda: bound_formulation(0.5, "ab"), TypeError,
+     r"values\[0\] must be a number or an array of numbers, got 'a'"),
+    ("RobustFormulation: three z bounds", lambda: RobustFormulation(abs, abs, 0.5,
+                                                                    z_bounds=(0, 1, 2)),
+     ValueError, r"z_bounds must be \(lower, upper\), got \(0, 1, 2\)"),
+    ("save_checkpoint: a NaN design", lambda: save_checkpoint(
+        "unused.npz", {"x": np.array([0.5, np.nan])}, {}), ValueError,
+     r"x: 1 non-finite entry \(index 1, value NaN\): a checkpoint holds finite designs"),
+    ("Checkpoint: a list as meta", lambda: Checkpoint({"x": np.ones(2)}, [1]), TypeError,
+     r"meta must be a dict \{name: value\}, got list"),
 ]
+
+
+def _square(x):
+    return np.sum(x ** 2)
+
+
+def _cp():
+    return ComplianceProblem(_model(), _load(), 0.5, 1.5)
 
 
 @pytest.mark.parametrize("call, error, match", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -406,3 +471,14 @@ def test_inverted_check_spares_valid_meshes():
     for mesh in (skfem.MeshHex().refined(2), skfem.MeshTet().refined(1), fem.l_shape(8, 4),
                  fem.plate_with_hole(n_theta=8, n_radial=4), skfem.MeshTri().refined(2)):
         fem.heat(mesh)
+
+
+def test_valid_edges_of_round_two():
+    """Valid edge cases of the round-two battery give their exact values: the penalty with
+    K = 0 is 0 (its docstring: K >= 0), no seeds for n = 0, and an all-zero covariance has
+    std 0 with the mean R(x, mu) (FOSM/SOSM with Sigma = 0)."""
+    assert float(rel.failure_penalty(-2.0, -5.0, 0.0)) == 0.0
+    assert parallel.spawn_seeds(0, 0) == []
+    mean, std = mean_std(lambda x, t: x[0] * t[0] + t[1] ** 2, np.array([2.0]),
+                         np.array([1.0, 3.0]), np.zeros((2, 2)))
+    assert (float(mean), float(std)) == (11.0, 0.0)

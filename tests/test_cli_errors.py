@@ -107,6 +107,17 @@ ROWS = [
     ("l_bracket", "--n 10000000", "--n 10000000: "),
     ("reliable_bracket", "--n 10000000", "--n 10000000: "),
     ("em_focus", "--h 0.00001", "--h 1e-05: "),
+    # held-out battery, round 2: integers beyond int64 (were an OverflowError traceback in the
+    # memory check, or accepted), a size beyond float range, samples beyond memory
+    ("mbb_beam", "--nelx 1e400", "argument --nelx: '1e400' is too large: an integer option is at "
+     "most 9223372036854775807"),
+    ("cantilever3d", "--nelz 1e400", "argument --nelz: '1e400' is too large"),
+    ("robust_inverter", "--per_beta 1e400", "argument --per_beta: '1e400' is too large"),
+    ("robust_cantilever", "--seed 1e400", "argument --seed: '1e400' is too large"),
+    ("reliable_bracket", "--samples 1e400", "argument --samples: '1e400' is too large"),
+    ("em_focus", "--h 1e-320", "--h 1e-320: inf degrees of freedom need an estimated inf"),
+    ("robust_cantilever", "--samples 1e15",
+     "--samples 1000000000000000: 1e+15 draws of 2 variables need"),
     # unwritable paths
     ("mbb_beam", "--out {BLOCK}/out", "--out: cannot write"),
     ("mbb_beam", "--out {BLOCK}", "is a file; expected a folder"),
@@ -128,6 +139,16 @@ ROWS = [
     ("topopt", "run l_bracket --q 3", "argument --q: must be a number in (0, 3)"),
     ("topopt", "frobnicate", "invalid choice: 'frobnicate'"),
 ]
+
+
+@pytest.mark.parametrize("flag", ["--checkpoint", "--resume"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_empty_paths_are_usage_errors(files, capsys, flag, value):
+    """An empty --checkpoint was taken as the default (held-out battery, round 2)."""
+    with pytest.raises(SystemExit) as info:
+        PROBLEMS["mbb_beam"].main([flag, value, "--out", str(files["ROOT"] / "unused")])
+    assert info.value.code == 2
+    assert f"error: {flag} must be a file path, got {value!r}" in capsys.readouterr().err
 
 
 def _fill(text, files):

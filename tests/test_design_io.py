@@ -380,12 +380,34 @@ def test_load_design_round_trip_and_as_x0(tmp_path):
     (dict(x=np.r_[np.nan, np.ones(11)]), r"x has 1 non-finite entry \(first at row 0\)"),
     (dict(x_phys=np.r_[np.ones(10), np.inf, np.nan]), "x_phys has 2 non-finite entries"),
     (dict(point_data={"u": np.r_[np.ones(19), np.nan]}), r"point_data\['u'\] has 1 non-finite"),
+    # held-out battery, round 2: densities outside [0, 1], cell data named as such
+    (dict(x_phys=np.full(12, 1.5)), r"x_phys must lie in \[0, 1\] up to 0.01 \(a density\); got 1.5"),
+    (dict(x=np.r_[np.ones(11), -0.5]), r"x must lie in \[0, 1\].*got -0.5 at element 11"),
+    (dict(cell_data={"E": np.ones(3)}), r"cell_data\['E'\] has shape \(3,\)"),
 ])
 def test_save_design_refuses(tmp_path, kwargs, match):
     args = dict(x=np.ones(12), x_phys=np.ones(12), setup={}) | kwargs
     with pytest.raises(ValueError, match=match):
         save_design(str(tmp_path), fem.rectangle(4, 3), **args)
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    (dict(setup=[1]), TypeError, "setup must be a dict"),
+    (dict(setup={"f": object()}), TypeError, "setup must be JSON-serialisable"),
+    (dict(stl="yes"), TypeError, "stl must be True, False or None"),
+])
+def test_save_design_refuses_its_options(tmp_path, kwargs, error, match):
+    args = dict(x=np.ones(12), x_phys=np.ones(12), setup={}) | kwargs
+    with pytest.raises(error, match=match):
+        save_design(str(tmp_path), fem.rectangle(4, 3), **args)
+    assert not os.listdir(tmp_path)
+
+
+def test_save_design_into_a_file(tmp_path):
+    (tmp_path / "f").write_text("a file\n")
+    with pytest.raises(ValueError, match="out: .* is a file; expected a folder"):
+        save_design(str(tmp_path / "f"), fem.rectangle(4, 3), np.ones(12), np.ones(12), {})
 
 
 def test_refusals_of_iso_surface_and_load_design(tmp_path):
@@ -470,6 +492,10 @@ BAD_ARRAYS = [
     (dict(setup=np.array("[1, 2]")), "'setup' is a list"),
     (dict(point_u=np.zeros((14, 2))), "point data 'u'"),
     (dict(E=np.ones(5)), "'E' has 5 values"),
+    # held-out battery, round 2: densities outside [0, 1]
+    (dict(x=np.full(8, 1.5)), "'x' has the value 1.5 at element 0; a density lies in [0, 1]"),
+    (dict(x=np.arange(8)), "'x' has the value 7 at element 7"),
+    (dict(x_phys=np.r_[np.full(7, 0.5), -0.5]), "'x_phys' has the value -0.5 at element 7"),
 ]
 
 
@@ -504,6 +530,18 @@ def test_load_design_for_another_mesh_or_problem(tmp_path, kwargs, why):
         load_design(path, **kwargs)
     saved = load_design(path, mesh=fem.rectangle(4, 2), problem="mbb_beam")
     assert saved["x"].shape == (8,)
+
+
+def test_load_design_integer_design_is_float(tmp_path):
+    """A 0/1 design saved as integers is a valid design: read back as float, same values."""
+    path = _good_design(tmp_path, x=np.array([0, 1] * 4))
+    saved = load_design(path)
+    assert saved["x"].dtype == float and saved["x"].tolist() == [0.0, 1.0] * 4
+
+
+def test_load_design_for_a_mesh_that_is_not_one(tmp_path):
+    with pytest.raises(TypeError, match="mesh must be a scikit-fem Mesh"):
+        load_design(_good_design(tmp_path), mesh="m")
 
 
 def test_load_design_of_no_file(tmp_path):

@@ -31,8 +31,11 @@ import numpy as np
 from . import ad
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
-           "check_bool", "check_callable", "check_type", "check_seed", "check_keywords",
-           "check_array_range", "check_finite_array", "check_finite_values", "check_load",
+           "check_bool", "check_callable", "check_type", "check_seed", "check_sequence",
+           "check_mapping",
+           "check_keywords",
+           "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
+           "check_load",
            "check_indices", "interval", "warn"]
 
 
@@ -179,6 +182,41 @@ def check_seed(name: str, seed):
     return check_int(name, seed, 0, what="seed of numpy.random.default_rng")
 
 
+def check_sequence(name: str, value) -> list:
+    """`value` (a list, tuple, range, array or other iterable, not text) as a list.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_sequence
+    >>> check_sequence("params", 3)
+    Traceback (most recent call last):
+    ...
+    TypeError: params must be a sequence of items (list, tuple, array), got int
+    """
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of items (list, tuple, array), "
+                        f"got {type(value).__name__}")
+    return list(value)
+
+
+def check_mapping(name: str, value) -> dict:
+    """``None`` (as ``{}``) or a dict of options, as a dict.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_mapping
+    >>> check_mapping("mma_params", [1])
+    Traceback (most recent call last):
+    ...
+    TypeError: mma_params must be a dict {name: value}, got list
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{name} must be a dict {{name: value}}, got {type(value).__name__}")
+    return dict(value)
+
+
 def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> None:
     """`TypeError` naming every keyword of `given` not in `known`.
 
@@ -194,6 +232,28 @@ def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> No
     unknown = sorted(set(given) - set(known))
     if unknown:
         raise TypeError(f"{where} got unknown keyword(s) {unknown}; known: {sorted(known)}")
+
+
+def check_real_array(name: str, x) -> np.ndarray:
+    """`x` (plain values) as a float array; `TypeError` for text, objects, complex or bool.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_real_array
+    >>> check_real_array("x0", "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: x0 must be a real array of numbers, got str
+    """
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"{name} must be a real array of numbers, got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except ValueError as err:                 # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular array of numbers ({err})") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real array of numbers, got dtype {arr.dtype}")
+    return arr.astype(float, copy=False)
 
 
 def check_finite_array(name: str, x, shape: tuple | None = None) -> np.ndarray:
@@ -231,6 +291,8 @@ def check_finite_values(name: str, x, rule: str, axes: tuple = ("index",)) -> No
     ValueError: f: 1 non-finite entry (dof 1, value NaN): loads must be finite
     """
     v = np.asarray(ad.value(x))
+    if v.dtype.kind in "USV":                  # text is no number (numpy would not say so)
+        raise TypeError(f"{name} must be a number or an array of numbers, got {x!r:.40}")
     if v.size == 0 or v.dtype.kind not in "fc":
         return
     with np.errstate(over="ignore", invalid="ignore"):

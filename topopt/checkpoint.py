@@ -36,6 +36,7 @@ from typing import Mapping
 import numpy as np
 
 from ._files import atomic_write_bytes, jsonable
+from ._validate import check_finite_values
 
 __all__ = ["Checkpoint", "CheckpointError", "CHECKPOINT_VERSION", "load_checkpoint",
            "save_checkpoint"]
@@ -95,11 +96,19 @@ class Checkpoint:
     }
 
     def __init__(self, arrays: Mapping[str, np.ndarray], meta: Mapping):
+        for name, value in (("arrays", arrays), ("meta", meta)):
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{name} must be a dict {{name: value}}, got "
+                                f"{type(value).__name__}")
         self.arrays, self.meta = dict(arrays), dict(meta)
 
     def save(self, path) -> None:
         """Write the arrays and the JSON record as an ``.npz`` archive, atomically."""
         data = dict(self.arrays)
+        for name in ("x", "x_last", "seed_values", "seed_grads"):    # what `load` requires
+            if name in data:
+                check_finite_values(name, data[name], "a checkpoint holds finite designs and "
+                                    "responses (load_checkpoint refuses others)")
         data["meta"] = np.array(json.dumps(dict(self.meta, version=self.VERSION),
                                            default=jsonable))
         atomic_write_bytes(path, lambda fh: np.savez(fh, **data))

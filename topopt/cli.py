@@ -271,7 +271,10 @@ def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
 
 
 def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
-    found = size(kwargs)
+    try:
+        found = size(kwargs)
+    except (ZeroDivisionError, OverflowError):        # a size beyond float range: h = 1e-320
+        found = (math.inf, 2)
     if found is None:
         return
     from .fem.budget import check_dofs
@@ -332,8 +335,12 @@ def run_options(args: argparse.Namespace,
     >>> opts["verbose"], os.path.basename(opts["checkpoint"]), opts["resume"]
     (True, 'checkpoint.npz', None)
     """
-    checkpoint = args.checkpoint or os.path.join(args.out, "checkpoint.npz")
+    checkpoint = os.path.join(args.out, "checkpoint.npz") if args.checkpoint is None \
+        else args.checkpoint
     try:
+        for flag, value in (("--checkpoint", args.checkpoint), ("--resume", args.resume)):
+            if value is not None and not value.strip():
+                raise ValueError(f"{flag} must be a file path, got {value!r}")
         check_writable_folder(args.out, "--out")
         check_writable_file(checkpoint, "--checkpoint")
         if args.resume is not None:

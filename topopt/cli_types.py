@@ -70,6 +70,10 @@ class Bounds:
         return not (self.even and value % 2)
 
 
+#: The largest integer an option may hold (numpy's int64: counts, sizes, seeds).
+INT_MAX = 2**63 - 1
+
+
 def _integer(text: str) -> int:
     """``int(text)``, or an integral number in other notation (``1e8``, ``2.0``), exactly."""
     try:
@@ -96,6 +100,10 @@ def _parse(text: str, kind: type):
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: '2.5' is not an integer
+    >>> _parse("1e400", int)
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '1e400' is too large: an integer option is at most 9223372036854775807 in size (a 64-bit integer)
     """
     try:
         value = _integer(text) if kind is int else kind(text)
@@ -104,6 +112,9 @@ def _parse(text: str, kind: type):
         raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
     if kind is float and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    if kind is int and abs(value) > INT_MAX:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large: an integer option is at "
+                                         f"most {INT_MAX} in size (a 64-bit integer)")
     return value
 
 

@@ -38,7 +38,8 @@ import numpy as np
 import skfem
 
 from . import ad
-from ._validate import check_callable, check_finite_values, check_int, check_type, warn
+from ._validate import (check_array_range, check_callable, check_finite_values, check_int,
+                        check_real_array, check_type, warn)
 
 __all__ = ["Passive", "embed"]
 
@@ -229,7 +230,7 @@ class Passive:
         """The element vector of the free variables `x` (`embed`); differentiable."""
         return embed(self, x)
 
-    def free_design(self, x) -> np.ndarray:
+    def free_design(self, x, name: str = "the design vector") -> np.ndarray:
         """A problem's plain design `x` as its free variables (a problem's ``check_design``).
 
         `x` is the ``n_free`` free variables or the full element vector (then
@@ -242,13 +243,14 @@ class Passive:
         >>> Passive(3, solid=[2]).free_design(np.array([0.5, 0.25, 1.0]))
         array([0.5 , 0.25])
         """
-        x = np.asarray(ad.value(x), dtype=float)
+        x = check_real_array(name, ad.value(x))
         if x.shape not in ((self.n_free,), (self.n_el,)):
             what = "one value per element" if not self.any else \
                 f"the {self.n_free} free variables or one value per element ({self.n_el})"
-            raise ValueError(f"the design vector has shape {x.shape}; expected "
+            raise ValueError(f"{name} has shape {x.shape}; expected "
                              f"({self.n_free},), {what}")
-        check_finite_values("the design vector", x, "a design must be finite, without NaN or inf")
+        check_finite_values(name, x, "a design must be finite, without NaN or inf")
+        check_array_range(name, x, 0.0, 1.0, tol=1e-9, what="a density")
         return self.expand(x)[self.free] if self.any else x
 
     def elements(self, x):

@@ -30,8 +30,9 @@ import nlopt
 import numpy as np
 
 from . import fem
-from ._validate import (check_array_range, check_choice, check_int, check_positive,
+from ._validate import (check_array_range, check_choice, check_int, check_mapping, check_positive,
                         check_range)
+from .fem.models import _check_model
 from .cli import run_record
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
@@ -127,6 +128,7 @@ class EigenProblem:
                  mass_threshold: float = 0.1, mass_exponent: float = 6.0, rho0: float = 1.0,
                  filter: str = "density", solver: str = "auto", beta_max: float = 20.0,
                  passive: Passive | None = None):
+        _check_model(model)
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         self.rmin = check_positive("rmin", rmin, "filter radius")
         self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
@@ -162,9 +164,9 @@ class EigenProblem:
                                    else HelmholtzFilter.from_rmin(mesh, rmin))
         return self._filters[rmin]
 
-    def check_design(self, x) -> np.ndarray:
+    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
         """The free design variables of `x` (``(n,)``, or the full element vector)."""
-        return self.passive.free_design(x)
+        return self.passive.free_design(x, name)
 
     def x_phys(self, x, rmin: float | None = None):
         """Filtered densities (the stage's `rmin`, else the problem's), passive ones fixed."""
@@ -212,7 +214,7 @@ class EigenProblem:
         The history's ``objective`` is ``omega1 / omega1_uniform`` (``lambda_1 /
         lambda_ref = beta - g_1``, exact), its ``beta`` the bound variable.
         """
-        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0)
+        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0, "x0")
         solves0 = self.modal.counts["eigensolves"]
         lam0 = np.asarray(self.eigenvalues(np.full(self.n, self.volfrac)))
         if self.lam_ref is None:
@@ -225,7 +227,7 @@ class EigenProblem:
             self.responses, np.minimum(z0, ub), n_constraints=self.n_modes + 1,
             bounds=(lb, ub), maxeval=None if stages else maxeval, stages=stages,
             ftol_rel=ftol_rel, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params={"dual_algorithm": nlopt.LD_MMA, **(mma_params or {})},
+            mma_params={"dual_algorithm": nlopt.LD_MMA, **check_mapping("mma_params", mma_params)},
             objective_scale=1.0, objective_name="-beta",
             count_solves=lambda: self.modal.counts["eigensolves"])
         seconds = time.perf_counter() - t0

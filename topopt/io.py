@@ -75,8 +75,11 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
             raise ValueError(f"{name} is complex; save its real and imaginary parts")
         v = np.asarray(v, dtype=float)
         if v.shape != (n_el,):
-            raise ValueError(f"{name} has shape {v.shape}; expected ({n_el},), one per element")
+            what = name if name in ("x", "x_phys") else f"cell_data[{name!r}]"
+            raise ValueError(f"{what} has shape {v.shape}; expected ({n_el},), one per element")
         _finite(name, v)
+        if name in ("x", "x_phys"):
+            _density_range(name, v, ValueError)
         arrays[name] = v
     points = {}
     for name, v in (point_data or {}).items():
@@ -90,6 +93,23 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         _finite(f"point_data[{name!r}]", v)
         points[name] = v
     return arrays, points
+
+
+#: How far a saved ``x`` / ``x_phys`` may lie outside [0, 1] (rounding of filters;
+#: `topopt.interpolation.permittivity` accepts the same).
+DENSITY_SLACK = 0.01
+
+
+def _density_range(name: str, v: np.ndarray, error=ValueError, path: str | None = None):
+    """``x`` and ``x_phys`` are densities: in [0, 1] up to `DENSITY_SLACK`."""
+    lo, hi = (float(np.min(v)), float(np.max(v))) if v.size else (0.0, 0.0)
+    if lo < -DENSITY_SLACK or hi > 1.0 + DENSITY_SLACK:
+        bad = lo if -lo > hi - 1.0 else hi
+        why = (f"{name!r} has the value {bad:g} at element {int(np.flatnonzero(v == bad)[0])}; "
+               f"a density lies in [0, 1] (up to {DENSITY_SLACK:g})")
+        raise DesignFileError(path, why) if path is not None else error(
+            f"{name} must lie in [0, 1] up to {DENSITY_SLACK:g} (a density); got {bad:g} at "
+            f"element {int(np.flatnonzero(v == bad)[0])}")
 
 
 def _finite(name: str, v: np.ndarray) -> None:
@@ -130,7 +150,18 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     """
     mesh_type = _mesh_type(mesh)
     arrays, points = _check_fields(mesh, x, x_phys, point_data, cell_data)
-    setup_text = json.dumps(setup, default=float)
+    if not isinstance(setup, dict):
+        raise TypeError(f"setup must be a dict (the problem's name and parameters), got "
+                        f"{type(setup).__name__}")
+    try:
+        setup_text = json.dumps(setup, default=float)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"setup must be JSON-serialisable (numbers, text, lists, dicts): {e}") \
+            from None
+    if stl is not None and not isinstance(stl, (bool, np.bool_)):
+        raise TypeError(f"stl must be True, False or None (default: 3-D grids), got {stl!r}")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ValueError(f"out: {out} is a file; expected a folder (the results folder)")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "design.npz")
     payload = dict(arrays, points=mesh.p.T, cells=mesh.t.T, mesh_type=np.array(mesh_type),
@@ -390,6 +421,9 @@ def _check_expected(path: str, mesh, setup: dict, expect_mesh, problem: str | No
                               f"{problem!r}")
     if expect_mesh is None:
         return
+    if not isinstance(expect_mesh, skfem.Mesh):
+        raise TypeError(f"mesh must be a scikit-fem Mesh (the problem's), got "
+                        f"{type(expect_mesh).__name__}")
     n_el, n_exp = mesh.t.shape[1], expect_mesh.t.shape[1]
     if type(mesh).__name__ != type(expect_mesh).__name__ or n_el != n_exp:
         raise DesignFileError(path, f"its mesh has {n_el} elements ({type(mesh).__name__}); "
@@ -450,6 +484,9 @@ def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
         if _real_array(path, name, v, 1).shape != (n_el,):
             raise DesignFileError(path, f"{name!r} has {v.size} values for a mesh of {n_el} "
                                   "elements; expected one per element")
+    for name in ("x", "x_phys"):
+        cells[name] = cells[name].astype(float, copy=False)
+        _density_range(name, cells[name], path=path)
     points = {k[len("point_"):]: v for k, v in data.items() if k.startswith("point_")}
     for name, v in points.items():
         if v.dtype.kind not in "biuf" or v.shape[:1] != (n_points,):

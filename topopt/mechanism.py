@@ -23,7 +23,8 @@ import nlopt
 import numpy as np
 
 from . import fem
-from ._validate import check_load, check_positive, check_range
+from ._validate import check_load, check_mapping, check_positive, check_range
+from .fem.models import _check_model
 from .cli import run_record
 from .design import Passive
 from .interpolation import blueprint, simp
@@ -123,6 +124,7 @@ class MechanismProblem(ComplianceProblem):
                  solver: str = "auto", eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None, hold: float = 0.02,
                  u_scale: float | None = None):
+        _check_model(model)
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), one load case")
@@ -204,7 +206,7 @@ class MechanismProblem(ComplianceProblem):
         """`x0` checked, or the uniform design (the free variables) at `volfrac`."""
         if x0 is None:
             return np.full(self.n, self.volfrac)
-        return self.check_design(x0)
+        return self.check_design(x0, "x0")
 
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
@@ -232,7 +234,7 @@ class MechanismProblem(ComplianceProblem):
             self.responses, x0, n_constraints=len(self.constraint_names), bounds=(0.0, 1.0),
             maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
             xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params={**MMA_OPTIONS, **(mma_params or {})},
+            mma_params={**MMA_OPTIONS, **check_mapping("mma_params", mma_params)},
             count_solves=lambda: self.system.counts["factorizations"],
             objective_scale=self.u_scale, objective_name="u_out")
         seconds = time.perf_counter() - t0
@@ -331,7 +333,7 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     res = robust.minimize(
         x0, stages, maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
         resume=resume,
-        mma_params={**ROBUST_MMA_OPTIONS, **(mma_params or {})},
+        mma_params={**ROBUST_MMA_OPTIONS, **check_mapping("mma_params", mma_params)},
         objective_scale=problem.u_scale,
         count_solves=lambda: problem.system.counts["factorizations"], objective_name="u_out")
     seconds = time.perf_counter() - t0

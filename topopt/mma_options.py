@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 import nlopt
 import numpy as np
 
-from ._validate import check_callable, check_int, check_range
+from ._validate import check_bool, check_callable, check_int, check_range
 from .runio import check_writable_file
 
 __all__ = ["Stage", "Options", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
@@ -224,7 +224,8 @@ class Options:
             initial_step=_check_initial_step(initial_step, x0.size),
             checkpoint=checkpoint, history_path=history_path,
             checkpoint_every=check_int("checkpoint_every", checkpoint_every, 1),
-            verbose=bool(verbose), handle_signals=bool(handle_signals),
+            verbose=check_bool("verbose", verbose),
+            handle_signals=check_bool("handle_signals", handle_signals),
             objective_scale=check_range("objective_scale", objective_scale, 0.0,
                                         lo_open=True),
             objective_name=objective_name,
@@ -324,7 +325,8 @@ def _check_mma_params(mma_params) -> dict:
     if mma_params is None:
         return params
     if not isinstance(mma_params, Mapping):
-        raise TypeError("mma_params must be a dict {name: number}")
+        raise TypeError(f"mma_params must be a dict {{name: number}}, got "
+                        f"{type(mma_params).__name__}")
     for k, v in mma_params.items():
         if k not in MMA_PARAMS:
             raise ValueError(f"mma_params: unknown NLopt LD_MMA parameter {k!r}; "

@@ -49,7 +49,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ._validate import check_callable, check_int, check_seed
+from ._validate import check_callable, check_int, check_seed, check_sequence
 
 __all__ = ["Builder", "sweep", "multistart", "MultistartResult", "spawn_seeds", "DEFAULT_TASKS"]
 
@@ -318,7 +318,7 @@ def sweep(builder, params: Sequence, *, executor=None, chunksize: int | None = N
     [-2.0, -1.0, 2.0, 7.0]
     """
     executor = _check_executor(executor)
-    params = list(params)
+    params = check_sequence("params", params)
     bounds = _chunk_bounds(len(params), chunksize)
     model = builder if isinstance(builder, Builder) else check_callable("builder", builder)
     if executor is not None:
@@ -395,7 +395,7 @@ def multistart(builder, starts: Sequence, *, key: Callable | None = None, execut
     >>> r.index, r.best[1], [round(v, 3) for v in r.values]
     (1, 1.046, [-0.59, -1.0, -0.551])
     """
-    starts = list(starts)
+    starts = check_sequence("starts", starts)
     if not starts:
         raise ValueError("starts must hold at least one starting point")
     key = _default_key if key is None else check_callable("key", key)

@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from . import fem
-from ._validate import check_choice, check_load, check_positive, check_range
+from ._validate import check_choice, check_load, check_mapping, check_positive, check_range
+from .fem.models import _check_model
 from .design import Passive
 from .filters import DensityFilter, HelmholtzFilter
 from .interpolation import DENSITY_TOL, project, simp
@@ -86,6 +87,7 @@ class ComplianceProblem:
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None):
+        _check_model(model)
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         rmin = check_positive("rmin", rmin, "filter radius")
         penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
@@ -111,9 +113,9 @@ class ComplianceProblem:
         self.system = model.system(solver, solver_options=solver_options)
         self.c0 = None
 
-    def check_design(self, x) -> np.ndarray:
+    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
         """The free design variables of `x` (``(n,)``, or the full element vector)."""
-        return self.passive.free_design(x)
+        return self.passive.free_design(x, name)
 
     def x_phys(self, x, beta: float | None = None):
         """Physical densities: filtered, then projected if `beta` is given.
@@ -203,7 +205,8 @@ class ComplianceProblem:
         """
         res, seconds, fe_solves = minimize_compliance(
             self, maxeval, x0, stages, ftol_rel, xtol_abs, verbose, checkpoint, resume,
-            {"inner_maxeval": 1, "dual_ftol_rel": 1e-10, **(mma_params or {})})
+            {"inner_maxeval": 1, "dual_ftol_rel": 1e-10,
+             **check_mapping("mma_params", mma_params)})
         beta = stages[-1].params.get("beta") if stages else None
         x_phys = np.asarray(self.x_phys(res.x, beta))
         x = self.passive.expand(res.x)                  # the full element vector
@@ -248,7 +251,7 @@ def minimize_compliance(problem, maxeval: int, x0, stages, ftol_rel: float, xtol
     tested before the first solve. Returns ``(result of minimize, seconds,
     FE solves)``, ``c0``'s solve included.
     """
-    x0 = np.full(problem.n, problem.volfrac) if x0 is None else problem.check_design(x0)
+    x0 = np.full(problem.n, problem.volfrac) if x0 is None else problem.check_design(x0, "x0")
     if checkpoint is not None:                   # before c0's solve
         check_writable_file(checkpoint, "checkpoint")
     counts = problem.system.counts

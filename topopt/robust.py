@@ -221,6 +221,8 @@ class RobustFormulation:
         self.x_tilde = check_callable("x_tilde", x_tilde)
         self.response = check_callable("response", response)
         self.etas = _check_etas(etas)
+        if isinstance(z_bounds, str) or np.ndim(z_bounds) != 1 or len(z_bounds) != 2:
+            raise ValueError(f"z_bounds must be (lower, upper), got {z_bounds!r}")
         lo, hi = (check_range("z_bounds", z, what="bound of z") for z in z_bounds)
         if not lo < hi:
             raise ValueError(f"z_bounds must be (lower, upper) with lower < upper, got {z_bounds}")

@@ -46,7 +46,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from . import ad
-from ._validate import check_callable, check_finite_array, check_int
+from ._validate import check_callable, check_finite_array, check_finite_values, check_int
 
 __all__ = ["mean_std", "mean_var", "covariance_factor", "monte_carlo_moments",
            "SampleMoments"]
@@ -242,7 +242,11 @@ def mean_var(R: Callable, x, mu, Sigma=None, *, order: int = 2, factor=None):
     (3.0, 18.0)
     """
     mu, L, order = _inputs(R, x, mu, Sigma, factor, order)
-    return _moments(R, x, L, mu, order)
+    mean, var = _moments(R, x, L, mu, order)
+    rule = "R(x, theta) and its theta-derivatives at mu must be finite"
+    check_finite_values("the mean of R", mean, rule)
+    check_finite_values("the variance of R", var, rule)
+    return mean, var
 
 
 def mean_std(R: Callable, x, mu, Sigma=None, *, order: int = 2, factor=None):
@@ -333,6 +337,8 @@ def monte_carlo_moments(R: Callable, x, mu, Sigma=None, *, n_samples: int, seed:
     if ad.is_traced(x):
         raise TypeError("x of monte_carlo_moments is not differentiated: pass plain values")
     n = check_int("n_samples", n_samples, 4, what="Monte Carlo draws")
+    from .fem.budget import check_samples
+    check_samples(n, L.shape[1], f"n_samples = {n}")
     rng = np.random.default_rng(check_int("seed", seed, 0, what="numpy default_rng seed"))
     z = rng.standard_normal((n, L.shape[1]))
     values = np.array([float(R(x, mu + L @ zi)) for zi in z])

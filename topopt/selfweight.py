@@ -30,7 +30,9 @@ import skfem
 from skfem.helpers import dot
 
 from . import fem
-from ._validate import check_choice, check_finite_array, check_load, check_range
+from ._validate import (check_choice, check_finite_array, check_load, check_mapping,
+                        check_range)
+from .fem.models import _check_model
 from .filters import LinearFilter
 from .interpolation import ramp, simp
 from .objectives import compliance, volume
@@ -125,6 +127,7 @@ class BodyLoad(LinearFilter):
     """
 
     def __init__(self, model: fem.Model, gravity):
+        _check_model(model)
         fe = element_loads(model, gravity)
         dofs = model.basis.element_dofs                         # (n_loc, n_el)
         self.n, self._n_out = model.n_el, model.ndof
@@ -219,6 +222,7 @@ class SelfWeightProblem:
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None):
+        _check_model(model)
         check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
@@ -240,8 +244,8 @@ class SelfWeightProblem:
         self.passive, self.n_el = b.passive, b.n_el
 
     # ----------------------------------------------------------- the chain
-    def check_design(self, x) -> np.ndarray:
-        return self._base.check_design(x)
+    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
+        return self._base.check_design(x, name)
 
     def x_phys(self, x, beta: float | None = None):
         """Filtered (and projected, with `beta`) densities, as in `ComplianceProblem`."""

@@ -20,7 +20,7 @@ import math
 import os
 
 __all__ = ["BYTES_PER_DOF", "MeshTooLargeError", "physical_memory", "estimate_bytes",
-           "check_dofs", "check_grid", "check_model"]
+           "check_dofs", "check_samples", "check_grid", "check_model"]
 
 #: Measured peak bytes per degree of freedom of a compliance run, by dimension.
 BYTES_PER_DOF = {2: 2.5e3, 3: 12.9e3}
@@ -68,6 +68,15 @@ def _bytes(n: float) -> str:
     return f"{n / 2**10:.3g} KiB"
 
 
+def _refuse(need: float, what: str, needs: str, fix: str, limit: int | None) -> float:
+    """`need` bytes, or `MeshTooLargeError` when they exceed `limit` (physical memory)."""
+    have = physical_memory() if limit is None else int(limit)
+    if have and need > have:
+        raise MeshTooLargeError(f"{what}: {needs}, more than the {_bytes(have)} of physical "
+                                f"memory here; {fix}")
+    return need
+
+
 def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None) -> float:
     """Refuse `n_dofs` unknowns whose `estimate_bytes` exceed `limit` (physical memory).
 
@@ -82,21 +91,33 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None) -> 
     topopt.fem.budget.MeshTooLargeError: fem.rectangle(100000000, 100000000): 2e+16 degrees of freedom need an estimated 43.4 EiB (2.5 kB per dof in 2-D, measured), more than the 128 GiB of physical memory here; use a coarser mesh
     """
     need = estimate_bytes(n_dofs, dim)
-    have = physical_memory() if limit is None else int(limit)
-    if have and need > have:
-        raise MeshTooLargeError(
-            f"{what}: {float(n_dofs):.3g} degrees of freedom need an estimated {_bytes(need)} "
-            f"({BYTES_PER_DOF[dim] / 1e3:g} kB per dof in {dim}-D, measured), more than the "
-            f"{_bytes(have)} of physical memory here; use a coarser mesh")
-    return need
+    return _refuse(need, what, f"{float(n_dofs):.3g} degrees of freedom need an estimated "
+                   f"{_bytes(need)} ({BYTES_PER_DOF[dim] / 1e3:g} kB per dof in {dim}-D, "
+                   "measured)", "use a coarser mesh", limit)
+
+
+def check_samples(n_samples: int, m: int, what: str, limit: int | None = None) -> float:
+    """Refuse `n_samples` draws of `m` variables drawn at once (``(n, m)`` float64 and one
+    value per draw) when they exceed `limit` (physical memory); returns the bytes.
+
+    Examples
+    --------
+    >>> check_samples(10**12, 2, "n_samples = 10**12", limit=128 * 2**30)
+    Traceback (most recent call last):
+    ...
+    topopt.fem.budget.MeshTooLargeError: n_samples = 10**12: 1e+12 draws of 2 variables need 21.8 TiB at once, more than the 128 GiB of physical memory here; use fewer samples
+    """
+    need = float(n_samples) * (int(m) + 1) * 8.0
+    return _refuse(need, what, f"{float(n_samples):.3g} draws of {m} variables need "
+                   f"{_bytes(need)} at once", "use fewer samples", limit)
 
 
 def check_grid(counts, what: str, limit: int | None = None) -> float:
     """Refuse a grid of ``counts`` elements per axis whose mesh arrays alone exceed memory.
 
     The node coordinates (8 bytes an entry) and the element connectivity (4:
-    scikit-fem's int32 at the least) are a certain lower bound of what building the mesh allocates, so no mesh
-    that fits is refused; the run's own estimate (`check_dofs`) is checked
+    scikit-fem's int32 at the least) are a certain lower bound of what building
+    the mesh allocates, so no mesh that fits is refused; the run's own estimate (`check_dofs`) is checked
     where a model is made, with its real number of unknowns. Returns the
     bytes of those arrays.
 
@@ -112,12 +133,8 @@ def check_grid(counts, what: str, limit: int | None = None) -> float:
     dim = len(counts)
     nodes = math.prod(int(n) + 1 for n in counts)        # Python ints: no overflow
     need = 8.0 * nodes * dim + 4.0 * math.prod(int(n) for n in counts) * 2 ** dim
-    have = physical_memory() if limit is None else int(limit)
-    if have and need > have:
-        raise MeshTooLargeError(
-            f"{what}: its node coordinates and connectivity alone need {_bytes(need)}, more "
-            f"than the {_bytes(have)} of physical memory here; use a coarser mesh")
-    return need
+    return _refuse(need, what, f"its node coordinates and connectivity alone need "
+                   f"{_bytes(need)}", "use a coarser mesh", limit)
 
 
 def check_model(mesh, components: int, what: str) -> None:

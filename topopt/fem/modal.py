@@ -47,7 +47,7 @@ from skfem.helpers import dot
 
 from .. import ad
 from .._validate import (check_array_range, check_finite_array, check_finite_values, check_int,
-                         check_positive, check_range, check_type)
+                         check_positive, check_range, check_real_array, check_type)
 from .errors import ConvergenceError
 from .models import Model, _local, _translates
 from .system import LinearSystem, matvec, products
@@ -153,7 +153,7 @@ class ModalSystem:
         self.n_modes = check_int("n_modes", n_modes, 1, None, what="number of eigenvalues")
         self.gap_tol = check_range("gap_tol", gap_tol, 0.0, 1.0, lo_open=True, hi_open=True)
         if M0 is not None:
-            M0 = sps.csr_matrix(M0)
+            M0 = sps.csr_matrix(M0 if sps.issparse(M0) else check_real_array("M0", M0))
             if M0.shape != (model.ndof, model.ndof) or np.iscomplexobj(M0.data):
                 raise ValueError(f"M0 must be a real ({model.ndof}, {model.ndof}) matrix, "
                                  f"got {M0.dtype} {M0.shape}")
@@ -167,6 +167,10 @@ class ModalSystem:
                              f"the shift-invert operator), got {solver!r}")
         self.model = model
         self.stiffness = model.system(solver)
+        n_free = self.stiffness.free.size
+        if self.n_modes >= n_free:
+            raise ValueError(f"n_modes must be < the number of free dofs ({n_free}; the "
+                             f"eigensolver finds at most {n_free - 1}), got {self.n_modes}")
         self.mass = LinearSystem(model.basis.element_dofs.T, element_mass(model, rho0),
                                  model.ndof, model.fixed, K0=M0, solver="superlu")
         self.n_el = model.n_el

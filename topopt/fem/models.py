@@ -257,10 +257,26 @@ class Model:
         return solve(self.system(solver), E, f)
 
 
+def _check_model(model) -> "Model":
+    """`model` if it is a `Model` (what every problem class is built on).
+
+    Examples
+    --------
+    >>> from topopt.fem.models import _check_model
+    >>> _check_model(None)
+    Traceback (most recent call last):
+    ...
+    TypeError: model must be a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh)), got NoneType
+    """
+    return check_type("model", model, Model,
+                      "a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh))")
+
+
 def _as_point(point) -> np.ndarray:
     """A point given as a sequence of coordinates, as an array (no conversion of text)."""
     if isinstance(point, (str, bytes)):
-        raise TypeError(f"point must be a sequence of coordinates, got {point!r}")
+        raise TypeError(f"point must be a sequence of coordinates, got {point!r} (nodes: a "
+                        "predicate of the coordinates x -> bool array, or such a point)")
     return np.asarray(point)
 
 

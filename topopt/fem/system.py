@@ -126,6 +126,9 @@ class LinearSystem:
         self.ndof = int(ndof)
         self.fixed = fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
         self.free = np.setdiff1d(np.arange(self.ndof), fixed)
+        if self.free.size == 0 and self.ndof:
+            raise ValueError(f"fixed: every one of the {self.ndof} dofs is fixed, nothing is left "
+                             "to solve for; fix fewer nodes or components")
         self.K0 = None if K0 is None else sps.csr_matrix(K0)
         if self.K0 is not None:
             check_finite_values("K0", self.K0.data, "K0 must be finite")

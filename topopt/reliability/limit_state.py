@@ -95,7 +95,14 @@ class LimitState:
 
     def value_and_gradient(self, theta, *q) -> tuple[float, np.ndarray]:
         """Plain ``(F, grad_theta F)`` at ``theta``."""
-        v, g = ad.value_and_gradient(lambda t: self.value(t, *q), np.asarray(theta, float))
+        try:
+            v, g = ad.value_and_gradient(lambda t: self.value(t, *q), np.asarray(theta, float))
+        except TypeError as err:                    # a vector or complex output
+            if not str(err).startswith("gradient needs a real scalar output"):
+                raise
+            why = str(err).split(";")[0][len("gradient needs a real scalar output, "):]
+            raise TypeError(f"the limit state F(theta, design) must return a real scalar, "
+                            f"{why}") from None
         if np.shape(v) != ():
             raise TypeError(f"the limit state must return a scalar, got shape {np.shape(v)}")
         return float(v), np.asarray(g, float)
