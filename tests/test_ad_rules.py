@@ -60,6 +60,8 @@ CASES = {
                ("int exponent", lambda r, c: ((_r(r, 4, cplx=c), 3), {}), True)],
     np.maximum: [("vec", lambda r, c: ((_r(r, 6), _r(r, 6)), {}), False)],
     np.minimum: [("bcast", lambda r, c: ((_r(r, 2, 6), _r(r, 6)), {}), False)],
+    np.arctan2: [("bcast", lambda r, c: ((_r(r, 2, 6), _r(r, 6) + 2.0), {}), False)],
+    np.hypot: [("vec", lambda r, c: ((_r(r, 6), _r(r, 6)), {}), False)],
     np.remainder: [("bcast", lambda r, c: ((_r(r, 2, 6), _r(r, 6, low=0.5)), {}), False)],
     np.fmod: [("signs", lambda r, c: ((_r(r, 6), np.array([1.5, -1.2, 0.7, 2.0, -0.9, 1.1])), {}),
                False)],
