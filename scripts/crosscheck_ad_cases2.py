@@ -16,6 +16,7 @@ M34 = np.array([[0.3, -1.2, 0.7, 2.1], [1.1, 0.4, -0.9, 0.2], [-0.5, 1.6, 0.8, -
 MASK = np.array([True, False, True, False])
 C4 = [1.0, 2.0, -3.0, 0.5]
 V2 = np.array([0.7, -1.3])
+S = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.1]])
 
 
 def _inplace(xp, L, x):
@@ -190,3 +191,59 @@ CASES2 = {
  "linspace vector": (lambda xp, L, x: xp.linspace(x[:2], x[2:], 3), V4),
  "ptp keepdims": (lambda xp, L, x: xp.ptp(x, axis=1, keepdims=True) * x, M34),
 }
+
+# neighbours a reviewer tries next: manipulations, ufuncs, quantiles, linalg, fft
+CASES3 = {
+ "percentile": (lambda xp, L, x: xp.percentile(x, 30.0) * x, V4),
+ "quantile axis": (lambda xp, L, x: xp.quantile(x, 0.4, axis=1), M34),
+ "unwrap": (lambda xp, L, x: xp.unwrap(x * 2), V4),
+ "trapezoid": (lambda xp, L, x: xp.trapezoid(x) * x, V4),
+ "gradient": (lambda xp, L, x: xp.gradient(x), V4),
+ "sinc": (lambda xp, L, x: xp.sinc(x), V4),
+ "logaddexp": (lambda xp, L, x: xp.logaddexp(x, x[0]), V4),
+ "logaddexp2": (lambda xp, L, x: xp.logaddexp2(x, 1.0), V4),
+ "heaviside*x": (lambda xp, L, x: xp.heaviside(x, 0.5) * x, V4),
+ "fmax": (lambda xp, L, x: xp.fmax(x, 1.0), V4),
+ "fmin list": (lambda xp, L, x: xp.fmin(x, L(C4)), V4),
+ "copysign": (lambda xp, L, x: xp.copysign(x, -1.0), V4),
+ "nan_to_num": (lambda xp, L, x: xp.nan_to_num(x) * x, V4),
+ "flip": (lambda xp, L, x: xp.flip(x, 1) ** 2, M34),
+ "roll": (lambda xp, L, x: xp.roll(x, 1) * x, V4),
+ "rot90": (lambda xp, L, x: xp.rot90(x) ** 2, M34),
+ "triu": (lambda xp, L, x: xp.triu(x, 1) ** 2, M34),
+ "tril": (lambda xp, L, x: xp.tril(x) ** 2, M34),
+ "meshgrid": (lambda xp, L, x: xp.meshgrid(x, x[:2])[0] ** 2, V4),
+ "outer 2": (lambda xp, L, x: xp.outer(x, x), V4),
+ "slogdet": (lambda xp, L, x: xp.linalg.slogdet(x @ x.T + 1)[1] * x, M34),
+ "eigvalsh": (lambda xp, L, x: xp.linalg.eigvalsh(x @ x.T), M34),
+ "pinv": (lambda xp, L, x: xp.linalg.pinv(x), M34),
+ "cholesky": (lambda xp, L, x: xp.linalg.cholesky(x @ x.T + 3 * xp.eye(3)), M34),
+ "qr": (lambda xp, L, x: xp.linalg.qr(x.T)[1], M34),
+ "svd vals": (lambda xp, L, x: xp.linalg.svd(x, compute_uv=False), M34),
+ "lstsq": (lambda xp, L, x: xp.linalg.lstsq(x.T, L(C4))[0], M34),
+ "matrix_power": (lambda xp, L, x: xp.linalg.matrix_power(x[:, :3], 3), M34),
+ "expm1 log1p": (lambda xp, L, x: xp.log1p(xp.expm1(x * 0.1) + 1), V4),
+ "cbrt": (lambda xp, L, x: xp.cbrt(x), V4),
+ "square reciprocal": (lambda xp, L, x: xp.reciprocal(xp.square(x)), V4),
+ "deg2rad": (lambda xp, L, x: xp.deg2rad(x) + xp.radians(x) + xp.degrees(x), V4),
+ "float_power": (lambda xp, L, x: xp.float_power(xp.abs(x), 1.5), V4),
+ "sort axis None": (lambda xp, L, x: xp.sort(x, axis=None), M34),
+ "cumulative_sum": (lambda xp, L, x: xp.cumulative_sum(x) if xp is not np else np.cumulative_sum(x), V4),
+ "vecdot": (lambda xp, L, x: xp.vecdot(x, x), M34),
+ "matvec": (lambda xp, L, x: xp.matvec(x, L(C4)) if hasattr(xp, "matvec") else x @ C4, M34),
+ "moveaxis": (lambda xp, L, x: xp.moveaxis(x, 0, 1) ** 2, M34),
+ "expand_dims": (lambda xp, L, x: xp.expand_dims(x, 0) ** 2, V4),
+ "atleast_2d": (lambda xp, L, x: xp.atleast_2d(x) ** 2, V4),
+ "split": (lambda xp, L, x: xp.split(x, 2)[1] ** 2, V4),
+ "array_split": (lambda xp, L, x: xp.array_split(x, 3)[0] ** 2, V4),
+ "flipud": (lambda xp, L, x: xp.flipud(x) ** 2, M34),
+ "tensordot axes list": (lambda xp, L, x: xp.tensordot(x, x, axes=[[0], [0]]), M34),
+ "einsum 3": (lambda xp, L, x: xp.einsum("ij,jk,k->i", x, x.T, L([1.0, 2.0, 3.0])), M34),
+ "cumsum reverse": (lambda xp, L, x: xp.cumsum(x[::-1]), V4),
+ "sum tuple axis": (lambda xp, L, x: xp.sum(x, axis=(0, 1), keepdims=True) * x, M34),
+ "conj complex": (lambda xp, L, x: xp.real(xp.conj(x * (1 + 1j)) * x), V4),
+ "sqrt complex": (lambda xp, L, x: xp.real(xp.sqrt(x + 0j)), V4),
+ "fft": (lambda xp, L, x: xp.real(xp.fft.fft(x)), V4),
+ "fft irfft": (lambda xp, L, x: xp.fft.irfft(xp.fft.rfft(x) * 2), V4),
+}
+CASES2.update(CASES3)

@@ -2,7 +2,9 @@
 
 Functions computed by traced operations (`topopt.ad.composite_rules`: the
 nan-reductions, ptp, median, copy, angle, block, inner, kron, cross,
-convolve, polyval, interp, linspace), the arctan2/hypot rules, casts and
+convolve, polyval, interp, linspace; `topopt.ad.composite_more`: flips,
+roll, rot90, triangles, splits, trapezoid, quantiles, matrix_power and
+ufuncs such as logaddexp, fmax, copysign), the arctan2/hypot/cbrt rules, casts and
 ``dtype=`` neighbours, constructors, builtins and in-place operators. Each
 row is checked by `ad.check_modes` in the four modes against central
 differences of the same call on plain arrays (numpy's own value);
@@ -131,7 +133,53 @@ NEIGHBOURS = [
     row(np.real, "(complex).astype(float)", lambda x: (x * (1 + 2j)).astype(float) * x, "v4"),
 ]
 
-ROWS = COMPOSITES + NEIGHBOURS
+MANIPULATIONS = [
+    row(np.flip, "axis 1", lambda x: np.flip(x, 1) * x, "m34"),
+    row(np.flip, "all axes", lambda x: np.flip(x) ** 2, "m34"),
+    row(np.flipud, "matrix", lambda x: np.flipud(x) * x, "m34"),
+    row(np.fliplr, "matrix", lambda x: np.fliplr(x) * x, "m34"),
+    row(np.roll, "flat", lambda x: np.roll(x, 5) * x, "m34"),
+    row(np.roll, "two axes", lambda x: np.roll(x, (1, -1), axis=(0, 1)) * x, "m34"),
+    row(np.rot90, "k=1", lambda x: np.rot90(x) ** 2, "m34"),
+    row(np.rot90, "k=-1", lambda x: np.rot90(x, -1) @ x, "m34"),
+    row(np.rot90, "k=2", lambda x: np.rot90(x, 2) * x, "m34"),
+    row(np.triu, "k=1", lambda x: np.triu(x, 1) ** 2, "m34"),
+    row(np.tril, "k=-1", lambda x: np.tril(x, -1) * x, "m34"),
+    row(np.split, "sections", lambda x: np.split(x, 2)[1] * x[:2], "v4"),
+    row(np.split, "indices axis 1", lambda x: np.split(x, [1, 3], axis=1)[1] ** 2, "m34"),
+    row(np.array_split, "uneven", lambda x: np.array_split(x, 3)[0] ** 2, "v4"),
+    row(np.trapezoid, "unit spacing", lambda x: np.trapezoid(x ** 2), "v4"),
+    row(np.trapezoid, "list x, axis 0", lambda x: np.trapezoid(x, [0.0, 0.5, 2.0], axis=0),
+        "m34"),
+    row(np.quantile, "0.4 axis 1", lambda x: np.quantile(x, 0.4, axis=1), "m34"),
+    row(np.quantile, "list q keepdims", lambda x: np.quantile(x, [0.1, 0.7], axis=0,
+                                                              keepdims=True), "m34"),
+    row(np.percentile, "30", lambda x: np.percentile(x, 30.0) * x, "v4"),
+    row(np.linalg.matrix_power, "3", lambda x: np.linalg.matrix_power(x[:, :3], 3), "m34"),
+    row(np.linalg.matrix_power, "-2", lambda x: np.linalg.matrix_power(x[:, 1:] + 2 * np.eye(3),
+                                                                       -2), "m34"),
+    row(np.sinc, "vector", lambda x: np.sinc(x), "v4"),
+    row(np.logaddexp, "0-d broadcast", lambda x: np.logaddexp(x, x[0]), "v4"),
+    row(np.logaddexp2, "constant", lambda x: np.logaddexp2(x, 1.0), "v4"),
+    row(np.fmax, "constant", lambda x: np.fmax(x, 1.0), "v4"),
+    row(np.fmin, "list", lambda x: np.fmin(x, C4), "v4"),
+    row(np.copysign, "negative", lambda x: np.copysign(x, -1.0) * x, "v4"),
+    row(np.float_power, "abs", lambda x: np.float_power(np.abs(x), 1.5), "v4"),
+    row(np.nan_to_num, "finite", lambda x: np.nan_to_num(x) * x, "v4"),
+    row(np.nan_to_num, "nan entries", lambda x: np.nan_to_num(nan(x), nan=2.0) * x, "v4"),
+    row(np.vecdot, "rows", lambda x: np.vecdot(x, x), "m34"),
+    row(np.matvec, "list vector", lambda x: np.matvec(x, C4), "m34"),
+    row(np.vecmat, "list vector", lambda x: np.vecmat([1.0, 2.0, 3.0], x), "m34"),
+    row(np.cumulative_sum, "include_initial", lambda x: np.cumulative_sum(
+        x, include_initial=True) * 1.5, "v4"),
+    row(np.cbrt, "vector", lambda x: np.cbrt(x), "v4"),
+    row(np.deg2rad, "vector", lambda x: np.deg2rad(x) * x, "v4"),
+    row(np.radians, "vector", lambda x: np.radians(x), "v4"),
+    row(np.rad2deg, "vector", lambda x: np.rad2deg(x) * x, "v4"),
+    row(np.degrees, "vector", lambda x: np.degrees(x), "v4"),
+]
+
+ROWS = COMPOSITES + NEIGHBOURS + MANIPULATIONS
 
 
 def _id(r):
@@ -158,6 +206,12 @@ def test_composite_values_are_numpys():
     for mode in ("full", "same", "valid"):
         np.testing.assert_allclose(ad.pullback(lambda x: np.convolve(x, [1.0, 2, 3], mode), v)[0],
                                    np.convolve(v, [1.0, 2, 3], mode), rtol=1e-15)
+    m = X["m34"]
+    for call in (lambda x: np.roll(x, (1, -1), axis=(0, 1)), lambda x: np.rot90(x, 3),
+                 lambda x: np.quantile(x, [0.1, 0.7], axis=0, keepdims=True),
+                 lambda x: np.percentile(x, 30.0), lambda x: np.trapezoid(x, axis=0),
+                 lambda x: np.split(x, [1, 3], axis=1)[2], lambda x: np.triu(x, -1)):
+        np.testing.assert_allclose(ad.pullback(call, m)[0], call(m), rtol=1e-15)
     # d/dx0 of linspace(x0, x1, 3).sum() = 1 + 1/2 + 0 (analytic)
     assert ad.gradient(lambda x: np.sum(np.linspace(x[0], x[1], 3)), v)[0] == 1.5
 
@@ -173,6 +227,10 @@ REFUSED = [
      ["numpy.interp", "period"]),
     (lambda x: np.linspace(x[0], x[1], 4, axis=-1), ad.NoRuleError, ["numpy.linspace", "axis"]),
     (lambda x: np.linalg.det([[x[0], 1.0], [2.0, x[1]]]), TypeError, ["np.stack"]),
+    (lambda x: np.quantile(x, 0.5, method="nearest"), ValueError, ["numpy.quantile", "linear"]),
+    (lambda x: np.quantile(x, 1.5), ValueError, ["numpy.quantile", "[0, 1]"]),
+    (lambda x: np.split(x, 3), ValueError, ["equal division"]),
+    (lambda x: np.flip(x, 2), np.exceptions.AxisError, ["numpy.flip", "axis 2"]),
 ]
 
 
