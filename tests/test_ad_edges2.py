@@ -19,6 +19,7 @@ import pytest
 
 from refusals import refusal_message
 from topopt import ad
+from topopt.ad import linalg_rules
 from topopt.ad.registry import function_name
 
 X = {
@@ -177,6 +178,20 @@ MANIPULATIONS = [
     row(np.radians, "vector", lambda x: np.radians(x), "v4"),
     row(np.rad2deg, "vector", lambda x: np.rad2deg(x) * x, "v4"),
     row(np.degrees, "vector", lambda x: np.degrees(x), "v4"),
+    row(np.atleast_2d, "vector", lambda x: np.atleast_2d(x) ** 2, "v4"),
+    row(np.atleast_3d, "two arrays", lambda x: np.atleast_3d(x, x[0])[0] * x[1], "m34"),
+    row(np.unwrap, "jumps", lambda x: np.unwrap(3 * x) * x, "v4"),
+    row(np.linalg.eigvalsh, "x x^T", lambda x: np.linalg.eigvalsh(x @ x.T), "m34"),
+    row(np.linalg.eigvalsh, "lower triangle read", lambda x: np.linalg.eigvalsh(
+        x[:, :3] + 3 * np.eye(3)), "m34"),
+    row(np.linalg.eigh, "UPLO='U' eigenvalues", lambda x: np.linalg.eigh(
+        x[:, 1:] + 3 * np.eye(3), UPLO="U")[0], "m34"),
+    row(np.linalg.cholesky, "x x^T + 3 I", lambda x: np.linalg.cholesky(
+        x @ x.T + 3 * np.eye(3)), "m34"),
+    row(linalg_rules.cholesky_h, "upper", lambda x: np.linalg.cholesky(
+        x[:, :3] @ x[:, :3].T + np.eye(3), upper=True), "m34"),
+    row(np.linalg.pinv, "wide", lambda x: np.linalg.pinv(x), "m34"),
+    row(np.linalg.pinv, "tall", lambda x: np.linalg.pinv(x.T) * 2, "m34"),
 ]
 
 ROWS = COMPOSITES + NEIGHBOURS + MANIPULATIONS
@@ -231,6 +246,8 @@ REFUSED = [
     (lambda x: np.quantile(x, 1.5), ValueError, ["numpy.quantile", "[0, 1]"]),
     (lambda x: np.split(x, 3), ValueError, ["equal division"]),
     (lambda x: np.flip(x, 2), np.exceptions.AxisError, ["numpy.flip", "axis 2"]),
+    (lambda x: np.linalg.pinv(np.outer(x, x)), ValueError, ["numpy.linalg.pinv", "full rank"]),
+    (lambda x: np.linalg.eigh(np.outer(x, x), UPLO="X"), ValueError, ["UPLO", "'L' or 'U'"]),
 ]
 
 

@@ -247,3 +247,52 @@ for _name, _rw in (("vecdot", lambda a, b: np.sum(np.conj(a) * b, axis=-1)),
                    ("vecmat", lambda a, b: np.sum(np.expand_dims(np.conj(a), -1) * b, axis=-2))):
     if hasattr(np, _name):
         _ufunc(getattr(np, _name), 2, _rw)
+
+
+def _hermitian_from(a, UPLO):
+    """The Hermitian matrix numpy's eigh/cholesky read from one triangle of `a`."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    tri = np.tril if UPLO == "L" else np.triu
+    strict = tri(a, -1 if UPLO == "L" else 1)
+    return np.real(tri(a) - strict) + strict + np.conj(np.swapaxes(strict, -1, -2)) \
+        if np.iscomplexobj(value(a)) else tri(a) + np.swapaxes(strict, -1, -2)
+
+
+def _eigh(a, UPLO="L"):
+    from .products import eigh
+    return eigh(_hermitian_from(a, UPLO))
+
+
+callform(np.linalg.eigh, 1, ("UPLO",), rewrite=_eigh, always=True)
+callform(np.linalg.eigvalsh, 1, ("UPLO",), rewrite=lambda a, UPLO="L": _eigh(a, UPLO)[0],
+         always=True)
+
+
+def _unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+    """``p`` plus numpy's piecewise-constant correction (derivative one)."""
+    pv = np.asarray(value(p))
+    return p + (np.unwrap(pv, discont, axis, period=period) - pv)
+
+
+callform(np.unwrap, 1, ("discont", "axis", "period"), rewrite=_unwrap, always=True)
+
+
+def _pinv(a, rcond=None, hermitian=False, rtol=None):
+    """``(a^H a)^-1 a^H`` (or its transpose form) for a matrix of full rank."""
+    av = np.asarray(value(a))
+    m, n = av.shape[-2:]
+    s = np.linalg.svd(av, compute_uv=False)
+    cut = (rcond if rcond is not None else rtol if rtol is not None
+           else max(m, n) * np.finfo(float).eps)
+    if np.any(s[..., -1] <= np.asarray(cut)[..., None] * s[..., :1]):
+        raise ValueError("numpy.linalg.pinv of a traced matrix needs full rank (its derivative "
+                         "jumps where the rank changes); this one is rank-deficient at "
+                         "the cut-off")
+    ah = np.conj(np.swapaxes(a, -1, -2))
+    if m >= n:
+        return np.linalg.solve(ah @ a, ah)
+    return np.conj(np.swapaxes(np.linalg.solve(a @ ah, a), -1, -2))
+
+
+callform(np.linalg.pinv, 1, ("rcond", "hermitian", "rtol"), rewrite=_pinv, always=True)

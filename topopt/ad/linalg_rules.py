@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, is_traced, value
-from .extend import frule, rrule
+from .core import _dtype, _shape, is_traced, value
+from .extend import frule, primitive, rrule
 from .rulekit import _add, _conj
 
 __all__: list = []
@@ -143,3 +143,48 @@ def slogdet_frule(primals, tangents):
     t = np.sum(_mT(_inverse_for_slogdet(a)) * tangents[0], axis=(-2, -1))  # tr(A^-1 dA)
     sdot = sign * (1j * np.imag(t)) if _dtype(a).kind == "c" else None
     return y, (sdot, np.real(t))
+
+
+def _phi(X):
+    """The lower triangle of `X` with half its diagonal (Cholesky's derivative)."""
+    n = _shape(X)[-1]
+    return X * (np.tril(np.ones((n, n))) - 0.5 * np.eye(n))
+
+
+def _ct(a):
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
+@primitive
+def cholesky_h(A):
+    """``np.linalg.cholesky`` of the Hermitian `A`, a primitive with rules of every order."""
+    return np.linalg.cholesky(A)
+
+
+@rrule(cholesky_h)
+def cholesky_h_rrule(A):
+    L = cholesky_h(A)
+
+    def cholesky_pullback(Lbar):
+        Y = np.linalg.solve(_ct(L), _phi(_ct(L) @ Lbar))
+        X = _ct(np.linalg.solve(_ct(L), _ct(Y)))
+        return (0.5 * (X + _ct(X)),)
+    return L, cholesky_pullback
+
+
+@frule(cholesky_h)
+def cholesky_h_frule(primals, tangents):
+    (A,), (Adot,) = primals, tangents
+    L = cholesky_h(A)
+    W = np.linalg.solve(L, Adot)
+    Z = _ct(np.linalg.solve(L, _ct(W)))
+    return L, L @ _phi(Z)
+
+
+def _cholesky(a, upper=False):
+    from .composite_more import _hermitian_from
+    L = cholesky_h(_hermitian_from(a, "L"))
+    return _ct(L) if upper else L
+
+
+callform(np.linalg.cholesky, 1, ("upper",), rewrite=_cholesky, always=True)
