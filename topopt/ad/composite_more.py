@@ -23,6 +23,8 @@ import numpy as np
 
 from .callforms import callform
 from .core import _shape, getitem, value
+from .linalg_rules import _hermitian_from
+from .products import eigh
 
 __all__: list = []
 
@@ -249,18 +251,7 @@ for _name, _rw in (("vecdot", lambda a, b: np.sum(np.conj(a) * b, axis=-1)),
         _ufunc(getattr(np, _name), 2, _rw)
 
 
-def _hermitian_from(a, UPLO):
-    """The Hermitian matrix numpy's eigh/cholesky read from one triangle of `a`."""
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
-    tri = np.tril if UPLO == "L" else np.triu
-    strict = tri(a, -1 if UPLO == "L" else 1)
-    return np.real(tri(a) - strict) + strict + np.conj(np.swapaxes(strict, -1, -2)) \
-        if np.iscomplexobj(value(a)) else tri(a) + np.swapaxes(strict, -1, -2)
-
-
 def _eigh(a, UPLO="L"):
-    from .products import eigh
     return eigh(_hermitian_from(a, UPLO))
 
 

@@ -181,8 +181,17 @@ def cholesky_h_frule(primals, tangents):
     return L, L @ _phi(Z)
 
 
+def _hermitian_from(a, UPLO):
+    """The Hermitian matrix numpy's eigh/cholesky read from one triangle of `a`."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    tri = np.tril if UPLO == "L" else np.triu
+    strict = tri(a, -1 if UPLO == "L" else 1)
+    return np.real(tri(a) - strict) + strict + np.conj(np.swapaxes(strict, -1, -2)) \
+        if np.iscomplexobj(value(a)) else tri(a) + np.swapaxes(strict, -1, -2)
+
+
 def _cholesky(a, upper=False):
-    from .composite_more import _hermitian_from
     L = cholesky_h(_hermitian_from(a, "L"))
     return _ct(L) if upper else L
 
