@@ -244,6 +244,8 @@ CASES3 = {
  "conj complex": (lambda xp, L, x: xp.real(xp.conj(x * (1 + 1j)) * x), V4),
  "sqrt complex": (lambda xp, L, x: xp.real(xp.sqrt(x + 0j)), V4),
  "fft": (lambda xp, L, x: xp.real(xp.fft.fft(x)), V4),
+ "ifft ortho": (lambda xp, L, x: xp.imag(xp.fft.ifft(x * x, norm="ortho")), V4),
+ "fft axis 0": (lambda xp, L, x: xp.abs(xp.fft.fft(x, axis=0)), M34),
  "fft irfft": (lambda xp, L, x: xp.fft.irfft(xp.fft.rfft(x) * 2), V4),
 }
 CASES2.update(CASES3)

@@ -192,6 +192,10 @@ MANIPULATIONS = [
         x[:, :3] @ x[:, :3].T + np.eye(3), upper=True), "m34"),
     row(np.linalg.pinv, "wide", lambda x: np.linalg.pinv(x), "m34"),
     row(np.linalg.pinv, "tall", lambda x: np.linalg.pinv(x.T) * 2, "m34"),
+    row(np.fft.fft, "real part", lambda x: np.real(np.fft.fft(x * (1 + 0.5j))), "v4"),
+    row(np.fft.fft, "axis 0, ortho", lambda x: np.abs(np.fft.fft(x, axis=0, norm="ortho")),
+        "m34"),
+    row(np.fft.ifft, "forward", lambda x: np.imag(np.fft.ifft(x * x, norm="forward")), "v4"),
 ]
 
 ROWS = COMPOSITES + NEIGHBOURS + MANIPULATIONS
@@ -248,6 +252,8 @@ REFUSED = [
     (lambda x: np.flip(x, 2), np.exceptions.AxisError, ["numpy.flip", "axis 2"]),
     (lambda x: np.linalg.pinv(np.outer(x, x)), ValueError, ["numpy.linalg.pinv", "full rank"]),
     (lambda x: np.linalg.eigh(np.outer(x, x), UPLO="X"), ValueError, ["UPLO", "'L' or 'U'"]),
+    (lambda x: np.fft.fft(x, 8), ad.NoRuleError, ["numpy.fft", "n"]),
+    (lambda x: np.fft.fft(x, norm="half"), ValueError, ["norm", "ortho"]),
 ]
 
 
