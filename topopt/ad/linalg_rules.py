@@ -156,14 +156,14 @@ def _ct(a):
 
 
 @primitive
-def cholesky_h(A):
+def _cholesky_h(A):
     """``np.linalg.cholesky`` of the Hermitian `A`, a primitive with rules of every order."""
     return np.linalg.cholesky(A)
 
 
-@rrule(cholesky_h)
+@rrule(_cholesky_h)
 def cholesky_h_rrule(A):
-    L = cholesky_h(A)
+    L = _cholesky_h(A)
 
     def cholesky_pullback(Lbar):
         Y = np.linalg.solve(_ct(L), _phi(_ct(L) @ Lbar))
@@ -172,10 +172,10 @@ def cholesky_h_rrule(A):
     return L, cholesky_pullback
 
 
-@frule(cholesky_h)
+@frule(_cholesky_h)
 def cholesky_h_frule(primals, tangents):
     (A,), (Adot,) = primals, tangents
-    L = cholesky_h(A)
+    L = _cholesky_h(A)
     W = np.linalg.solve(L, Adot)
     Z = _ct(np.linalg.solve(L, _ct(W)))
     return L, L @ _phi(Z)
@@ -192,7 +192,7 @@ def _hermitian_from(a, UPLO):
 
 
 def _cholesky(a, upper=False):
-    L = cholesky_h(_hermitian_from(a, "L"))
+    L = _cholesky_h(_hermitian_from(a, "L"))
     return _ct(L) if upper else L
 
 
