@@ -10,6 +10,9 @@ mode and the counts right / refused (a TypeError, ValueError or NoRuleError)
 / wrong / crashed (any other exception).
 
     PYTHONPATH=. python scripts/crosscheck_ad_jax.py      # jax with x64, CPU
+
+The round-two forms (casts, fills, sequences, builtins, methods with keywords,
+composites) are in `crosscheck_ad_cases2.py`.
 """
 
 import sys
@@ -19,6 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from topopt import ad
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from crosscheck_ad_cases2 import CASES2  # noqa: E402  (round two: issue 23)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -183,6 +189,7 @@ CASES = {
     "np.sum([x0, x1])": (lambda xp, L, x: xp.sum(L([x[0], x[1]])) * x, V4),
     "np.exp([x0, 1])": (lambda xp, L, x: xp.exp(L([x[0], 1.0])), V4),
 }
+CASES.update(CASES2)
 
 
 def _ours(f, x):

@@ -46,6 +46,10 @@ Design
   int)``, ``x.compress(c)``...) or raises naming the alternative (in-place
   ``x.sort()``, ``x.fill()``; ``x.tolist()``, ``x.view()``...). The tape
   record of a box is private (`trace_of` gives its trace).
+* **Composites** (`fill_rules`, `composite_rules`, `composite_more`): a
+  function numpy computes from simpler ones (the nan-reductions, quantiles,
+  flips and rolls, kron, convolve, interp, linspace, pinv...) is a call form
+  whose rewrite runs traced operations with rules, so every mode follows.
 * **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
@@ -76,6 +80,8 @@ from . import einsum_rules as _einsum_rules  # noqa: F401
 from . import linalg_rules as _linalg_rules  # noqa: F401
 from . import reduce_rules as _reduce_rules  # noqa: F401
 from . import fill_rules as _fill_rules  # noqa: F401
+from . import composite_rules as _composite_rules  # noqa: F401
+from . import composite_more as _composite_more  # noqa: F401
 from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient

@@ -173,6 +173,11 @@ class Box:
                 "numpy.full(shape, fill_value) with a traced fill_value: numpy converts it "
                 "to a plain array, which drops its derivative; use np.full_like(template, "
                 "x), np.broadcast_to(x, shape) + 0.0 or x * np.ones(shape)")
+        if caller.f_globals.get("__name__", "").startswith("numpy.lib._index_tricks"):
+            raise TypeError(
+                "numpy.r_[...] / numpy.c_[...] with a traced value: numpy converts each "
+                "item to a plain array, which drops its derivative; use np.concatenate"
+                "([...]) for r_ and np.column_stack([...]) for c_ (items as arrays)")
         user, numpy_fun = _caller_names()
         via = f" by numpy.{numpy_fun}" if numpy_fun else ""
         raise TypeError(
@@ -186,8 +191,9 @@ class Box:
 
     def __float__(self):
         raise TypeError(
-            "float() of a traced value would drop its derivative; use "
-            "ad.value(x) if that is intended")
+            "float() of a traced value would drop its derivative (so would math.exp(x) "
+            "and the other math-module functions, which call float()); use the numpy "
+            "function (np.exp(x)...) to keep it, or ad.value(x) if that is intended")
 
     __complex__ = __float__
 

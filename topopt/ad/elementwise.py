@@ -53,6 +53,11 @@ UNARY = {
     np.log10: lambda x, y: 1 / (x * _LN10),
     np.log2: lambda x, y: 1 / (x * _LN2),
     np.sqrt: lambda x, y: 0.5 / y,
+    np.cbrt: lambda x, y: 1 / (3 * y * y),
+    np.deg2rad: lambda x, y: np.pi / 180 + 0 * x,
+    np.radians: lambda x, y: np.pi / 180 + 0 * x,
+    np.rad2deg: lambda x, y: 180 / np.pi + 0 * x,
+    np.degrees: lambda x, y: 180 / np.pi + 0 * x,
     np.square: lambda x, y: 2 * x,
     np.reciprocal: lambda x, y: -y * y,
     np.sin: lambda x, y: np.cos(x),
@@ -392,3 +397,29 @@ def _modulo(fun, quotient):
 
 _modulo(np.remainder, np.floor)
 _modulo(np.fmod, np.trunc)
+
+
+def _binary(fun, partials):
+    """Rules of a real binary ufunc with ``partials(a, b, y) -> (dy/da, dy/db)``."""
+    name = fun.__name__
+
+    @rrule(fun)
+    def binary_rrule(a, b):
+        sa, sb, y = _shape(a), _shape(b), fun(a, b)
+
+        def pullback(ybar):
+            da, db = partials(a, b, y)
+            return (thunk(lambda: _unbroadcast(ybar * da, sa)),
+                    thunk(lambda: _unbroadcast(ybar * db, sb)))
+        return y, _named(pullback, f"{name}_pullback")
+
+    @frule(fun)
+    def binary_frule(primals, tangents):
+        (a, b), (adot, bdot) = primals, tangents
+        y = fun(a, b)
+        da, db = partials(a, b, y)
+        return y, _add(None if adot is None else da * adot, None if bdot is None else db * bdot)
+
+
+_binary(np.arctan2, lambda a, b, y: (b / (a * a + b * b), -a / (a * a + b * b)))
+_binary(np.hypot, lambda a, b, y: (a / y, b / y))

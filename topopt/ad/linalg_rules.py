@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .callforms import callform
-from .core import _dtype, is_traced, value
-from .extend import frule, rrule
+from .core import _dtype, _shape, is_traced, value
+from .extend import frule, primitive, rrule
 from .rulekit import _add, _conj
 
 __all__: list = []
@@ -143,3 +143,89 @@ def slogdet_frule(primals, tangents):
     t = np.sum(_mT(_inverse_for_slogdet(a)) * tangents[0], axis=(-2, -1))  # tr(A^-1 dA)
     sdot = sign * (1j * np.imag(t)) if _dtype(a).kind == "c" else None
     return y, (sdot, np.real(t))
+
+
+def _phi(X):
+    """The lower triangle of `X` with half its diagonal (Cholesky's derivative)."""
+    n = _shape(X)[-1]
+    return X * (np.tril(np.ones((n, n))) - 0.5 * np.eye(n))
+
+
+def _ct(a):
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
+@primitive
+def _cholesky_h(A):
+    """``np.linalg.cholesky`` of the Hermitian `A`, a primitive with rules of every order."""
+    return np.linalg.cholesky(A)
+
+
+@rrule(_cholesky_h)
+def cholesky_h_rrule(A):
+    L = _cholesky_h(A)
+
+    def cholesky_pullback(Lbar):
+        Y = np.linalg.solve(_ct(L), _phi(_ct(L) @ Lbar))
+        X = _ct(np.linalg.solve(_ct(L), _ct(Y)))
+        return (0.5 * (X + _ct(X)),)
+    return L, cholesky_pullback
+
+
+@frule(_cholesky_h)
+def cholesky_h_frule(primals, tangents):
+    (A,), (Adot,) = primals, tangents
+    L = _cholesky_h(A)
+    W = np.linalg.solve(L, Adot)
+    Z = _ct(np.linalg.solve(L, _ct(W)))
+    return L, L @ _phi(Z)
+
+
+def _hermitian_from(a, UPLO):
+    """The Hermitian matrix numpy's eigh/cholesky read from one triangle of `a`."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    tri = np.tril if UPLO == "L" else np.triu
+    strict = tri(a, -1 if UPLO == "L" else 1)
+    return np.real(tri(a) - strict) + strict + np.conj(np.swapaxes(strict, -1, -2)) \
+        if np.iscomplexobj(value(a)) else tri(a) + np.swapaxes(strict, -1, -2)
+
+
+def _cholesky(a, upper=False):
+    L = _cholesky_h(_hermitian_from(a, "L"))
+    return _ct(L) if upper else L
+
+
+callform(np.linalg.cholesky, 1, ("upper",), rewrite=_cholesky, always=True)
+
+
+def _fft_scale(norm, n, inverse):
+    """The factor of numpy's unnormalised transform that `norm` applies."""
+    if norm not in (None, "backward", "ortho", "forward"):
+        raise ValueError(f"numpy.fft: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
+    scale = {None: 1.0, "backward": 1.0, "ortho": n ** -0.5, "forward": 1.0 / n}[norm]
+    return 1.0 / (n * scale) if inverse else scale
+
+
+def _fft_rules(fun, inverse):
+    """Rules of `np.fft.fft` / `ifft` (``n=None``): linear, the adjoint is the other one."""
+    other = np.fft.fft if inverse else np.fft.ifft
+    callform(fun, 1, ("axis", "norm"))
+
+    @rrule(fun)
+    def fft_rrule(a, axis=-1, norm=None):
+        n = _shape(a)[axis]
+        c = _fft_scale(norm, n, inverse)
+
+        def fft_pullback(ybar):
+            # the adjoint of c F (F^H for ifft) is c F^H = c n ifft (c F for ifft)
+            return (other(ybar, axis=axis) * (c if inverse else c * n),)
+        return fun(a, axis=axis, norm=norm), fft_pullback
+
+    @frule(fun)
+    def fft_frule(primals, tangents, axis=-1, norm=None):
+        return fun(primals[0], axis=axis, norm=norm), fun(tangents[0], axis=axis, norm=norm)
+
+
+_fft_rules(np.fft.fft, False)
+_fft_rules(np.fft.ifft, True)

@@ -100,28 +100,35 @@ for _fun in (np.squeeze, np.expand_dims):
     _reshaping(_fun)
 
 
-lifting(np.atleast_1d, _lift_all)
 lifting(getitem, "a-")
 lifting(astype, "a-")
 
 
-@rrule(np.atleast_1d)
-def atleast_1d_rrule(*arys):
-    shapes = [_shape(a) for a in arys]
-    y = np.atleast_1d(*arys)
+def _atleast(fun):
+    """Rules of `np.atleast_1d` / `_2d` / `_3d`: reshapes of each argument."""
+    lifting(fun, _lift_all)
 
-    def atleast_1d_pullback(ybar):
-        if len(arys) == 1:
-            return (np.reshape(ybar, shapes[0]),)
-        return tuple(None if g is None else np.reshape(g, s) for g, s in zip(ybar, shapes))
-    return (tuple(y) if len(arys) > 1 else y), atleast_1d_pullback
+    @rrule(fun)
+    def atleast_rrule(*arys):
+        shapes = [_shape(a) for a in arys]
+        y = fun(*arys)
+
+        def atleast_pullback(ybar):
+            if len(arys) == 1:
+                return (np.reshape(ybar, shapes[0]),)
+            return tuple(None if g is None else np.reshape(g, s) for g, s in zip(ybar, shapes))
+        return (tuple(y) if len(arys) > 1 else y), atleast_pullback
+
+    @frule(fun)
+    def atleast_frule(primals, tangents):
+        y = fun(*primals)
+        ydot = [None if t is None else np.reshape(fun(t), _shape(v)) for t, v in
+                zip(tangents, y if len(primals) > 1 else [y])]
+        return (tuple(y), tuple(ydot)) if len(primals) > 1 else (y, ydot[0])
 
 
-@frule(np.atleast_1d)
-def atleast_1d_frule(primals, tangents):
-    y = np.atleast_1d(*primals)
-    ydot = [None if t is None else np.atleast_1d(t) for t in tangents]
-    return (tuple(y), tuple(ydot)) if len(primals) > 1 else (y, ydot[0])
+for _fun in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
+    _atleast(_fun)
 
 
 callform(np.transpose, 1, ("axes",))
