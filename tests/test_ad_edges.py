@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
+from edge_rows import check_in_every_mode, row, row_id
 from refusals import refusal_message
 from topopt import ad
 from topopt.ad import core, methods
@@ -32,11 +33,6 @@ C4 = [1.0, 2.0, -3.0, 0.5]
 MASK = np.array([True, False, True, False])
 A4 = [[4.0, 1.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.5], [0.0, 0.0, 0.0, 5.0]]
 I64 = np.int64
-
-
-def row(fun, label, call, inputs):
-    """One row: `call(*X[inputs])` exercises the call form of `fun` in the form `label`."""
-    return fun, label, call, tuple(inputs.split(","))
 
 
 SEQUENCES = [
@@ -219,17 +215,9 @@ METHODS = [
 ROWS = SEQUENCES + CASTS + FILLS + METHODS
 
 
-def _id(r):
-    return f"{function_name(r[0])}[{r[1]}]"
-
-
-@pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[_id(r) for r in ROWS])
+@pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[row_id(r) for r in ROWS])
 def test_edge_form_in_every_mode(fun, label, call, inputs):
-    args = [X[name] for name in inputs]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-        report = ad.check_modes(call, *args, seed=7, rtol=1e-6)
-    assert len(report) == 4 * len(args)
+    check_in_every_mode(call, [X[name] for name in inputs], seed=7)
 
 
 def test_the_cases_of_issue_23():

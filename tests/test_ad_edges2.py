@@ -12,15 +12,14 @@ differences of the same call on plain arrays (numpy's own value);
 forms are cross-checked against JAX by ``scripts/crosscheck_ad_jax.py``.
 """
 
-import warnings
 
 import numpy as np
 import pytest
 
+from edge_rows import check_in_every_mode, row, row_id
 from refusals import refusal_message
 from topopt import ad
 from topopt.ad import linalg_rules
-from topopt.ad.registry import function_name
 
 X = {
     "v4": np.array([0.3, 1.7, -2.4, 3.9]),
@@ -38,11 +37,6 @@ NAN_AT = {(4,): np.array([False, True, False, False]),
 def nan(x):
     """`x` with NaN entries (one in a vector of 4, two in the 3 x 4 matrix), none traced."""
     return np.where(NAN_AT[np.shape(x)], np.nan, x)
-
-
-def row(fun, label, call, inputs):
-    """One row: `call(*X[inputs])` exercises the call form of `fun` in the form `label`."""
-    return fun, label, call, tuple(inputs.split(","))
 
 
 def _inplace(x):
@@ -201,17 +195,9 @@ MANIPULATIONS = [
 ROWS = COMPOSITES + NEIGHBOURS + MANIPULATIONS
 
 
-def _id(r):
-    return f"{function_name(r[0])}[{r[1]}]"
-
-
-@pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[_id(r) for r in ROWS])
+@pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[row_id(r) for r in ROWS])
 def test_edge_form_in_every_mode(fun, label, call, inputs):
-    args = [X[name] for name in inputs]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-        report = ad.check_modes(call, *args, seed=11, rtol=1e-6)
-    assert len(report) == 4 * len(args)
+    check_in_every_mode(call, [X[name] for name in inputs], seed=11)
 
 
 def test_composite_values_are_numpys():
