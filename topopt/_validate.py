@@ -235,7 +235,8 @@ def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> No
 
 
 def check_real_array(name: str, x) -> np.ndarray:
-    """`x` (plain values) as a float array; `TypeError` for text, objects, complex or bool.
+    """`x` (plain values) as a float array; `TypeError` for text, objects, complex, bool or
+    a traced value.
 
     Examples
     --------
@@ -245,6 +246,8 @@ def check_real_array(name: str, x) -> np.ndarray:
     ...
     TypeError: x0 must be a real array of numbers, got str
     """
+    if ad.is_traced(x):
+        raise TypeError(f"{name} is not differentiated here: pass plain values")
     if isinstance(x, (str, bytes)):
         raise TypeError(f"{name} must be a real array of numbers, got {type(x).__name__}")
     try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ad
+from .._validate import check_real_array
 
 __all__ = ["check_correlation", "PSD_TOL"]
 
@@ -26,18 +26,6 @@ __all__ = ["check_correlation", "PSD_TOL"]
 PSD_TOL = 1e-10
 #: Asymmetry and diagonal deviation accepted (rounding).
 _SYM_TOL = 1e-12
-
-
-def _real_array(name: str, x) -> np.ndarray:
-    if ad.is_traced(x):
-        raise TypeError(f"{name} is not differentiated here: pass plain values")
-    try:
-        arr = np.asarray(x)
-    except ValueError as err:                 # ragged nested lists
-        raise ValueError(f"{name} must be a rectangular array of numbers ({err})") from None
-    if arr.dtype == bool or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
-    return arr.astype(float)
 
 
 def check_correlation(name: str, R, k: int | None = None, *, definite: bool = False,
@@ -56,7 +44,7 @@ def check_correlation(name: str, R, k: int | None = None, *, definite: bool = Fa
     ...
     ValueError: rho is not positive semi-definite: its smallest eigenvalue is -0.8 (a correlation matrix has none below 0)
     """
-    A = _real_array(name, R)
+    A = check_real_array(name, R)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {A.shape}")
     if k is not None and A.shape != (k, k):
@@ -100,7 +88,7 @@ def check_correlation(name: str, R, k: int | None = None, *, definite: bool = Fa
 
 def _check_betas(name: str, betas, *, allow_inf: bool = True) -> np.ndarray:
     """`betas` as a 1-D float array, no NaN (``+-inf`` only with `allow_inf`)."""
-    b = _real_array(name, betas)
+    b = check_real_array(name, betas).copy()      # the caller's array stays its own
     if b.ndim != 1:
         raise ValueError(f"{name} must be a 1-D array (one reliability index per component), "
                          f"got shape {b.shape}")
