@@ -9,7 +9,7 @@ A size is refused only when that estimate exceeds the machine's physical memory
 (`physical_memory`), never a size that might fit: `check_dofs` raises
 `MeshTooLargeError` (a ValueError), naming the estimate and the limit.
 `topopt.fem.elasticity` and `topopt.fem.heat` check their unknowns before any
-assembly (`check_model`), the problem scripts check their size options before
+assembly (`check_unknowns`), the problem scripts check their size options before
 any work (`topopt.cli`), and `topopt.fem.rectangle` / `topopt.fem.box` refuse a
 grid whose mesh arrays alone exceed memory (`check_grid`).
 """
@@ -20,7 +20,7 @@ import math
 import os
 
 __all__ = ["BYTES_PER_DOF", "MeshTooLargeError", "physical_memory", "estimate_bytes",
-           "check_dofs", "check_samples", "check_grid", "check_model"]
+           "check_dofs", "check_samples", "check_grid", "check_unknowns"]
 
 #: Measured peak bytes per degree of freedom of a compliance run, by dimension.
 BYTES_PER_DOF = {2: 2.5e3, 3: 12.9e3}
@@ -137,7 +137,7 @@ def check_grid(counts, what: str, limit: int | None = None) -> float:
                    f"{_bytes(need)}", "use a coarser mesh", limit)
 
 
-def check_model(mesh, components: int, what: str) -> None:
+def check_unknowns(mesh, components: int, what: str) -> None:
     """`check_dofs` for a model of `components` unknowns per node of `mesh` (2-D, 3-D)."""
     dim, n_nodes = mesh.p.shape
     if dim in BYTES_PER_DOF:

@@ -15,7 +15,7 @@ from .. import ad
 from .._validate import (check_array_range, check_callable, check_choice,
                          check_finite_array, check_finite_values, check_positive, check_range,
                          check_type)
-from .budget import check_model
+from .budget import check_unknowns
 from .mesh import _translates, check_mesh
 from .system import LinearSystem, solve
 
@@ -345,7 +345,7 @@ def elasticity(mesh: skfem.Mesh, nu: float = 0.3, E0: float = 1.0,
     lam, mu = lame_parameters(E0, nu)
     uniform = _checked(mesh)
     dim = mesh.p.shape[0]
-    check_model(mesh, dim, "fem.elasticity")
+    check_unknowns(mesh, dim, "fem.elasticity")
     if dim == 2 and plane == "stress":
         lam = 2 * lam * mu / (lam + 2 * mu)
     basis = _basis(mesh, skfem.ElementVector(_element(mesh)), uniform)
@@ -363,6 +363,6 @@ def heat(mesh: skfem.Mesh, k0: float = 1.0) -> Model:
     """
     k0 = check_positive("k0", k0, "conductivity")
     uniform = _checked(mesh)
-    check_model(mesh, 1, "fem.heat")
+    check_unknowns(mesh, 1, "fem.heat")
     basis = _basis(mesh, _element(mesh), uniform)
     return Model(basis, _local(laplace, basis, uniform, k0), components=1)
