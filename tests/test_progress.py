@@ -112,3 +112,15 @@ def test_constraint_column_reads_feasible_within_the_tolerance(g, shown):
                             "change": None, "grey": None, "time": 0.0})
     assert f" cons {shown} ch " in line
     assert EVAL.fullmatch(line)
+
+
+def test_constraint_column_uses_the_runs_constraint_tol(capsys):
+    """A run with ``constraint_tol=1e-3`` shows it in the header and reads 5e-4 as feasible."""
+    from topopt.mma_progress import evaluation_line
+    rec = {"evaluation": 1, "stage": 0, "objective": 1.0, "max_constraint": 5e-4,
+           "change": None, "grey": None, "time": 0.0}
+    assert " cons feasible ch " in evaluation_line(rec, tol=1e-3)
+    assert " cons +5.000e-04 ch " in evaluation_line(rec)          # the default 1e-8
+    minimize(lambda x: (np.sum(x ** 2), np.sum(x) - 1.0), np.full(2, 0.5), maxeval=2,
+             constraint_tol=1e-3)
+    assert "feasible: |g| <= 0.001) | " in capsys.readouterr().err

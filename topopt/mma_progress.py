@@ -39,8 +39,8 @@ from __future__ import annotations
 import os
 import sys
 
-#: Constraint values within this of 0 print as ``feasible`` (`minimize`'s default
-#: ``constraint_tol``): a constraint met to roundoff reads feasible.
+#: Constraint values within this of 0 print as ``feasible`` by default; a run passes
+#: its own ``constraint_tol`` (`minimize`'s default is the same 1e-8).
 FEASIBLE_TOL = 1e-8
 
 _CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
@@ -68,17 +68,18 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _constraint(g) -> str:
+def _constraint(g, tol: float) -> str:
     """The largest constraint: ``+1.234e-01`` (violated), ``-1.234e-01``, ``feasible``."""
-    if g is not None and abs(g) <= FEASIBLE_TOL:
+    if g is not None and abs(g) <= tol:
         return "feasible"
     return _fmt(g, "+.3e")
 
 
-def header_line(name: str, scale: float) -> str:
-    """The columns of `evaluation_line`; says when the objective is scaled."""
+def header_line(name: str, scale: float, tol: float = FEASIBLE_TOL) -> str:
+    """The columns of `evaluation_line`; says when the objective is scaled and the
+    tolerance `tol` (the run's ``constraint_tol``) within which a constraint reads feasible."""
     obj = name if scale == 1.0 else f"{name} (= {scale:.6g} * minimized f)"
-    return (f"eval stage {obj} | cons: max g (<= 0; feasible: |g| <= {FEASIBLE_TOL:g}) | "
+    return (f"eval stage {obj} | cons: max g (<= 0; feasible: |g| <= {tol:g}) | "
             f"ch: max |dx| | grey(vars) | "
             f"t: elapsed | left: budget estimate")
 
@@ -89,11 +90,13 @@ def stage_line(index: int, params: dict, budget: int) -> str:
     return f"stage {index}: {shown}, {budget} evaluations"
 
 
-def evaluation_line(rec: dict, scale: float = 1.0, left: float | None = None) -> str:
+def evaluation_line(rec: dict, scale: float = 1.0, left: float | None = None,
+                    tol: float = FEASIBLE_TOL) -> str:
     """One history record (see `minimize`) as one line; the objective times `scale`,
-    `left` the estimated seconds for the rest of the budget (None: unknown)."""
+    `left` the estimated seconds for the rest of the budget (None: unknown), a
+    constraint within `tol` of 0 shown as ``feasible``."""
     return (f"{rec['evaluation']:5d} s{rec['stage']} obj {rec['objective'] * scale: .6e} "
-            f"cons {_constraint(rec['max_constraint'])} ch {_fmt(rec['change'], '.3e')} "
+            f"cons {_constraint(rec['max_constraint'], tol)} ch {_fmt(rec['change'], '.3e')} "
             f"grey(vars) {_fmt(rec['grey'], '.3f')} t {rec['time']:8.2f}s "
             f"left {_fmt(left, '7.1f')}s")
 

@@ -185,7 +185,8 @@ class _Run:
             budget = budget if self.o.cap is None else min(budget, self.o.cap)
             left = progress.time_left(rec["time"], len(self.history),
                                       budget - len(self.history))
-            progress.show(progress.evaluation_line(rec, self.o.objective_scale, left))
+            progress.show(progress.evaluation_line(rec, self.o.objective_scale, left,
+                                                  self.o.constraint_tol))
 
     # -- stages ------------------------------------------------------------
     def start_stage(self, index: int, stage: Stage, x: np.ndarray, seed=None,

@@ -293,7 +293,8 @@ def _run_stages(run: _Run, first: int, x: np.ndarray, seed, done: int,
     opts = run.o
     status = ck["stage_status"] if first >= len(opts.stages) else "success"
     if opts.verbose:
-        progress.show(progress.header_line(opts.objective_name, opts.objective_scale))
+        progress.show(progress.header_line(opts.objective_name, opts.objective_scale,
+                                          opts.constraint_tol))
     for i in range(first, len(opts.stages)):
         x, status = _run_stage(run, i, x, seed if i == first else None,
                                done if i == first else 0)
