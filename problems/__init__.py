@@ -1,7 +1,7 @@
 """The problem scripts as a package: ``problems.mbb_beam``, ``problems.em_focus``, ...
 
 Each module builds its model (``setup``), optimizes it (``run``, returning a
-`topopt.result.RunResult`) and has the command line of `topopt.cli`
+`topopt.io.RunResult`) and has the command line of `topopt.cli`
 (``python problems/<name>.py --help``).
 
 A script writes ``results/<name>/`` under the working directory unless

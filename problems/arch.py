@@ -13,7 +13,7 @@ E0 = 1, Emin = 1e-9, nu = 0.3 plane stress; RAMP interpolation ``E = x /
 ``--interpolation simp``): the weight of an element over its stiffness stays
 below ``1 + q``, where SIMP's ``x^(1 - p)`` grows without bound at low density
 (``ratio.png``). Minimum compliance ``c = f(x)^T u`` (load and stiffness both
-depend on the design; `topopt.selfweight`) subject to the volume fraction
+depend on the design; `topopt.formulations.selfweight`) subject to the volume fraction
 ``v <= volfrac``, density filter of radius `rmin`, NLopt MMA. ``result.json``
 splits the compliance into the point load's and the weight's parts and says
 whether the volume bound is active (with the weight dominant the optimum may
@@ -31,12 +31,13 @@ import os
 
 import numpy as np
 
-from topopt import cli, fem
-from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
-from topopt.problem import write_results
-from topopt.result import RunResult
-from topopt.runio import check_writable_folder
-from topopt.selfweight import INTERPOLATIONS, SelfWeightProblem, save_load_ratio
+from topopt import cli
+from topopt import fem
+from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
+from topopt.formulations.compliance import write_results
+from topopt.io.result import RunResult
+from topopt.io import check_writable_folder
+from topopt.formulations.selfweight import INTERPOLATIONS, SelfWeightProblem, save_load_ratio
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "arch")
@@ -79,7 +80,7 @@ def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
                       weight=weight, gamma=-gravity[1], point_load=1.0,
                       interpolation=interpolation, q=q, penal=penal, maxeval=maxeval,
                       model="half, symmetric about x = 0")
-        from topopt.plot import boundary_markers
+        from topopt.plot.figures import boundary_markers
         supports, loads = boundary_markers(model, f)
         write_results(out, mesh, result, setup_, title=f"Arch {2 * nelx}x{nely}, "
                       f"weight {weight:g} P, {interpolation}", mirror=True,

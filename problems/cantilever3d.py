@@ -16,7 +16,7 @@ to the end-node weights.) Minimum compliance subject to volume fraction
 writes ``results/cantilever3d/{design.png, history.png, result.json}`` and the
 design (`topopt.io`): ``design.npz``, ``design.vtu`` (ParaView) and ``design.stl``.
 ``auto`` picks multigrid-preconditioned CG (``mg-cg``) from a few thousand
-dofs on and a direct solver below (`topopt.fem.auto`); the run prints which.
+dofs on and a direct solver below (`topopt.fem.solvers.auto`); the run prints which.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import os
 
 import numpy as np
 
-from topopt import cli, fem
-from topopt.problem import (ComplianceProblem, compliance_options, compliance_summary,
-                            run_compliance)
-from topopt.result import RunResult
+from topopt import cli
+from topopt import fem
+from topopt.formulations.compliance import (ComplianceProblem, compliance_options,
+                                            compliance_summary, run_compliance)
+from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "cantilever3d")
@@ -68,8 +69,8 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
     """Optimize the 3-D cantilever; `options` go to `ComplianceProblem.run`.
 
     `solver_options` tune the solver (``{"rtol": 1e-8, "coarse_size":
-    10000, ...}`` for the multigrid ones, see `topopt.fem.multigrid`;
-    ``{"reanalysis": True}`` for a direct one, `topopt.fem.reanalysis`). The
+    10000, ...}`` for the multigrid ones, see `topopt.fem.solvers.multigrid`;
+    ``{"reanalysis": True}`` for a direct one, `topopt.fem.solvers.reanalysis`). The
     multigrid solvers start from the previous solution (``warm_start``:
     compliance stays second-order accurate from a warm start).
     """

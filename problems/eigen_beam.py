@@ -27,14 +27,15 @@ import os
 
 import numpy as np
 
-from topopt import cli, fem
-from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
-from topopt.eigenproblem import EigenProblem, eigen_summary
+from topopt import cli
+from topopt import fem
+from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
+from topopt.formulations.eigen import EigenProblem, eigen_summary
 from topopt.fem.modal import point_mass
-from topopt.optimize import Stage
-from topopt.problem import write_results
-from topopt.result import RunResult
-from topopt.runio import check_writable_file, check_writable_folder
+from topopt.optimize.driver import Stage
+from topopt.formulations.compliance import write_results
+from topopt.io.result import RunResult
+from topopt.io import check_writable_file, check_writable_folder
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "eigen_beam")
@@ -98,7 +99,7 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
-        from topopt.plot import boundary_markers
+        from topopt.plot.figures import boundary_markers
         setup_record = dict(problem="eigen_beam", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_rmin=[f * rmin for f in RADII], mass=mass,
                             supports=supports, penal=problem.penal, Emin=problem.Emin,

@@ -35,15 +35,17 @@ import time
 import nlopt
 import numpy as np
 
-from topopt import cli, fem
+from topopt import cli
+from topopt import fem
 from topopt._validate import check_range, check_seed
-from topopt.cli import Option, at_least, run_record, signals_held
-from topopt.filters import HelmholtzFilter
-from topopt.interpolation import blueprint, permittivity, project
-from topopt.optimize import Stage, minimize
-from topopt.problem import plot_record, write_json
-from topopt.result import RunResult, grey_level
-from topopt.runio import check_writable_file, check_writable_folder
+from topopt.cli.script import Option, at_least, signals_held
+from topopt.io.result import run_record
+from topopt.design.filters import HelmholtzFilter
+from topopt.design.interpolation import blueprint, permittivity, project
+from topopt.optimize.driver import Stage, minimize
+from topopt.formulations.compliance import plot_record, write_json
+from topopt.io.result import RunResult, grey_level
+from topopt.io import check_writable_file, check_writable_folder
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "em_focus")
@@ -295,8 +297,8 @@ def write(out: str, prob: EMFocus, result: RunResult, u) -> None:
     ``design`` marks it), ``E_abs`` = |E|/|E_inc| per element and the field
     ``u`` at the points (``u_real``, ``u_imag``, ``u_abs``).
     """
-    from topopt.io import save_design as keep_design
-    from topopt.plot import save_design, save_history
+    from topopt.io.designs import save_design as keep_design
+    from topopt.plot.figures import save_design, save_history
     os.makedirs(out, exist_ok=True)
     window = dict(xlim=(-R_D - 10, R_D + 10), ylim=(X0[1] - R_D - 10, X0[1] + R_D + 10))
     density = np.zeros(prob.mesh.t.shape[1])

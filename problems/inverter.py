@@ -10,7 +10,7 @@ symmetry line, the output, rests on an output spring ``k_out``. The
 domain's far side is clamped over its lowest twentieth (the corners beside
 the input). Minimise the output displacement ``u_out`` (negative: the
 output moves down, against the push) at volume fraction `volfrac`, each
-port held by the structure (`topopt.mechanism.MechanismProblem`, ``hold``),
+port held by the structure (`topopt.formulations.MechanismProblem`, ``hold``),
 NLopt MMA. pyMOTO's inverter example has the same orientation.
 
     python problems/inverter.py [--nelx 40 --nely 80 --volfrac 0.3 --rmin 2.4 ...]
@@ -25,11 +25,12 @@ import os
 
 import numpy as np
 
-from topopt import cli, fem
-from topopt.cli import Option, positive_float
-from topopt.mechanism import MechanismProblem, run_mechanism
-from topopt.problem import compliance_options
-from topopt.result import RunResult
+from topopt import cli
+from topopt import fem
+from topopt.cli.script import Option, positive_float
+from topopt.formulations.mechanism import MechanismProblem, run_mechanism
+from topopt.formulations.compliance import compliance_options
+from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "inverter")

@@ -9,7 +9,7 @@ spread uniformly over the top 5 of the horizontal arm's right end (a point
 load would put a stress singularity under it). The geometry follows Le et
 al.; the load, sigma_allow and the continuation are ours.
 
-Minimum volume subject to ``c PN <= sigma_allow`` (`topopt.stress`): von
+Minimum volume subject to ``c PN <= sigma_allow`` (`topopt.responses.stress`): von
 Mises stress at the element centroids, qp relaxation ``x^q sigma_vm`` with
 q = 0.5 (Le et al.), p-norm P = 8, adaptive normalisation ``c`` damped by
 alpha = 1 (no damping: ``c`` changes every 30 evaluations, not every one),
@@ -20,7 +20,7 @@ from x = 0.5. ``sigma_allow = 1.2`` is ours (load and lengths as below):
 the solid L carries 0.78 at the re-entrant corner.
 
 Reference: the minimum-compliance design of the same volume, same filter and
-projection schedule (`topopt.problem.ComplianceProblem`), whose stresses are
+projection schedule (`topopt.formulations.ComplianceProblem`), whose stresses are
 evaluated the same way. Both maxima, and the largest stress next to the
 re-entrant corner, are in ``result.json``.
 
@@ -39,14 +39,16 @@ import time
 import nlopt
 import numpy as np
 
-from topopt import cli, fem
-from topopt.cli import Option, at_least, positive_float
+from topopt import cli
+from topopt import fem
+from topopt.cli.script import Option, at_least, positive_float
 from topopt.fem.shapes import l_shape
-from topopt.optimize import Stage
-from topopt.problem import ComplianceProblem, write_results
-from topopt.result import RunResult, grey_level
-from topopt.runio import check_writable_folder
-from topopt.stress import MinimumVolumeStress
+from topopt.optimize.driver import Stage
+from topopt.formulations.compliance import ComplianceProblem, write_results
+from topopt.io.result import RunResult, grey_level
+from topopt.io import check_writable_folder
+from topopt.io.result import run_record
+from topopt.responses.stress import MinimumVolumeStress
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "l_bracket")
@@ -149,7 +151,7 @@ def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.
                    "compliance": ref["compliance"], "evaluations": ref.evaluations,
                    "status": ref.status},
                "total_seconds": time.perf_counter() - t0}
-    result = RunResult.from_record(cli.run_record(res, checkpoint), metrics, x=res.x,
+    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
                                    x_phys=np.asarray(problem.x_phys(res.x, BETAS[-1])),
                                    history=res.history,
                                    arrays={"x_phys_compliance": ref.x_phys})
@@ -162,7 +164,7 @@ def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.
 
 def write(out: str, mesh, problem: MinimumVolumeStress, result: RunResult, setup: dict) -> None:
     """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
-    from topopt.plot import boundary_markers, save_design
+    from topopt.plot.figures import boundary_markers, save_design
     ref = result["compliance_design"]
     u = problem.analysis(result.x, BETAS[-1])[1]
     supports, loads = boundary_markers(problem.model, problem.f)

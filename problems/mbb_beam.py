@@ -17,10 +17,11 @@ import os
 
 import numpy as np
 
-from topopt import cli, fem
-from topopt.problem import (ComplianceProblem, compliance_options, compliance_summary,
-                            run_compliance)
-from topopt.result import RunResult
+from topopt import cli
+from topopt import fem
+from topopt.formulations.compliance import (ComplianceProblem, compliance_options,
+                                            compliance_summary, run_compliance)
+from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "mbb_beam")

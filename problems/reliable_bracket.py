@@ -39,14 +39,16 @@ import time
 
 import numpy as np
 
-from topopt import cli, fem, reliability as rel
-from topopt.cli import Option, at_least, open_unit, run_record, signals_held
-from topopt.interpolation import simp
-from topopt.objectives import compliance_coefficients
-from topopt.optimize import minimize
-from topopt.problem import ComplianceProblem, plot_record, write_json
-from topopt.result import RunResult
-from topopt.runio import check_writable_file, check_writable_folder
+from topopt import cli
+from topopt import fem, reliability as rel
+from topopt.cli.script import Option, at_least, open_unit, signals_held
+from topopt.io.result import run_record
+from topopt.design.interpolation import simp
+from topopt.responses.structural import compliance_coefficients
+from topopt.optimize.driver import minimize
+from topopt.formulations.compliance import ComplianceProblem, plot_record, write_json
+from topopt.io.result import RunResult
+from topopt.io import check_writable_file, check_writable_folder
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "reliable_bracket")
@@ -253,7 +255,7 @@ def _interrupted_deterministic(out: str | None, prob: ReliableBracket,
         x=det_result.x, x_phys=det_result.x_phys, history=det_result.history,
         arrays={"x_deterministic": det_result.x})
     if out is not None:
-        from topopt.plot import save_design
+        from topopt.plot.figures import save_design
         with signals_held():                     # a signal waits for complete files
             save_design(prob.mesh, det_result.x_phys, os.path.join(out, "deterministic.png"),
                         title=f"deterministic, interrupted after {det_result.evaluations} "
@@ -270,7 +272,7 @@ def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
     load, and the deterministic design as ``x_deterministic``,
     ``x_phys_deterministic``.
     """
-    from topopt.plot import boundary_markers, save_design, save_history
+    from topopt.plot.figures import boundary_markers, save_design, save_history
     os.makedirs(out, exist_ok=True)
     r, d = result["reliability_based"], result["deterministic"]
     supports, loads = boundary_markers(prob.model, prob.f0)           # the nominal load
@@ -289,7 +291,7 @@ def write(out: str, prob: ReliableBracket, result: RunResult) -> None:
     record = plot_record(result.history, OBJECTIVE_NAME, c_det, names,
                          supports=supports, loads=loads)
     write_json(os.path.join(out, "result.json"), result.metrics | result.record() | record)
-    from topopt.io import save_design as keep_design
+    from topopt.io.designs import save_design as keep_design
     setup = {"problem": "reliable_bracket", **{k: result[k] for k in (
         "n", "volfrac", "allow", "method", "samples", "c_allow", "pa", "K", "sigma_v",
         "sigma_h")}, "rmin": prob.compliance.rmin, "penal": prob.compliance.penal,

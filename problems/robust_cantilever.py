@@ -10,13 +10,13 @@ about ``atan(0.7) = 35`` degrees of scatter in angle) and ``sigma_y = 0.05``
 (its size), uncorrelated; ``k = 3``.
 
 * Deterministic design: minimum nominal compliance ``c(mu)`` (top88 chain,
-  `topopt.problem.ComplianceProblem`).
+  `topopt.formulations.ComplianceProblem`).
 * Mean-optimal design: minimum ``E[c]`` (``k = 0``).
 * Robust design: minimum ``E[c] + k std[c]``.
 
 All three at the same volume from the same uniform start. The compliance is
 quadratic in ``theta``, so the second-order moments of
-`topopt.robust_stats.mean_std` (SOSM) are exact: ``E[c] = c(mu) + tr(A
+`topopt.robust.mean_std` (SOSM) are exact: ``E[c] = c(mu) + tr(A
 Sigma)``, ``Var[c] = 4 b^T Sigma b + 2 tr((A Sigma)^2)`` (robust compliance
 under random loads: e.g. Guest & Igusa 2008, Dunning, Kim & Mullineux 2011);
 their design derivatives come from nested AD.
@@ -40,16 +40,18 @@ import time
 
 import numpy as np
 
-from topopt import cli, fem
+from topopt import cli
+from topopt import fem
 from topopt.fem.budget import check_samples
 from topopt._validate import check_int, check_range
-from topopt.cli import Option, at_least, run_record
-from topopt.objectives import compliance
-from topopt.optimize import load_checkpoint, minimize
-from topopt.problem import ComplianceProblem, compliance_options, write_results
-from topopt.result import RunResult
-from topopt.robust_stats import mean_std, monte_carlo_moments
-from topopt.runio import check_writable_file, check_writable_folder
+from topopt.cli.script import Option, at_least
+from topopt.io.result import run_record
+from topopt.responses.structural import compliance
+from topopt.optimize.driver import load_checkpoint, minimize
+from topopt.formulations.compliance import ComplianceProblem, compliance_options, write_results
+from topopt.io.result import RunResult
+from topopt.robust.moments import mean_std, monte_carlo_moments
+from topopt.io import check_writable_file, check_writable_folder
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "robust_cantilever")
@@ -198,7 +200,7 @@ def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
 
 def write(out: str, mesh, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
     """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
-    from topopt.plot import boundary_markers, save_design
+    from topopt.plot.figures import boundary_markers, save_design
     supports, loads = boundary_markers(det.model, det.f)
     for name in ("mean_optimal", "deterministic"):
         f = result[name]

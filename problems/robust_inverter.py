@@ -25,11 +25,11 @@ from __future__ import annotations
 import os
 
 from topopt import cli
-from topopt.cli import Option, at_least, positive_float, positive_int
-from topopt.mechanism import MechanismProblem, robust_constraint_names, robust_run
-from topopt.problem import compliance_options, write_results
-from topopt.result import RunResult
-from topopt.runio import check_writable_folder
+from topopt.cli.script import Option, at_least, positive_float, positive_int
+from topopt.formulations.mechanism import MechanismProblem, robust_constraint_names, robust_run
+from topopt.formulations.compliance import compliance_options, write_results
+from topopt.io.result import RunResult
+from topopt.io import check_writable_folder
 
 from problems.inverter import setup
 
@@ -49,7 +49,7 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
         every: int = 20, maxeval: int | None = None, solver: str = "auto",
         out: str | None = None, verbose: bool = False, **options) -> RunResult:
     """Optimize the robust inverter; `maxeval` caps the evaluations of all stages (None:
-    ``5 per_beta``); `options` go to `topopt.mechanism.robust_run`."""
+    ``5 per_beta``); `options` go to `topopt.formulations.robust_run`."""
     if out is not None:
         check_writable_folder(out, "out")
     mesh, model, f, l_out = setup(nelx, nely, k_in, k_out)
@@ -67,7 +67,7 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
 
 def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -> None:
     """The intermediate design (`write_results`), the eroded and dilated blueprints' pictures."""
-    from topopt.plot import boundary_markers, save_design
+    from topopt.plot.figures import boundary_markers, save_design
     mesh = problem.model.mesh
     supports, loads = boundary_markers(problem.model, problem.f)
     write_results(out, mesh, result, setup, title=f"Robust inverter {setup['nelx']}x"

@@ -17,7 +17,7 @@ the whole run over its designs (one-time setup such as the symbolic
 analysis and ``c0`` included); ``steady_iteration_s`` the median time
 between consecutive evaluations. ``--reanalysis`` runs the direct backends
 without (``off``, the default), with (``on``) or both ways
-(`topopt.fem.reanalysis`; a row's solver is then e.g. ``cholmod+reanalysis``,
+(`topopt.fem.solvers.reanalysis`; a row's solver is then e.g. ``cholmod+reanalysis``,
 and ``reanalyses`` counts the designs solved by CG on an earlier factor).
 With pyMOTO importable, its equivalent MBB problem
 runs at the same size (`pymoto_mbb.py`, one fresh process per run because
@@ -42,7 +42,7 @@ import numpy as np
 import topopt
 from problems import cantilever3d, mbb_beam
 from topopt import fem
-from topopt.problem import ComplianceProblem
+from topopt.formulations.compliance import ComplianceProblem
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

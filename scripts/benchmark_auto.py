@@ -5,8 +5,8 @@ installed backend (direct ones with and without reanalysis) runs MMA on
 the compliance problem through ``scripts/benchmark.py`` (``--iters``
 designs, median of ``--repeat`` runs, one at a time); the table gives the
 seconds per design iteration, the fastest backend and ``auto``'s pick with
-its ratio to the fastest. `topopt.fem.auto` and
-`topopt.fem.reanalysis.AUTO_MIN_DOFS` take their thresholds from this
+its ratio to the fastest. `topopt.fem.solvers.auto` and
+`topopt.fem.solvers.AUTO_MIN_DOFS` take their thresholds from this
 table.
 
     python scripts/benchmark_auto.py --out results/benchmark_auto.json

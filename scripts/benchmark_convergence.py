@@ -5,7 +5,7 @@ penal 3, density filter rmin = 2.4 nelx / 60) and the 3-D cantilever
 40x20x20 (volfrac 0.3, rmin 1.5, multigrid CG) three optimizers run from the
 uniform design ``x = volfrac``:
 
-* ``ours``   -- `topopt.problem.ComplianceProblem.run` (NLopt MMA);
+* ``ours``   -- `topopt.formulations.ComplianceProblem.run` (NLopt MMA);
 * ``oc``     -- a top88-style optimality-criteria loop written here on the
   same filter and FE solve (Andreassen et al. 2011, eqs. (3)-(4): the
   heuristic fixed-point update with move 0.2, damping eta = 1/2 and the
@@ -64,7 +64,7 @@ def build(case: dict):
     """Our `ComplianceProblem` of `case` (problem scripts' `setup`)."""
     sys.path.insert(0, ROOT)
     from problems import cantilever3d, mbb_beam
-    from topopt.problem import ComplianceProblem
+    from topopt.formulations.compliance import ComplianceProblem
     if case["kind"] == "mbb":
         _, model, f = mbb_beam.setup(*case["sizes"])
         return ComplianceProblem(model, f, case["volfrac"], case["rmin"])

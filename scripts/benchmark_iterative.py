@@ -34,8 +34,8 @@ import scipy.sparse.linalg as spla
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "problems"))
 
-from topopt.fem.krylov import pcg  # noqa: E402
-from topopt.problem import ComplianceProblem  # noqa: E402
+from topopt.fem.solvers.krylov import pcg  # noqa: E402
+from topopt.formulations.compliance import ComplianceProblem  # noqa: E402
 
 CASES = {"cantilever3d": dict(nelx=40, nely=20, nelz=20, volfrac=0.3, rmin=1.5),
          "mbb": dict(nelx=600, nely=200, volfrac=0.5, rmin=2.4)}

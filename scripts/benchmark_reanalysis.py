@@ -3,7 +3,7 @@
 For the MBB beam (2-D) and the 3-D cantilever with a direct backend
 (CHOLMOD when installed, else SuperLU), `ComplianceProblem.run` for
 ``--evals`` evaluations with ``solver_options={"reanalysis": False}`` and
-``True`` (`topopt.fem.reanalysis`), the two alternating, ``--repeat`` times;
+``True`` (`topopt.fem.solvers.reanalysis`), the two alternating, ``--repeat`` times;
 the table gives the median seconds per evaluation, their ratio, the final
 compliances and their relative difference, and how the designs were
 solved (factorizations, reanalysed designs, fallbacks, CG iterations per
@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 
 from problems import cantilever3d, mbb_beam  # noqa: E402
 from topopt import fem  # noqa: E402
-from topopt.problem import ComplianceProblem  # noqa: E402
+from topopt.formulations.compliance import ComplianceProblem  # noqa: E402
 
 CASES = {"mbb_600x200": ("mbb", (600, 200)), "mbb_300x100": ("mbb", (300, 100)),
          "cantilever3d_40x20x20": ("cantilever3d", (40, 20, 20)),

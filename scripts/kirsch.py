@@ -6,7 +6,7 @@ A quarter of a square plate (side 2L = 20) with a hole of radius a = 1 (d/W
 whose innermost ring lies on the circle. Kirsch (1898): sigma_theta = 3 at
 the top of the hole in an infinite plate; for d/W = 0.1 Howland's
 finite-width factor is about 3.03. Printed: the largest element-centre von
-Mises stress (`topopt.stress.ElementStress`), where it sits and its error
+Mises stress (`topopt.responses.ElementStress`), where it sits and its error
 against 3.
 
     python scripts/kirsch.py
@@ -27,7 +27,7 @@ def peak(n_theta: int, n_radial: int, growth: float, a: float = 1.0, L: float = 
     """``(largest von Mises stress, its element centroid, elements)`` of one mesh."""
     from topopt import fem
     from topopt.fem.shapes import plate_with_hole
-    from topopt.stress import ElementStress
+    from topopt.responses.stress import ElementStress
     model = fem.elasticity(plate_with_hole(a, L, n_theta, n_radial, growth), nu=0.3)
     model.fix(nodes=lambda x: np.isclose(x[0], 0), components=0)
     model.fix(nodes=lambda x: np.isclose(x[1], 0), components=1)

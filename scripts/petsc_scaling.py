@@ -58,7 +58,7 @@ def _rank_timers(S) -> list[dict]:
     if S.solver != "petsc":
         return [{"timers": {}, "max_rss_mb": resource.getrusage(
             resource.RUSAGE_SELF).ru_maxrss / 1024.0}]
-    from topopt.fem import petsc
+    from topopt.fem.petsc import backend as petsc
     return petsc.rank_stats(S._iterative)
 
 
@@ -69,7 +69,7 @@ def _time_optimizer() -> dict:
     is the optimizer's own work (the MMA subproblems), all on rank 0.
     """
     import nlopt
-    from topopt import mma_run
+    from topopt.optimize import run as mma_run
     total = {"s": 0.0, "eval": 0.0}
     evaluate, optimize = mma_run._Run.evaluate, nlopt.opt.optimize
 
@@ -116,7 +116,7 @@ def child(size, iterations: int, solver: str, pc: str = "gamg",
     MMA iterations and the final solve (factorizations = iterations + 1).
     """
     from problems import cantilever3d
-    from topopt.problem import ComplianceProblem
+    from topopt.formulations.compliance import ComplianceProblem
     t0 = time.perf_counter()
     mesh, model, f = cantilever3d.setup(*size)
     options = {"warm_start": True, **({"pc": pc} if solver == "petsc" else {})}
@@ -212,7 +212,7 @@ def main(argv=None) -> None:
         parser.error("--iterations must be >= 1")
     if args.child is not None:
         if args.solver == "petsc":
-            from topopt.fem import petsc
+            from topopt.fem.petsc import backend as petsc
             result = petsc.run_on_root(child, args.child, args.iterations, "petsc", args.pc,
                                        args.filter)
         else:

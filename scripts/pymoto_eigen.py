@@ -130,7 +130,7 @@ def pymoto_side(case: str, grids: np.ndarray) -> dict:
 
 def _our_problem(case: str):
     from topopt import fem
-    from topopt.eigenproblem import EigenProblem
+    from topopt.formulations.eigen import EigenProblem
     c = CASES[case]
     if case == "eigen_beam":
         from problems import eigen_beam

@@ -90,7 +90,7 @@ def pymoto_side(case: str, grids: np.ndarray) -> dict:
 
 def _our_problem(case: str):
     from topopt import fem
-    from topopt.problem import ComplianceProblem
+    from topopt.formulations.compliance import ComplianceProblem
     c = CASES[case]
     if case == "heat_sink":
         from problems import heat_sink

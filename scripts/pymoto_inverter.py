@@ -9,7 +9,7 @@ density filter of radius rmin, SIMP ``Emin + (1 - Emin) x^3``):
 
 * the inverter: the output displacement ``u_out``, the input and output
   compliances ``f^T K^-1 f``, ``l^T K^-1 l`` (the port constraints of
-  `topopt.mechanism.MechanismProblem` are affine in them) and the volume
+  `topopt.formulations.MechanismProblem` are affine in them) and the volume
   fraction, with their gradients;
 * the robust inverter at ``beta = 4``: ``u_out`` of the eroded, intermediate
   and dilated designs (tanh projection at eta = 0.75 / 0.5 / 0.25, pyMOTO's
@@ -47,10 +47,10 @@ def topopt_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, de
     """``{name: (values (5,), gradients (5, n_el))}`` in pyMOTO's element order."""
     from problems.inverter import setup
     from topopt import ad, fem
-    from topopt.interpolation import simp
-    from topopt.mechanism import MechanismProblem
-    from topopt.objectives import volume
-    from topopt.robust import robust_designs
+    from topopt.design.interpolation import simp
+    from topopt.formulations.mechanism import MechanismProblem
+    from topopt.responses.structural import volume
+    from topopt.robust.projection import robust_designs
 
     mesh, model, f, l_out = setup(nelx, nely, k_in, k_out)
     problem = MechanismProblem(model, f, l_out, 0.3, rmin, Emin=EMIN)

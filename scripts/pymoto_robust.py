@@ -6,7 +6,7 @@ Emin = 1e-9, SIMP p = 3, density filter rmin = 2), the tip load ``f = B
 theta``, ``theta ~ N(mu, Sigma)`` with ``mu = (0, -1)``, ``Sigma = diag(0.7^2,
 0.05^2)``, ``k = 3``; five seeded random designs ``x ~ U(0.1, 1)``.
 
-* Ours: `topopt.robust_stats.mean_std` (SOSM: one gradient and two
+* Ours: `topopt.robust.mean_std` (SOSM: one gradient and two
   Hessian-vector products in ``theta``) and its design gradient by nested AD
   (forward over reverse), through ``RobustCompliance.objective``.
 * pyMOTO's: the closed form of a quadratic compliance, ``A = B^T K^{-1} B``
@@ -82,7 +82,7 @@ def ours(nelx: int, nely: int, n_designs: int):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from problems.robust_cantilever import RobustCompliance, setup
     from topopt import ad, fem
-    from topopt.problem import ComplianceProblem
+    from topopt.formulations.compliance import ComplianceProblem
     mesh, model, B = setup(nelx, nely)
     det = ComplianceProblem(model, B @ MU, VOLFRAC, RMIN, Emin=EMIN)
     robust = RobustCompliance(det, B, MU, SIGMA, K)

@@ -7,7 +7,7 @@ seeded random designs ``x ~ U(0, 1)``: density filter (rmin = 2) -> RAMP
 load ``f = f_point + sum_e x_phys_e f_e`` (``f_e`` a quarter of the element's
 weight ``gamma`` at each node) -> ``c = f^T K^{-1} f`` and ``dc/dx``.
 
-Ours comes from `topopt.selfweight.SelfWeightProblem` and `topopt.ad`;
+Ours comes from `topopt.formulations.SelfWeightProblem` and `topopt.ad`;
 pyMOTO's from its module network (DensityFilter, MathExpression, AssembleStiffness,
 NodalOperation, SetValue, LinSolve, EinSum) in its own interpreter. pyMOTO is
 never imported by topopt: this script runs the pyMOTO half in a subprocess of
@@ -77,7 +77,7 @@ def ours(nelx: int, nely: int, n_designs: int):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from problems.arch import setup
     from topopt import ad, fem
-    from topopt.selfweight import SelfWeightProblem
+    from topopt.formulations.selfweight import SelfWeightProblem
     mesh, model, f, gravity = setup(nelx, nely, VOLFRAC, WEIGHT)
     p = SelfWeightProblem(model, f, gravity, VOLFRAC, RMIN, q=Q, Emin=EMIN)
     designs = np.array([np.random.default_rng(s).uniform(0.0, 1.0, p.n)

@@ -106,7 +106,7 @@ def pymoto_shear() -> tuple[float, float]:
 def our_shear() -> float:
     """Mean shear of the 4 x 2 cantilever (unit end load) from `ElementStress`."""
     from topopt import fem
-    from topopt.stress import ElementStress
+    from topopt.responses.stress import ElementStress
     model = fem.elasticity(fem.rectangle(4, 2), nu=NU).fix(nodes=lambda p: np.isclose(p[0], 0))
     f = model.point_load((4, 1), (0.0, -1.0))
     return float(-np.mean(ElementStress(model, nu=NU).components(model.solve(np.ones(8), f))[:, 2]))
@@ -115,9 +115,9 @@ def our_shear() -> float:
 def our_functions(case: str):
     """``(pn(x), v(x), cells)``: our aggregate and volume, and each element's (ix, iy)."""
     from topopt import fem
-    from topopt.interpolation import simp
-    from topopt.problem import ComplianceProblem
-    from topopt.stress import ElementStress, stress_pnorm
+    from topopt.design.interpolation import simp
+    from topopt.formulations.compliance import ComplianceProblem
+    from topopt.responses.stress import ElementStress, stress_pnorm
     q, P = CASES[case]["q"], CASES[case]["P"]
     model = fem.elasticity(fem.rectangle(NX, NY), nu=NU)
     model.fix(nodes=lambda p: np.isclose(p[0], 0.0))

@@ -26,7 +26,7 @@ import numpy as np
 
 import topopt
 from problems.mbb_beam import setup as mbb_setup
-from topopt.problem import ComplianceProblem
+from topopt.formulations.compliance import ComplianceProblem
 
 TOP88 = 233.71                       # Andreassen et al. 2011, Fig. 4 (density filter)
 

@@ -1,7 +1,7 @@
 """NLopt MMA settings across every problem script (issue 16): which defaults to choose.
 
 Each setting overrides the MMA parameters *after* a problem's own choices
-(``topopt.mma_options`` merges `DEFAULT_MMA_PARAMS`, then the problem's
+(``topopt.optimize.options`` merges `DEFAULT_MMA_PARAMS`, then the problem's
 ``mma_params``; here the setting is applied last), so every problem runs
 its default script (`problems.<name>.run` with its default arguments, no
 output written) under the same setting. Per run it records the minimized
@@ -21,7 +21,7 @@ whose feasible objective is within 1 % of that best final (None: never).
 ``--out`` keeps every run's history (about 1 MB; a rerun with the same file
 skips the runs it holds), ``--table`` the summary that is committed.
 
-A setting is ``name=value[,name=value]`` over `topopt.mma_options.MMA_PARAMS`
+A setting is ``name=value[,name=value]`` over `topopt.optimize.MMA_PARAMS`
 (``default`` = no override). Runs are deterministic (seeded scripts run
 with their default seed), so one run per setting; the wall time is printed
 but the choice rests on evaluations.
@@ -49,7 +49,7 @@ LIGHTER = {"reliable_bracket": dict(samples=10 ** 4)}
 
 def parse_setting(text: str) -> dict:
     """``"rho_init=1e-4,always_improve=0"`` -> ``{"rho_init": 1e-4, "always_improve": 0.0}``."""
-    from topopt.mma_options import MMA_PARAMS
+    from topopt.optimize.options import MMA_PARAMS
     if text == "default":
         return {}
     out = {}
@@ -66,7 +66,7 @@ def run_one(name: str, setting: dict) -> dict:
     """Run problem `name` with `setting` forced over every MMA parameter choice."""
     import importlib
 
-    from topopt import mma_options
+    from topopt.optimize import options as mma_options
     original = mma_options._check_mma_params
 
     def forced(mma_params):

@@ -9,7 +9,7 @@ x 12, a random SIMP design, rtol 1e-10), ``mma`` (10 MMA iterations of that
 cantilever from the uniform start), ``taylor`` (compliance of the filtered
 SIMP design), ``heat`` (3-D conduction, compliance and Taylor test),
 ``adjoint`` (a displacement objective: the adjoint is a real solve). ``PC``
-is the preconditioner (``gamg`` or ``mg``, `topopt.fem.petsc.PCS`).
+is the preconditioner (``gamg`` or ``mg``, `topopt.fem.petsc.backend.PCS`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from problems import cantilever3d  # noqa: E402
 from topopt import ad, fem  # noqa: E402
-from topopt.fem import petsc  # noqa: E402
-from topopt.interpolation import simp  # noqa: E402
-from topopt.problem import ComplianceProblem  # noqa: E402
+from topopt.fem.petsc import backend as petsc  # noqa: E402
+from topopt.design.interpolation import simp  # noqa: E402
+from topopt.formulations.compliance import ComplianceProblem  # noqa: E402
 
 TIGHT = {"rtol": 1e-10}           # and "pc", set by main
 TIGHT_AUTO = {"rtol": 1e-10}      # pc left to "auto"
@@ -133,7 +133,7 @@ def products_case() -> dict:
 def helmholtz_case() -> dict:
     """The Helmholtz filter's PDE on PETSc against SuperLU (filter and transpose), and a
     Taylor test of a compliance problem whose state and filter both run on PETSc."""
-    from topopt.filters import HelmholtzFilter
+    from topopt.design.filters import HelmholtzFilter
     mesh, model, f = cantilever3d.setup(12, 6, 6)
     x = _design(model.n_el, 9)
     w = np.random.default_rng(10).standard_normal(model.n_el)

@@ -387,7 +387,8 @@ CHECKS_KEYWORDS_ITSELF = {np.einsum}
 
 def _library_primitives():
     """The library's own primitives whose rules bind their keywords themselves."""
-    from topopt import interpolation, reliability
+    from topopt.design import interpolation
+    from topopt import reliability
     return {interpolation.project: (0.5, 8.0, 0.5), interpolation.simp: (0.5, 3.0),
             interpolation.ramp: (0.5, 3.0), reliability.ln_pf: None}
 
@@ -395,7 +396,7 @@ def _library_primitives():
 @pytest.mark.parametrize("name", ["project", "simp", "ramp"])
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_library_primitives_reject_unknown_keywords(name, mode):
-    from topopt import interpolation
+    from topopt.design import interpolation
     fun = getattr(interpolation, name)
     args = next(a for f, a in _library_primitives().items() if f is fun)
     call = lambda x: fun(x, *args[1:], bogus=1.0)           # noqa: E731

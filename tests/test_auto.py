@@ -1,12 +1,12 @@
-"""``solver="auto"`` (`topopt.fem.auto`): the backend by dimension, size and mesh."""
+"""``solver="auto"`` (`topopt.fem.solvers.auto`): the backend by dimension, size and mesh."""
 
 import numpy as np
 import pytest
 import skfem
 
 from topopt import fem
-from topopt.fem import auto
-from topopt.problem import ComplianceProblem
+from topopt.fem.solvers import auto
+from topopt.formulations.compliance import ComplianceProblem
 
 from problems import cantilever3d, mbb_beam
 
@@ -22,7 +22,7 @@ def test_large_3d_lattices_get_multigrid_cg():
 
 
 def test_2d_stays_direct():
-    """2-D: a factorization over a whole run, 600 x 200 included (topopt.fem.auto)."""
+    """2-D: a factorization over a whole run, 600 x 200 included (topopt.fem.solvers.auto)."""
     _, model, _ = mbb_beam.setup(300, 100)
     S = model.system("auto")
     assert S.free.size > auto.ITERATIVE_MIN_DOFS[3] and S.solver == DIRECT

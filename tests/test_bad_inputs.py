@@ -12,22 +12,23 @@ import skfem
 
 from topopt import fem
 from topopt._validate import TopoptWarning, check_finite_values
-from topopt.design import Passive
-from topopt.eigenproblem import EigenProblem
+from topopt.design.passive import Passive
+from topopt.formulations.eigen import EigenProblem
 from topopt.fem.modal import ModalSystem
-from topopt.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
-from topopt.interpolation import blueprint, permittivity, project, ramp, simp
-from topopt.measures import grey_level, variable_grey_level
-from topopt.mechanism import MechanismProblem
-from topopt.objectives import compliance, output_displacement, volume
-from topopt.problem import ComplianceProblem
-from topopt.checkpoint import Checkpoint, save_checkpoint
-from topopt.robust import DilatedVolume, RobustFormulation, bound_formulation, robust_designs
-from topopt.selfweight import SelfWeightProblem
-from topopt.stress import MinimumVolumeStress
+from topopt.design.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
+from topopt.design.interpolation import blueprint, permittivity, project, ramp, simp
+from topopt.design.measures import grey_level, variable_grey_level
+from topopt.formulations.mechanism import MechanismProblem
+from topopt.responses.structural import compliance, output_displacement, volume
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.optimize.checkpoint import Checkpoint, save_checkpoint
+from topopt.robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
+                                      robust_designs)
+from topopt.formulations.selfweight import SelfWeightProblem
+from topopt.responses.stress import MinimumVolumeStress
 from topopt import parallel, reliability as rel
-from topopt.optimize import minimize
-from topopt.robust_stats import mean_std, monte_carlo_moments
+from topopt.optimize.driver import minimize
+from topopt.robust.moments import mean_std, monte_carlo_moments
 
 MESH = fem.rectangle(6, 2)
 X = np.full(12, 0.5)

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from topopt import command
+from topopt.cli import command
 
 from problem_table import PROBLEMS
 
@@ -182,7 +182,7 @@ PROCESS_ROWS = [
      "this problem has 60"),
     (["problems/l_bracket.py", "--q", "3"], "in (0, 3)"),
     (["problems/mbb_beam.py", "--nelx", HUGE, "--nely", HUGE], "physical memory"),
-    (["-m", "topopt.command", "show", "{OUT}", "--png", "{BLOCK}/x.png"], "cannot write"),
+    (["-m", "topopt.cli.command", "show", "{OUT}", "--png", "{BLOCK}/x.png"], "cannot write"),
 ]
 
 

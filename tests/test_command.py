@@ -1,6 +1,6 @@
-"""The ``topopt`` command (`topopt.command`), driven through subprocesses as a user would.
+"""The ``topopt`` command (`topopt.cli.command`), driven through subprocesses as a user would.
 
-Every command runs twice: as ``python -m topopt.command`` and as the console
+Every command runs twice: as ``python -m topopt.cli.command`` and as the console
 script ``topopt`` that ``pip install`` puts next to the interpreter (when it
 is there), from a folder outside the checkout and without PYTHONPATH.
 """
@@ -17,10 +17,10 @@ import pytest
 
 import problems
 from script_runs import ROOT, installed_env, interrupt_after, script, run_script
-from topopt.io import load_design
+from topopt.io.designs import load_design
 
 _SCRIPT = os.path.join(os.path.dirname(sys.executable), "topopt")
-LAUNCHERS = [pytest.param([sys.executable, "-m", "topopt.command"], id="python-m")]
+LAUNCHERS = [pytest.param([sys.executable, "-m", "topopt.cli.command"], id="python-m")]
 if os.path.isfile(_SCRIPT) and os.access(_SCRIPT, os.X_OK):
     LAUNCHERS.append(pytest.param([_SCRIPT], id="console-script"))
 
@@ -44,7 +44,7 @@ def test_console_script_declared():
     """pyproject declares the entry point the installed ``topopt`` calls."""
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as fh:
         text = fh.read()
-    assert '[project.scripts]\ntopopt = "topopt.command:main"' in text
+    assert '[project.scripts]\ntopopt = "topopt.cli.command:main"' in text
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
@@ -172,7 +172,7 @@ def test_export_stl_of_a_2d_design_is_refused(mbb_run, tmp_path):
 @pytest.mark.parametrize("sig, status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_run_passes_the_signal_status_through(sig, status, tmp_path):
     """An interrupted ``topopt run`` ends as the script does: 130 / 143."""
-    cmd = [sys.executable, "-m", "topopt.command", "run", "mbb_beam", "--maxeval", 10**5,
+    cmd = [sys.executable, "-m", "topopt.cli.command", "run", "mbb_beam", "--maxeval", 10**5,
            "--out", tmp_path]
     code, _, stderr = interrupt_after(cmd, sig, evaluations=3)
     assert code == status, stderr
@@ -211,8 +211,8 @@ def test_show_draws_the_runs_own_history_and_markers(mbb_run):
     """``show`` reads result.json's plot settings: the objective times its scale is
     the compliance of the history's first design (c0 * 1), the constraint is named,
     and the supports and loads are the model's."""
-    from topopt import command
-    from topopt.plot import boundary_markers
+    from topopt.cli import command
+    from topopt.plot.figures import boundary_markers
     from problems.mbb_beam import setup
     out, _ = mbb_run
     record = json.loads((out / "result.json").read_text())

@@ -22,15 +22,15 @@ import pytest
 
 import problems
 from topopt import fem
-from topopt.eigenproblem import EigenProblem
-from topopt.interpolation import simp
-from topopt.io import enclosed_volume, iso_surface, load_design, save_design, signed_volume
-from topopt.mechanism import MechanismProblem
-from topopt.objectives import compliance, volume
-from topopt.problem import ComplianceProblem
-from topopt.robust_stats import mean_std
-from topopt.selfweight import SelfWeightProblem
-from topopt.stress import MinimumVolumeStress, relaxed_stress
+from topopt.formulations.eigen import EigenProblem
+from topopt.design.interpolation import simp
+from topopt.io.designs import enclosed_volume, iso_surface, load_design, save_design, signed_volume
+from topopt.formulations.mechanism import MechanismProblem
+from topopt.responses.structural import compliance, volume
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.robust.moments import mean_std
+from topopt.formulations.selfweight import SelfWeightProblem
+from topopt.responses.stress import MinimumVolumeStress, relaxed_stress
 
 meshio = pytest.importorskip("meshio")
 pytest.importorskip("skimage")
@@ -446,7 +446,7 @@ def test_without_meshio_npz_still_written(tmp_path, monkeypatch, capsys):
     assert [os.path.basename(p) for p in written] == ["design.npz"]
     line = capsys.readouterr().out
     assert line.count("\n") == 1 and "pip install 'topopt[io]'" in line
-    from topopt.io import write_vtu
+    from topopt.io.designs import write_vtu
     with pytest.raises(ImportError, match=r"topopt\[io\]"):
         write_vtu(str(tmp_path / "d.vtu"), fem.box(2, 2, 2), {"x": np.ones(8)})
 

@@ -1,4 +1,4 @@
-"""Issue 14 item 4: eigenfrequency maximisation (topopt.eigenproblem, problems/eigen_beam)."""
+"""Issue 14 item 4: eigenfrequency maximisation (topopt.formulations.eigen, problems/eigen_beam)."""
 
 import json
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.eigenproblem import EigenProblem, du_olhoff_mass
+from topopt.formulations.eigen import EigenProblem, du_olhoff_mass
 from topopt.fem.modal import ModalSystem, eigenvalues
 
 from problems import eigen_beam

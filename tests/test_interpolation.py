@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from topopt import ad
-from topopt.interpolation import project, project_rrule, ramp, simp
+from topopt.design.interpolation import project, project_rrule, ramp, simp
 
 from oracles import central_gradient
 

@@ -8,7 +8,7 @@ import pytest
 from topopt import ad
 
 from problems import l_bracket as lb
-from topopt.stress import MinimumVolumeStress
+from topopt.responses.stress import MinimumVolumeStress
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.mechanism import MechanismProblem, ideal_output, port_springs
-from topopt.result import RunResult
+from topopt.formulations.mechanism import MechanismProblem, ideal_output, port_springs
+from topopt.io.result import RunResult
 
 from problems import inverter
 

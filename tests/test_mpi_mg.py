@@ -1,6 +1,6 @@
-"""The PETSc backend's geometric hierarchy (`topopt.fem.mpi_mg`; pure numpy, always run).
+"""The PETSc backend's geometric hierarchy (`topopt.fem.petsc.mg`; pure numpy, always run).
 
-The reference is the serial ``"mg-cg"`` hierarchy (`topopt.fem.multigrid`):
+The reference is the serial ``"mg-cg"`` hierarchy (`topopt.fem.solvers.multigrid`):
 on the free dofs the Galerkin operator ``P^T A P`` of every level must be
 the serial one (same eigenvalues), and every fixed coarse dof must be a
 decoupled diagonal row.
@@ -11,9 +11,9 @@ import pytest
 import scipy.sparse as sps
 
 from topopt import fem
-from topopt.fem.mpi_layout import partition
-from topopt.fem.mpi_mg import hierarchy, rank_rows
-from topopt.fem.multigrid import GeometricMultigrid
+from topopt.fem.petsc.layout import partition
+from topopt.fem.petsc.mg import hierarchy, rank_rows
+from topopt.fem.solvers.multigrid import GeometricMultigrid
 
 MODELS = {      # name: (model, coarse_size); all coarsen at least twice
     "elasticity 2d": (lambda: fem.elasticity(fem.rectangle(12, 8)), 40),

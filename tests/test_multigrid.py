@@ -9,12 +9,12 @@ import skfem
 from scipy.sparse.csgraph import connected_components
 
 from topopt import ad, fem
-from topopt.fem.multigrid import (ConvergenceError, GeometricMultigrid, _Chebyshev,
-                                  element_lmax_bound, pcg, rigid_body_modes)
-from topopt.fem.solvers import SingularSystemError
-from topopt.filters import DensityFilter
-from topopt.interpolation import simp
-from topopt.problem import ComplianceProblem
+from topopt.fem.solvers.multigrid import (ConvergenceError, GeometricMultigrid, _Chebyshev,
+                                          element_lmax_bound, pcg, rigid_body_modes)
+from topopt.fem.solvers.table import SingularSystemError
+from topopt.design.filters import DensityFilter
+from topopt.design.interpolation import simp
+from topopt.formulations.compliance import ComplianceProblem
 
 from problems import cantilever3d
 

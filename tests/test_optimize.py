@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from topopt import checkpoint as checkpoint_module
-from topopt import runio
-from topopt.checkpoint import CHECKPOINT_VERSION, Checkpoint
-from topopt.mma_options import Options
-from topopt.optimize import (MMA_PARAMS, CheckpointError, OutputPathError, Result, Stage,
-                             load_checkpoint, minimize)
+from topopt.optimize import checkpoint as checkpoint_module
+from topopt.optimize.checkpoint import CHECKPOINT_VERSION, Checkpoint
+from topopt.optimize.options import Options
+from topopt.optimize.driver import (MMA_PARAMS, CheckpointError, OutputPathError, Result, Stage,
+                                      load_checkpoint, minimize)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -699,12 +698,6 @@ def test_checkpoint_class_round_trip(valid_checkpoint, tmp_path):
     assert {k: d[k] for k in ck.meta} == ck.meta
 
 
-def test_checkpoint_names_importable_from_before():
-    for name in ("load_checkpoint", "save_checkpoint", "CheckpointError", "CHECKPOINT_VERSION"):
-        assert getattr(runio, name) is getattr(checkpoint_module, name)
-    assert CheckpointError is checkpoint_module.CheckpointError
-
-
 def test_options_defaults_are_minimize_defaults():
     """`minimize` passes every option to `Options.check`: the same names and
     defaults (one place to change a default would be two otherwise)."""
@@ -719,7 +712,7 @@ def test_options_defaults_are_minimize_defaults():
 
 
 def test_public_names():
-    import topopt.optimize as optimize
+    import topopt.optimize.driver as optimize
 
     for name in optimize.__all__:
         assert getattr(optimize, name) is not None, name

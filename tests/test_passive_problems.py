@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.design import Passive
-from topopt.eigenproblem import EigenProblem
-from topopt.optimize import load_checkpoint
-from topopt.problem import ComplianceProblem
-from topopt.selfweight import SelfWeightProblem
-from topopt.stress import MinimumVolumeStress
+from topopt.design.passive import Passive
+from topopt.formulations.eigen import EigenProblem
+from topopt.optimize.driver import load_checkpoint
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.formulations.selfweight import SelfWeightProblem
+from topopt.responses.stress import MinimumVolumeStress
 
 NELX, NELY = 8, 4
 

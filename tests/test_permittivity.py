@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from topopt import ad
-from topopt.interpolation import blueprint, permittivity, project
+from topopt.design.interpolation import blueprint, permittivity, project
 
 SILVER = 0.054 + 3.429j          # Christiansen et al. (2019), 532 nm
 

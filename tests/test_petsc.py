@@ -20,7 +20,7 @@ import pytest
 import scipy.sparse as sps
 
 from topopt import fem
-from topopt.fem.mpi_layout import element_blocks, partition, rank_payload
+from topopt.fem.petsc.layout import element_blocks, partition, rank_payload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAVE_MPI = all(importlib.util.find_spec(m) for m in ("petsc4py", "mpi4py")) \
@@ -122,7 +122,7 @@ BAD_OPTIONS = [({"rtol": 0.0}, ValueError, "rtol"), ({"rtol": 2.0}, ValueError, 
 
 @pytest.mark.parametrize("options, error, word", BAD_OPTIONS)
 def test_petsc_options_are_checked(options, error, word):
-    from topopt.fem.petsc import petsc_options
+    from topopt.fem.petsc.backend import petsc_options
     with pytest.raises(error, match=word):
         petsc_options(options)
 
@@ -148,7 +148,7 @@ def _mpirun(n: int, args: list, timeout: int = 900) -> subprocess.CompletedProce
     return proc
 
 
-PCS = ("gamg", "mg")         # topopt.fem.petsc.PCS (not imported: petsc4py may be missing)
+PCS = ("gamg", "mg")         # topopt.fem.petsc.backend.PCS (not imported: petsc4py may be missing)
 
 
 @pytest.fixture(scope="module", params=PCS)
@@ -224,7 +224,7 @@ def test_heat_matches_cholmod_under_two_ranks(runs):
 
 @needs_mpi
 def test_topopt_command_runs_on_two_ranks_and_names_the_solver(tmp_path):
-    proc = _mpirun(2, ["-c", "import sys; from topopt.command import main; sys.exit(main())",
+    proc = _mpirun(2, ["-c", "import sys; from topopt.cli.command import main; sys.exit(main())",
                        "run", "cantilever3d", "--solver", "petsc", "--nelx", "8", "--nely", "4",
                        "--nelz", "4", "--maxeval", "2", "--out", str(tmp_path / "out")])
     out = proc.stdout + proc.stderr

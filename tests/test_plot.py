@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 import skfem
 
-from topopt import fem, plot
-from topopt.problem import ComplianceProblem, plot_record
+from topopt import fem
+from topopt.plot import figures as plot
+from topopt.formulations.compliance import ComplianceProblem, plot_record
 
 
 def markers_drawn(ax):
@@ -161,7 +162,7 @@ def test_3d_design_is_the_iso_surface_filling_the_frame():
     """Axis limits = the iso-surface's bounding box (mesh y up); equal axes; the box
     as drawn fills the figure's width or height to 10 %, inside the figure."""
     pytest.importorskip("skimage")
-    from topopt.io import iso_surface
+    from topopt.io.designs import iso_surface
     mesh = fem.box(8, 4, 2)
     c = plot.element_centroids(mesh)
     x = ((c[:, 1] < 1) | (c[:, 0] < 1)).astype(float)          # an L: base and wall
@@ -204,11 +205,11 @@ def test_3d_without_solid_draws_the_domain_and_says_so():
 
 def test_3d_without_scikit_image_draws_voxels(monkeypatch):
     """The ``io`` extra missing: voxels of the elements x >= 0.5, their bounding box."""
-    import topopt.io
+    import topopt.io.designs
 
     def missing(module, what):
-        raise ImportError(f"{what} needs {module} ({topopt.io.EXTRA})")
-    monkeypatch.setattr(topopt.io, "_require", missing)
+        raise ImportError(f"{what} needs {module} ({topopt.io.designs.EXTRA})")
+    monkeypatch.setattr(topopt.io.designs, "_require", missing)
     mesh = fem.box(4, 2, 2)
     x = (plot.element_centroids(mesh)[:, 0] < 2).astype(float)      # the half x < 2
     fig = plot.design_figure_3d(mesh, x, title="v")
@@ -302,8 +303,8 @@ def test_plot_record_refuses_a_zero_scale():
 
 def test_write_results_refuses_mirror_in_3d(tmp_path):
     """A 3-D design is never mirrored: refused before anything is written."""
-    from topopt.problem import write_results
-    from topopt.result import RunResult
+    from topopt.formulations.compliance import write_results
+    from topopt.io.result import RunResult
     mesh = fem.box(2, 1, 1)
     result = RunResult("success", None, 1, None, None, {"compliance": 1.0},
                        x=np.ones(2), x_phys=np.ones(2), history=[{"objective": 1.0}])

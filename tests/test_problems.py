@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.filters import HelmholtzFilter
-from topopt.interpolation import project, simp
-from topopt.optimize import load_checkpoint
-from topopt.problem import ComplianceProblem
-from topopt.result import RunResult
+from topopt.design.filters import HelmholtzFilter
+from topopt.design.interpolation import project, simp
+from topopt.optimize.driver import load_checkpoint
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.io.result import RunResult
 
 import problems
 from problems import cantilever, mbb_beam

@@ -1,12 +1,12 @@
-"""The progress lines of `minimize` (`topopt.mma_progress`), issue 13."""
+"""The progress lines of `minimize` (`topopt.optimize.progress`), issue 13."""
 
 import re
 
 import numpy as np
 import pytest
 
-from topopt import mma_progress as progress
-from topopt.optimize import Stage, minimize
+from topopt.optimize import progress
+from topopt.optimize.driver import Stage, minimize
 
 C = np.array([1.0, 4.0, 9.0])
 
@@ -107,7 +107,7 @@ def test_bad_progress_options_are_rejected_before_any_evaluation(kw, exc, match)
     (-0.25, "-2.500e-01"), (1.5e-8, "+1.500e-08"), (0.3, "+3.000e-01"), (None, "-"),
 ])
 def test_constraint_column_reads_feasible_within_the_tolerance(g, shown):
-    from topopt.mma_progress import evaluation_line
+    from topopt.optimize.progress import evaluation_line
     line = evaluation_line({"evaluation": 1, "stage": 0, "objective": 1.0, "max_constraint": g,
                             "change": None, "grey": None, "time": 0.0})
     assert f" cons {shown} ch " in line
@@ -116,7 +116,7 @@ def test_constraint_column_reads_feasible_within_the_tolerance(g, shown):
 
 def test_constraint_column_uses_the_runs_constraint_tol(capsys):
     """A run with ``constraint_tol=1e-3`` shows it in the header and reads 5e-4 as feasible."""
-    from topopt.mma_progress import evaluation_line
+    from topopt.optimize.progress import evaluation_line
     rec = {"evaluation": 1, "stage": 0, "objective": 1.0, "max_constraint": 5e-4,
            "change": None, "grey": None, "time": 0.0}
     assert " cons feasible ch " in evaluation_line(rec, tol=1e-3)

@@ -31,33 +31,35 @@ import pytest
 
 import topopt
 
-PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.reliability")
+PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.fem.solvers", "topopt.fem.petsc",
+            "topopt.reliability", "topopt.design", "topopt.responses", "topopt.optimize",
+            "topopt.formulations", "topopt.robust", "topopt.io", "topopt.plot", "topopt.cli")
 
 SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",
-    "topopt.cli_types": "the value converters of that command line (re-exported by topopt.cli)",
+    "topopt.cli.options": "the value converters of that command line (re-exported by topopt.cli)",
     "topopt.plot": "figures; imports matplotlib",
-    "topopt.runio": "output-folder checks of the scripts",
+    "topopt.io.folder": "output-folder checks of the scripts",
     "topopt.io": "saved designs, used by module (topopt.io.load_design)",
-    "topopt.command": "the `topopt` console command (list, run, show, export)",
+    "topopt.cli.command": "the `topopt` console command (list, run, show, export)",
 }
 INTERNAL_MODULES = {
     "topopt.ad.callforms": "binds a traced call to numpy's signature inside `ad.apply`",
-    "topopt.mma_eval": "the evaluator (cache, lazy gradients) of `minimize`",
-    "topopt.mma_run": "the NLopt run of one stage of `minimize`",
-    "topopt.mma_progress": "the progress lines `minimize` prints",
-    "topopt.mma_options": "the options of `minimize` (`Stage` is exported)",
-    "topopt.fem.csr": "CSR assembly helpers of `LinearSystem`",
-    "topopt.fem.direct": "factorizations behind solver='cholmod'/'superlu'/'umfpack'",
-    "topopt.fem.smoothers": "multigrid smoothers",
-    "topopt.fem.krylov": "the CG loop behind solver='mgcg'/'amgcg'",
-    "topopt.fem.lattice": "the geometric hierarchy of solver='mgcg'",
-    "topopt.fem.amg": "the aggregation hierarchy of solver='amgcg'",
+    "topopt.optimize.evaluator": "the evaluator (cache, lazy gradients) of `minimize`",
+    "topopt.optimize.run": "the NLopt run of one stage of `minimize`",
+    "topopt.optimize.progress": "the progress lines `minimize` prints",
+    "topopt.optimize.options": "the options of `minimize` (`Stage` is exported)",
+    "topopt.fem.solvers.csr": "CSR assembly helpers of `LinearSystem`",
+    "topopt.fem.solvers.direct": "factorizations behind solver='cholmod'/'superlu'/'umfpack'",
+    "topopt.fem.solvers.smoothers": "multigrid smoothers",
+    "topopt.fem.solvers.krylov": "the CG loop behind solver='mgcg'/'amgcg'",
+    "topopt.fem.solvers.lattice": "the geometric hierarchy of solver='mgcg'",
+    "topopt.fem.solvers.amg": "the aggregation hierarchy of solver='amgcg'",
     "topopt.fem.petsc": "the backend behind solver='petsc' (rank 0's side, serve/stop)",
-    "topopt.fem.mpi_layout": "the rank layout of solver='petsc'",
-    "topopt.fem.mpi_rank": "one rank's PETSc matrix and solver behind solver='petsc'",
-    "topopt.fem.mpi_mg": "the geometric hierarchy of solver='petsc' with pc='mg'",
-    "topopt.fem.multigrid": "the preconditioner of solver='mgcg'",
+    "topopt.fem.petsc.layout": "the rank layout of solver='petsc'",
+    "topopt.fem.petsc.rank": "one rank's PETSc matrix and solver behind solver='petsc'",
+    "topopt.fem.petsc.mg": "the geometric hierarchy of solver='petsc' with pc='mg'",
+    "topopt.fem.solvers.multigrid": "the preconditioner of solver='mgcg'",
     "topopt.fem.budget": "the memory estimate that fem.rectangle/fem.box and the scripts check",
 }
 INTERNAL = {
@@ -65,11 +67,6 @@ INTERNAL = {
     "topopt.ad.registry": {"Registry", "function_name"},      # the rule tables' type
     "topopt.ad.tree": {"TreeDef", "flatten_as", "unflatten_sparse", "walk", "rebuild",
                        "is_container"},                      # the walker's own parts
-    "topopt.fem.solvers": {"pick_solver", "factorize"},      # the dispatch of `solve`
-    "topopt.problem": {"compliance_options", "compliance_summary", "write_results",
-                       "write_json", "plot_record",          # the compliance scripts' I/O
-                       "minimize_compliance",                # shared by selfweight's run
-                       "announce"},                          # and by the mechanism runs
 }
 
 
@@ -98,7 +95,7 @@ def _exempt(module: str, name: str) -> bool:
 
 
 def test_the_modules_are_found():
-    assert {"topopt.interpolation", "topopt.fem.refine", "topopt.reliability.mpp",
+    assert {"topopt.design.interpolation", "topopt.fem.refine", "topopt.reliability.mpp",
             "topopt.ad.core"} <= set(MODULES)
     assert set(SCRIPT_MODULES) | set(INTERNAL_MODULES) | set(INTERNAL) <= set(MODULES)
 

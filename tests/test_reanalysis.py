@@ -1,14 +1,14 @@
-"""Reanalysis (`topopt.fem.reanalysis`): CG preconditioned by an earlier design's factor."""
+"""Reanalysis (`topopt.fem.solvers.reanalysis`): CG preconditioned by an earlier design's factor."""
 
 import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.fem import reanalysis
-from topopt.fem.reanalysis import direct_options
-from topopt.filters import DensityFilter
-from topopt.interpolation import simp
-from topopt.problem import ComplianceProblem
+from topopt.fem.solvers import reanalysis
+from topopt.fem.solvers.reanalysis import direct_options
+from topopt.design.filters import DensityFilter
+from topopt.design.interpolation import simp
+from topopt.formulations.compliance import ComplianceProblem
 
 from problems import cantilever3d, mbb_beam
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from topopt import ad
-from topopt.interpolation import project
-from topopt.mechanism import MechanismProblem, robust_run
-from topopt.robust import (DESIGNS, ETAS, DilatedVolume, RobustFormulation, bound_formulation,
-                           robust_designs, robust_stages)
+from topopt.design.interpolation import project
+from topopt.formulations.mechanism import MechanismProblem, robust_run
+from topopt.robust.projection import (DESIGNS, ETAS, DilatedVolume, RobustFormulation,
+                                      bound_formulation, robust_designs, robust_stages)
 
 from problems import inverter, robust_inverter
 

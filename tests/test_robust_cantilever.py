@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from topopt import ad
-from topopt.problem import ComplianceProblem
-from topopt.result import RunResult
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.io.result import RunResult
 
 from problems import robust_cantilever as rc
 

@@ -1,4 +1,4 @@
-"""Issue 15, item 1: FOSM/SOSM moments of a response under Gaussian inputs (topopt.robust_stats).
+"""Issue 15, item 1: FOSM/SOSM moments of a response under Gaussian inputs (topopt.robust.moments).
 
 Exact cases: a quadratic ``R = c0 + 2 b^T (theta - mu) + (theta - mu)^T A (theta - mu)``
 has mean ``c0 + tr(A Sigma)`` and variance ``4 b^T Sigma b + 2 tr((A Sigma)^2)``
@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.filters import DensityFilter
-from topopt.interpolation import simp
-from topopt.objectives import compliance
-from topopt.robust_stats import (covariance_factor, mean_std, mean_var,
-                                 monte_carlo_moments)
+from topopt.design.filters import DensityFilter
+from topopt.design.interpolation import simp
+from topopt.responses.structural import compliance
+from topopt.robust.moments import covariance_factor, mean_std, mean_var, monte_carlo_moments
 
 
 def random_case(n, rank, seed):
@@ -210,7 +209,7 @@ def test_every_ad_mode_of_the_moments_of_a_compliance():
 
 def test_the_gradient_equals_reverse_over_reverse_of_the_plain_formulas():
     """Two AD paths: the rule (forward over reverse) and the traced eq. (3)."""
-    from topopt.robust_stats import _mean_var
+    from topopt.robust.moments import _mean_var
     L = covariance_factor(SIGMA)
     weights = np.array([1.0, 2.5])
 

@@ -13,9 +13,9 @@ import skfem
 
 from topopt import ad, fem
 from topopt.fem.shapes import l_shape, plate_with_hole
-from topopt.interpolation import simp
-from topopt.stress import (AdaptiveNormalization, ElementStress, relaxed_stress,
-                           stress_pnorm, von_mises_matrix)
+from topopt.design.interpolation import simp
+from topopt.responses.stress import (AdaptiveNormalization, ElementStress, relaxed_stress,
+                                     stress_pnorm, von_mises_matrix)
 
 NU, E0 = 0.3, 2.5
 LAM, MU = E0 * NU / ((1 + NU) * (1 - 2 * NU)), E0 / (2 * (1 + NU))

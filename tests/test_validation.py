@@ -17,13 +17,13 @@ import pytest
 from topopt import ad, fem
 from topopt import reliability as rel
 from topopt._validate import TopoptWarning, check_range
-from topopt.filters import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
-                            helmholtz_radius)
-from topopt.interpolation import DENSITY_TOL, project, ramp, simp
-from topopt.measures import grey_level, variable_grey_level
-from topopt.objectives import (compliance, compliance_coefficients, output_displacement,
-                               volume)
-from topopt.problem import ComplianceProblem
+from topopt.design.filters import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
+                                   helmholtz_radius)
+from topopt.design.interpolation import DENSITY_TOL, project, ramp, simp
+from topopt.design.measures import grey_level, variable_grey_level
+from topopt.responses.structural import (compliance, compliance_coefficients, output_displacement,
+                                         volume)
+from topopt.formulations.compliance import ComplianceProblem
 
 MESH = fem.rectangle(4, 2)                      # 8 unit squares, nodes on the integer grid
 X = np.linspace(0.0, 1.0, 8)
@@ -485,7 +485,7 @@ def test_grey_level_bad_input_raises(x_phys, exc, match):
 
 def test_minimize_history_reports_the_variable_grey_level():
     """The ``grey`` column of the optimizer's history is `variable_grey_level` of each design."""
-    from topopt.optimize import minimize
+    from topopt.optimize.driver import minimize
     designs = []
 
     def fun(x):

@@ -35,30 +35,31 @@ import importlib as _importlib
 
 from . import ad, fem
 from ._memory import tune_malloc
-from . import stress
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
-from .design import Passive, embed
-from .eigenproblem import EigenProblem, du_olhoff_mass, eigen_summary
-from .filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField, apply_filter,
-                      apply_filter_transpose, domain_size, helmholtz_radius)
-from .interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
-from .measures import grey_level, variable_grey_level
-from .mechanism import (MechanismProblem, ideal_output, port_springs, robust_constraint_names,
-                        robust_run, run_mechanism)
-from .objectives import compliance, compliance_coefficients, output_displacement, volume
-from .optimize import Result, Stage, minimize
+from .responses import stress
+from .optimize.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
+from .design.passive import Passive, embed
+from .formulations.eigen import EigenProblem, du_olhoff_mass, eigen_summary
+from .design.filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField,
+                             apply_filter, apply_filter_transpose, domain_size, helmholtz_radius)
+from .design.interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
+from .design.measures import grey_level, variable_grey_level
+from .formulations.mechanism import (MechanismProblem, ideal_output, port_springs,
+                                     robust_constraint_names, robust_run, run_mechanism)
+from .responses.structural import compliance, compliance_coefficients, output_displacement, volume
+from .optimize.driver import Result, Stage, minimize
 from . import parallel
 from .parallel import Builder, MultistartResult, multistart, spawn_seeds, sweep
-from .problem import ComplianceProblem, run_compliance
-from .result import RunResult
-from .robust import (DilatedVolume, RobustFormulation, bound_formulation, robust_designs,
-                     robust_stages)
-from .robust_stats import (SampleMoments, covariance_factor, mean_std, mean_var,
-                           monte_carlo_moments)
-from .selfweight import BodyLoad, SelfWeightProblem, element_loads, load_ratio, save_load_ratio
-from .stress import (AdaptiveNormalization, ElementStress, MinimumVolumeStress, relaxed_stress,
-                     stress_pnorm, von_mises_matrix)
-from .runio import OutputPathError
+from .formulations.compliance import ComplianceProblem, run_compliance
+from .io.result import RunResult
+from .robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
+                                robust_designs, robust_stages)
+from .robust.moments import (SampleMoments, covariance_factor, mean_std, mean_var,
+                             monte_carlo_moments)
+from .formulations.selfweight import (BodyLoad, SelfWeightProblem, element_loads, load_ratio,
+                                      save_load_ratio)
+from .responses.stress import (AdaptiveNormalization, ElementStress, MinimumVolumeStress,
+                               relaxed_stress, stress_pnorm, von_mises_matrix)
+from ._files import OutputPathError
 
 __version__ = "0.1.0"
 __all__ = [
@@ -84,7 +85,7 @@ __all__ = [
 
 #: Subpackages and modules imported on first use (`__getattr__`): heavy
 #: dependencies (``scipy.stats``, matplotlib) stay out of ``import topopt``.
-_LAZY = ("reliability", "plot", "io", "command", "cli")
+_LAZY = ("reliability", "plot", "io", "cli")
 
 
 def __getattr__(name: str):

@@ -1,4 +1,4 @@
-"""Atomic file writes and JSON conversion, shared by checkpoints and run output.
+"""Atomic file writes, JSON conversion and output-path checks, shared by checkpoints and run output.
 
 Every file is written atomically (a temporary file in the same folder, then
 ``os.replace``): an interruption leaves the old file or the new one. Files
@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["jsonable", "atomic_path", "atomic_write_bytes", "atomic_write_text", "FILE_MODE"]
+__all__ = ["jsonable", "atomic_path", "atomic_write_bytes", "atomic_write_text", "FILE_MODE",
+           "OutputPathError", "check_writable_file", "check_writable_folder"]
 
 # results are readable by others, as a file made by open() under umask 022
 # (tempfile.mkstemp alone gives 0600)
@@ -69,3 +70,87 @@ def atomic_write_bytes(path, write: Callable) -> None:
 def atomic_write_text(path, text: str) -> None:
     """Write `text` (UTF-8) to `path` atomically."""
     atomic_write_bytes(path, lambda fh: fh.write(text.encode()))
+
+
+# --------------------------------------------------------------------------
+# output paths, checked before a run
+
+class OutputPathError(OSError, ValueError):
+    """An output or checkpoint path that cannot be written (checked before a run)."""
+
+
+# --------------------------------------------------------------------------
+# writing
+
+
+def _probe(folder: str, name: str, shown: str) -> None:
+    """Create `folder` and write, flush and remove a file in it."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".topopt-write-test-")
+        try:
+            os.write(fd, b"topopt write test\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(tmp)
+    except OSError as e:
+        raise OutputPathError(f"{name}: cannot write {shown!r} "
+                              f"({e.strerror or type(e).__name__}: {e.filename or folder})"
+                              ) from e
+
+
+def check_writable_file(path, name: str) -> str:
+    """Check that the file `path` can be written (atomically) before a run.
+
+    Creates the parent folder, writes and removes a file in it; an existing
+    `path` is left alone. Returns the path as a str.
+
+    Raises
+    ------
+    OutputPathError
+        (an `OSError` and a `ValueError`) naming `name` and the reason.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> blocker = os.path.join(tempfile.mkdtemp(), "a_file")
+    >>> open(blocker, "w").close()
+    >>> check_writable_file(os.path.join(blocker, "run.npz"), "checkpoint")
+    Traceback (most recent call last):
+    ...
+    topopt._files.OutputPathError: checkpoint: cannot write '.../a_file/run.npz' (...)
+    """
+    path = _path_arg(path, name, "file")
+    if os.path.isdir(path):
+        raise OutputPathError(f"{name}: {path!r} is a folder; expected a file path")
+    _probe(os.path.dirname(os.path.abspath(path)), name, path)
+    return path
+
+
+def _path_arg(path, name: str, kind: str) -> str:
+    """`path` as a non-empty str; TypeError/ValueError naming `name`."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a {kind} path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    path = os.fspath(path)
+    if not path:
+        raise ValueError(f"{name} must be a {kind} path, got ''")
+    return path
+
+
+def check_writable_folder(folder, name: str) -> str:
+    """Create `folder` if needed and check that files can be written in it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> out = os.path.join(tempfile.mkdtemp(), "results", "mbb")
+    >>> check_writable_folder(out, "--out") == out, os.listdir(out)
+    (True, [])
+    """
+    folder = _path_arg(folder, name, "folder")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise OutputPathError(f"{name}: {folder!r} is a file; expected a folder")
+    _probe(folder, name, folder)
+    return folder

@@ -8,18 +8,18 @@ Modules, each importing only those above it: `errors`, `csr`, `direct`
 (L-shape, plate with a hole), `refine` (nested grids).
 """
 
-from .auto import ITERATIVE_MIN_DOFS, auto_solver, describe
+from .solvers.auto import ITERATIVE_MIN_DOFS, auto_solver, describe
 from .errors import ConvergenceError, SingularSystemError
-from .helmholtz import WaveModel, graded_axis
+from .waves import WaveModel, graded_axis
 from .mesh import DEGENERATE_TOL, box, check_mesh, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
-from .reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
-                         reanalysis_policy)
+from .solvers.reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
+                                 reanalysis_policy)
 from .refine import nested_elements
 from .shapes import l_shape, plate_with_hole
 from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
-from .solvers import BACKENDS, ITERATIVE, Backend, available_solvers
+from .solvers.table import BACKENDS, ITERATIVE, Backend, available_solvers
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENERATE_TOL",

@@ -103,7 +103,7 @@ def check_mesh(mesh, uniform: bool | None = None) -> skfem.Mesh:
     """`mesh` if it is a valid scikit-fem Mesh for a model; a `ValueError` naming the defect.
 
     Checked once, where a `Model` is made (`topopt.fem.elasticity`, `heat`,
-    `WaveModel`) and where a filter is (`topopt.filters`): finite node
+    `WaveModel`) and where a filter is (`topopt.design.filters`): finite node
     coordinates, element node indices in range, no node outside every
     element (its dofs would have no stiffness; on a quadratic mesh the
     vertices only), no element repeated (the same node set in any order: its

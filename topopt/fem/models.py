@@ -12,9 +12,8 @@ from skfem.models.elasticity import lame_parameters, linear_elasticity
 from skfem.models.poisson import laplace
 
 from .. import ad
-from .._validate import (check_array_range, check_callable, check_choice,
-                         check_finite_array, check_finite_values, check_positive, check_range,
-                         check_type)
+from .._validate import (check_array_range, check_callable, check_choice, check_finite_array,
+                         check_finite_values, check_positive, check_range, check_type)
 from .budget import check_unknowns
 from .mesh import _translates, check_mesh
 from .system import LinearSystem, solve
@@ -233,8 +232,8 @@ class Model:
         """The `LinearSystem` for the current supports and springs (built once per solver
         and options).
 
-        `solver_options` go to the iterative solvers (see `topopt.fem.multigrid`)
-        or, for a direct one, set its reanalysis (`topopt.fem.reanalysis`).
+        `solver_options` go to the iterative solvers (see `topopt.fem.solvers.multigrid`)
+        or, for a direct one, set its reanalysis (`topopt.fem.solvers.reanalysis`).
         """
         if solver_options is not None and not isinstance(solver_options, dict):
             raise TypeError(f"solver_options must be a dict or None, got "

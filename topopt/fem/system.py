@@ -30,10 +30,10 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import ad
 from .._validate import check_finite_values, check_indices, check_load
-from .csr import csr_structure
-from .reanalysis import ReanalysisFactor, reanalysis_policy
-from .solvers import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
-                      pick_solver)
+from .solvers.csr import csr_structure
+from .solvers.reanalysis import ReanalysisFactor, reanalysis_policy
+from .solvers.table import (BACKENDS, ITERATIVE, CholmodContext, SingularSystemError, factorize,
+                            pick_solver)
 from .supports import unrestrained_modes
 
 __all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
@@ -89,7 +89,7 @@ class LinearSystem:
         pattern of exactly-zero coefficients, which may cut parts loose).
     solver_options : dict, optional
         Options of the iterative backends, e.g. ``{"rtol": 1e-8, "maxiter":
-        500}`` (see `topopt.fem.multigrid`); read at each factorization.
+        500}`` (see `topopt.fem.solvers.multigrid`); read at each factorization.
 
     Examples
     --------
@@ -323,7 +323,7 @@ class LinearSystem:
     def factorize(self, a, exact: bool = False):
         """Factorization of ``K(a)``; the last one is reused for an equal `a`.
 
-        With reanalysis on (`topopt.fem.reanalysis`) the result solves by CG
+        With reanalysis on (`topopt.fem.solvers.reanalysis`) the result solves by CG
         preconditioned with an earlier design's factor unless `exact`.
         """
         a = np.asarray(ad.value(a))

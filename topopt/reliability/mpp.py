@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import (check_bool, check_choice, check_finite_array, check_int,
-                         check_positive)
+from .._validate import check_bool, check_choice, check_finite_array, check_int, check_positive
 from .base import MPPError
 from .limit_state import LimitState, _check_z, _tangent_basis, as_limit_state
 

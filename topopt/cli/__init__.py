@@ -1,0 +1,14 @@
+"""The command line: option converters, the problem scripts' main (signals, exit codes), the ``topopt`` command.
+"""
+
+from .options import (Bounds, number, positive_int, non_negative_int, positive_float, open_unit,
+                      at_least, accepts)
+from .script import (Option, main, build_parser, add_run_arguments, run_options,
+                     exit_status, finish, script_errors, signals_held, grid_dofs, SOLVERS,
+                     DIRECT_SOLVERS)
+from .command import (problem_names, problem_line)
+
+__all__ = ['Bounds', 'number', 'positive_int', 'non_negative_int', 'positive_float', 'open_unit',
+           'at_least', 'accepts', 'Option', 'main', 'build_parser', 'add_run_arguments',
+           'run_options', 'exit_status', 'finish', 'script_errors', 'signals_held',
+           'grid_dofs', 'SOLVERS', 'DIRECT_SOLVERS', 'problem_names', 'problem_line']

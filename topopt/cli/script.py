@@ -1,0 +1,466 @@
+"""The command line of every problem script: one set of options, one way to end.
+
+A problem script declares its own parameters as `Option` rows and calls
+`main`::
+
+    OPTIONS = (Option("nelx", positive_int, 60, "elements along x"), ...)
+
+    def main(argv=None):
+        return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
+                        summary=summary)
+
+Every script then takes the shared options (`add_run_arguments`): ``--out``,
+``--maxeval``, ``--solver``, ``--checkpoint``, ``--resume``, ``--quiet``,
+and ``--seed`` where the problem draws random numbers. ``--help`` shows each
+default and the range each option accepts (`topopt.cli.options`: the
+converter states it, so the help cannot disagree with the parser). A bad
+value ends the script with argparse's one-line ``error:`` message and exit
+status 2 before any work: the converters check the range; `run_options`
+writes to ``--out`` and the checkpoint's folder and reads the ``--resume``
+file; a script's ``check`` sees combinations; the size is checked against
+the machine's memory (`topopt.fem.budget`); and a ValueError the run raises
+before its first evaluation (a checkpoint of another size, a model's
+refusal) is a usage error too. `main` tunes the allocator (`topopt.tune_malloc`),
+runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
+under `script_errors` and ends as the run ended (`finish`: an interrupted
+run exits with 130 or 143).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from .._memory import tune_malloc
+from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
+                      positive_int)
+from .._files import atomic_write_text, check_writable_file, check_writable_folder
+from ..io.folder import check_run_label, run_label, write_run_label
+from ..optimize.checkpoint import load_checkpoint
+
+__all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
+           "exit_status", "finish", "script_errors", "signals_held",
+           "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
+           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
+
+#: The largest ``--maxeval``: NLopt counts evaluations in a C int.
+MAXEVAL_LIMIT = 2**31 - 1
+
+#: The linear-solver backends a script may name (`topopt.fem.solvers`).
+DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
+SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
+
+
+# --------------------------------------------------------------------------
+# the parser
+
+
+@dataclass(frozen=True)
+class Option:
+    """One problem parameter on the command line: ``--name`` -> ``run(name=...)``.
+
+    `type` converts and checks the text (`positive_int`, `open_unit`, ...;
+    ``bool`` makes a flag); `choices` restricts it. The help shows the range
+    that `type` accepts (`topopt.cli.options`), so `help` names none itself.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> Option("q", at_least(0.0, strict=True, below=3.0), 0.5, "relaxation").add_to(parser)
+    >>> parser._actions[-1].help
+    'relaxation; a number in (0, 3) (default: %(default)s)'
+    """
+
+    name: str
+    type: Callable[[str], Any]
+    default: Any
+    help: str
+    choices: Sequence | None = None
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        if self.type is bool:
+            parser.add_argument(f"--{self.name}", action="store_true", help=self.help)
+            return
+        phrase = accepts(self.type)
+        text = self.help if phrase is None else f"{self.help}; {phrase}"
+        parser.add_argument(f"--{self.name}", type=self.type, default=self.default,
+                            choices=self.choices, help=f"{text} (default: %(default)s)")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | None = None,
+                      solvers: Sequence[str] | None = None, seed: int | None = None,
+                      maxeval_help: str = "MMA evaluations in all",
+                      maxeval_min: int = 1) -> None:
+    """The shared options: ``--out``, ``--maxeval``, ``--solver``, ``--checkpoint``,
+    ``--resume``, ``--quiet``, and ``--seed`` when `seed` is given.
+
+    ``--maxeval`` when `maxeval` is given (an integer >= `maxeval_min`; its
+    help `maxeval_help` says how the script counts it: in all, per stage, per
+    design), ``--solver`` when `solvers` is.
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, "results/demo", maxeval=300, solvers=SOLVERS, seed=0)
+    >>> args = parser.parse_args(["--quiet"])
+    >>> args.out, args.maxeval, args.solver, args.seed, args.checkpoint, args.quiet
+    ('results/demo', 300, 'auto', 0, None, True)
+    >>> parser.parse_args(["--resume", "ck.npz"]).resume      # checked by run_options
+    'ck.npz'
+    """
+    parser.add_argument("--out", default=out,
+                        help="results folder, created and write-tested before the run "
+                             "(default: %(default)s)")
+    if maxeval is not None:
+        convert = at_least(maxeval_min, int, high=MAXEVAL_LIMIT)
+        parser.add_argument("--maxeval", type=convert, default=maxeval,
+                            help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
+    if solvers is not None:
+        parser.add_argument("--solver", choices=tuple(solvers), default="auto",
+                            help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
+                                 "cvxopt, else SuperLU (default: %(default)s)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="checkpoint file (default: OUT/checkpoint.npz)")
+    parser.add_argument("--resume", default=None,
+                        help="resume from this checkpoint; give the options of the "
+                             "interrupted run (default: start afresh)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress line per evaluation")
+    if seed is not None:
+        parser.add_argument("--seed", type=non_negative_int, default=seed,
+                            help=f"seed of the random draws; {accepts(non_negative_int)} "
+                                 "(default: %(default)s)")
+
+
+def build_parser(doc: str, options: Sequence[Option], out: str, maxeval: int | None = None,
+                 solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
+                 maxeval_help: str = "MMA evaluations in all",
+                 maxeval_min: int = 1) -> argparse.ArgumentParser:
+    """The parser of a problem script: its `options`, then the shared ones."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for option in options:
+        option.add_to(parser)
+    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
+    return parser
+
+
+def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
+         summary: Callable[[Any], str], maxeval: int | None = None,
+         solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
+         maxeval_help: str = "MMA evaluations in all", maxeval_min: int = 1,
+         check: Callable | None = None, size: Callable | None = None):
+    """Parse `argv`, run the problem, write its results, end as the run ended.
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments (None: ``sys.argv[1:]``).
+    doc : str
+        The script's docstring; its first paragraph is the description.
+    run : callable
+        ``run(**problem_options, [maxeval=, solver=, seed=,] out=, verbose=,
+        checkpoint=, resume=)`` returning a `topopt.io.RunResult`.
+    options : sequence of Option
+        The problem's own parameters.
+    out : str
+        The default results folder.
+    summary : callable
+        ``summary(result) -> str``: the line printed after a run.
+    maxeval, solvers, seed
+        Defaults of the shared ``--maxeval``, ``--solver`` choices, ``--seed``
+        (None: the script has no such option).
+    maxeval_help, maxeval_min
+        How the script counts ``--maxeval`` (in all, per stage, ...) and its
+        least value.
+    check : callable, optional
+        ``check(kwargs)`` raising ValueError/OSError for a combination of
+        values that the converters cannot see; a usage error like theirs.
+    size : callable, optional
+        ``size(kwargs) -> (n_dofs, dim)``: the problem's unknowns, for the
+        memory check (`topopt.fem.budget`: a size whose estimate exceeds the
+        physical memory is a usage error). Default: from ``nelx``, ``nely``
+        (, ``nelz``) when the script has them (`grid_dofs`).
+
+    A ValueError that the run raises before its first evaluation
+    (`CheckpointError` for a ``--resume`` of another problem size,
+    `MeshTooLargeError`, a model's refusal of its options) is a usage error
+    too (`_usage_errors`).
+
+    Returns
+    -------
+    RunResult
+        (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
+        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
+    """
+    parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
+    args = parser.parse_args(argv)
+    if solvers is not None and args.solver != "auto":
+        from ..fem import available_solvers
+        if args.solver not in available_solvers(iterative=True):
+            parser.error(f"argument --solver: {args.solver!r} is not installed here; "
+                         f"installed: {', '.join(available_solvers(iterative=True))}")
+    if solvers is not None and args.solver == "petsc":
+        from ..fem.petsc import backend as petsc
+        if not petsc.is_root():      # under mpirun: only rank 0 runs, prints and writes
+            petsc.serve()
+            return None
+    paths = run_options(args, parser)          # --out, --checkpoint, --resume checked
+    kwargs = {o.name: getattr(args, o.name) for o in options}
+    for shared, present in (("maxeval", maxeval), ("solver", solvers), ("seed", seed)):
+        if present is not None:
+            kwargs[shared] = getattr(args, shared)
+    label = run_label(_problem_name(run), kwargs)
+    _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs)
+    tune_malloc()
+    write_run_label(paths["checkpoint"], label)
+    with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
+        result = run(**kwargs, out=args.out, **paths)
+    finish(result)                             # interrupted: message, exit 130 / 143
+    print(f"{summary(result)} -> {args.out}")
+    return result
+
+
+def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
+                    check: Callable | None, size: Callable) -> None:
+    """The checks `main` makes once the options are parsed; a usage error for each."""
+    try:
+        if resume is not None:                     # a checkpoint of another problem / mesh
+            _prefixed(check_run_label, "argument --resume: ", resume, label)
+        if check is not None:
+            check(dict(kwargs, **paths))
+        _refuse_beyond_memory(size, kwargs)
+    except (OSError, ValueError) as e:
+        parser.error(str(e))
+
+
+def _prefixed(fun: Callable, prefix: str, *args) -> None:
+    """``fun(*args)``; a ValueError it raises gets `prefix` in front of its message."""
+    try:
+        fun(*args)
+    except ValueError as e:
+        raise ValueError(f"{prefix}{e}") from None
+
+
+def _problem_name(run: Callable) -> str:
+    """The problem script's name (``mbb_beam``), also when it runs as ``__main__``."""
+    module = sys.modules.get(getattr(run, "__module__", ""), None)
+    path = getattr(module, "__file__", None)
+    return os.path.splitext(os.path.basename(path))[0] if path else str(run.__module__)
+
+
+def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
+    """``(n_dofs, dim)`` of a grid script's ``nelx``, ``nely`` (, ``nelz``): a vector field.
+
+    Examples
+    --------
+    >>> grid_dofs({"nelx": 60, "nely": 20}), grid_dofs({"n": 4})
+    ((2562, 2), None)
+    """
+    axes = [kwargs[k] for k in ("nelx", "nely", "nelz") if k in kwargs]
+    if len(axes) < 2:
+        return None
+    return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
+
+
+def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
+    try:
+        found = size(kwargs)
+    except (ZeroDivisionError, OverflowError):        # a size beyond float range: h = 1e-320
+        found = (math.inf, 2)
+    if found is None:
+        return
+    from ..fem.budget import check_dofs
+    n_dofs, dim = found
+    names = [k for k in ("nelx", "nely", "nelz", "n", "h") if k in kwargs]
+    check_dofs(n_dofs, dim, " ".join(f"--{k} {kwargs[k]}" for k in names) or "the mesh")
+
+
+@contextlib.contextmanager
+def _usage_errors(parser: argparse.ArgumentParser, checkpoint: str):
+    """The run's refusals of the user's input before its first evaluation: usage errors.
+
+    A ValueError (`CheckpointError`, `OutputPathError`, `MeshTooLargeError`, a
+    model's check of its options) that the run raises before `minimize` has
+    evaluated anything: not during the optimization (`minimize` marks those
+    with ``topopt_checkpoint``) nor after it (the run's `checkpoint` is then
+    newer than the start). Anything else keeps its traceback.
+    """
+    from ..optimize.checkpoint import CheckpointError
+    start = time.time()
+    try:
+        yield
+    except ValueError as e:
+        if getattr(e, "topopt_checkpoint", None) is not None or _written_since(checkpoint,
+                                                                               start):
+            raise
+        prefix = "argument --resume: " if isinstance(e, CheckpointError) else ""
+        parser.error(f"{prefix}{e}")
+
+
+def _written_since(path: str, start: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= start - 0.05     # the kernel clock is coarse
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------
+# checking the paths, ending the script
+
+
+def run_options(args: argparse.Namespace,
+                parser: argparse.ArgumentParser | None = None) -> dict:
+    """Check the `add_run_arguments` options; ``verbose``, ``checkpoint``, ``resume``.
+
+    Before any work: ``--out`` is created and written to, the checkpoint's
+    folder too (`check_writable_folder`, `check_writable_file`), and the
+    ``--resume`` file is read (`load_checkpoint`). A failure raises
+    (`OutputPathError`, `CheckpointError`, `FileNotFoundError`), or with
+    `parser` ends the script with ``parser.error`` (usage, exit status 2).
+
+    Examples
+    --------
+    >>> import argparse, os, tempfile
+    >>> parser = argparse.ArgumentParser()
+    >>> add_run_arguments(parser, os.path.join(tempfile.mkdtemp(), "out"))
+    >>> opts = run_options(parser.parse_args([]))
+    >>> opts["verbose"], os.path.basename(opts["checkpoint"]), opts["resume"]
+    (True, 'checkpoint.npz', None)
+    """
+    checkpoint = os.path.join(args.out, "checkpoint.npz") if args.checkpoint is None \
+        else args.checkpoint
+    try:
+        for flag, value in (("--checkpoint", args.checkpoint), ("--resume", args.resume)):
+            if value is not None and not value.strip():
+                raise ValueError(f"{flag} must be a file path, got {value!r}")
+        check_writable_folder(args.out, "--out")
+        check_writable_file(checkpoint, "--checkpoint")
+        if args.resume is not None:
+            load_checkpoint(args.resume)
+    except (OSError, ValueError) as e:
+        if parser is None:
+            raise
+        parser.error(str(e))
+    return {"verbose": not args.quiet, "checkpoint": checkpoint, "resume": args.resume}
+
+
+def exit_status(signal_name: str) -> int:
+    """``128 + signum``: what a shell reports for a process ended by the signal.
+
+    Examples
+    --------
+    >>> exit_status("SIGINT"), exit_status("SIGTERM")
+    (130, 143)
+    """
+    return 128 + int(signal.Signals[signal_name])
+
+
+def finish(record: Mapping) -> None:
+    """End a problem script as its run ended (`run_record`'s fields).
+
+    An interrupted run prints ``interrupted after N evaluations; resume with
+    --resume PATH`` on stderr and exits with `exit_status` (130 for SIGINT,
+    143 for SIGTERM); any other returns.
+    """
+    if record.get("status") != "interrupted":
+        return
+    n = record["evaluations"]
+    where = (f"resume with --resume {record['checkpoint']}" if record.get("checkpoint")
+             else "no checkpoint was written")
+    print(f"interrupted after {n} evaluations; {where}", file=sys.stderr, flush=True)
+    sys.exit(exit_status(record.get("signal") or "SIGINT"))
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Finish the block (writing results) before a SIGINT/SIGTERM takes effect.
+
+    A signal that arrives in the block is recorded, and raised again once the
+    previous handlers are back: a Ctrl-C while the pictures and
+    ``result.json`` of an interrupted run are written stops the script after
+    they are complete. Outside the main thread it does nothing.
+
+    Examples
+    --------
+    >>> import os, signal
+    >>> seen = []
+    >>> previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
+    >>> with signals_held():
+    ...     os.kill(os.getpid(), signal.SIGTERM)
+    ...     seen.append("block done")
+    >>> seen
+    ['block done', 'handled']
+    >>> _ = signal.signal(signal.SIGTERM, previous)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
+@contextlib.contextmanager
+def script_errors(out: str | None):
+    """End a problem script whose run raised, keeping what it did.
+
+    When `minimize` wrote its checkpoint on the way out (the exception
+    carries ``topopt_checkpoint``), ``OUT/result.json`` records the run from
+    it (evaluations, objective history, checkpoint, the option that resumes
+    it) and a line on stderr says where the last good design is:
+
+    * an error: ``"status": "error"`` with the message; the exception
+      propagates;
+    * a second SIGINT/SIGTERM (`minimize` raises ``KeyboardInterrupt``):
+      ``"status": "interrupted"``, ``aborted after N evaluations; resume
+      with --resume PATH``, and the script exits with `exit_status`.
+
+    An exception raised before the run started, or after it returned, leaves
+    ``result.json`` alone and propagates.
+    """
+    try:
+        yield
+    except (Exception, KeyboardInterrupt) as e:
+        ck = getattr(e, "topopt_checkpoint", None)
+        saved = None
+        if ck is not None:
+            with contextlib.suppress(Exception):
+                saved = load_checkpoint(ck)
+        aborted = isinstance(e, KeyboardInterrupt)
+        sig = e.args[0] if aborted and e.args and e.args[0] in ("SIGINT", "SIGTERM") \
+            else "SIGINT"
+        if saved is not None:
+            n = saved["evaluations"]
+            print(f"aborted after {n} evaluations; resume with --resume {ck}" if aborted else
+                  f"error after {n} evaluations; the last good design and the history are "
+                  f"in {ck}; resume with --resume {ck}", file=sys.stderr, flush=True)
+            payload = {
+                "status": "interrupted" if aborted else "error",
+                "signal": sig if aborted else None,
+                "error": None if aborted else f"{type(e).__name__}: {e}",
+                "evaluations": n, "checkpoint": ck, "resume": f"--resume {ck}",
+                "objective_history": [h.get("objective") for h in saved["history"]],
+            }
+            if out is not None:
+                with contextlib.suppress(OSError):
+                    atomic_write_text(os.path.join(out, "result.json"),
+                                      json.dumps(payload, indent=2))
+        if aborted and saved is not None:
+            sys.exit(exit_status(sig))
+        raise

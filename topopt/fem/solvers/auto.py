@@ -1,0 +1,101 @@
+"""``solver="auto"``: the backend for a system, by dimension and size.
+
+The rule comes from ``scripts/benchmark_auto.py`` (per design iteration of
+MMA on the MBB beam and the 3-D cantilever, every installed backend, the
+medians of several runs; the figures are in that script's docstring and
+``results/benchmark_auto.json``):
+
+* complex or non-symmetric matrices: the first direct backend that takes
+  them (UMFPACK, else SuperLU);
+* real symmetric positive definite ones in 3-D on a structured hexahedral
+  lattice from `ITERATIVE_MIN_DOFS` free dofs on: geometric multigrid CG
+  (``"mg-cg"``), whose cost grows linearly with the size where a 3-D
+  factorization's grows with its square;
+* otherwise the fastest installed direct backend (CHOLMOD, else SuperLU);
+  `topopt.fem.solvers.reanalysis` decides separately whether its designs reuse an
+  earlier factor.
+
+`describe` says what was picked and why, for the first line of a run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .lattice import lattice
+
+__all__ = ["ITERATIVE_MIN_DOFS", "auto_solver", "describe"]
+
+ITERATIVE_MIN_DOFS = {3: 7_000}
+"""``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices.
+
+Between the sizes measured (``results/benchmark_auto.json``): in 3-D CHOLMOD
+was faster at 16 x 8 x 8 (3 888 free dofs: 0.057 against 0.087 s per
+iteration), MG-CG at 24 x 12 x 12 (12 168: 0.13 against 0.49 s) and 40 x 20 x
+20 (0.86 against 5.3 s). Never in 2-D: MG-CG's first 10 iterations of the MBB
+beam 300 x 100 were faster (0.38 against 0.44 s), but over 100 evaluations at
+600 x 200 it took 2.28 s per evaluation against CHOLMOD's 0.79 (its CG
+iterations grow with the void regions of later designs)."""
+
+
+def _on_lattice(geometry, n_loc: int) -> bool:
+    """Whether the mesh is a full tensor lattice of quads/hexes (multigrid applies)."""
+    if geometry is None:
+        return False
+    p, nodal_dofs = geometry
+    dim, components = np.shape(p)[0], np.shape(nodal_dofs)[0]
+    return n_loc == components * 2 ** dim and lattice(np.asarray(p)) is not None
+
+
+def auto_solver(direct: list[str], spd: bool, geometry, n_loc: int, free_dofs: int) -> str:
+    """The backend ``"auto"`` means for such a system.
+
+    Parameters
+    ----------
+    direct : list of str
+        The installed direct backends that take the matrix, fastest first.
+    spd : bool
+        Real symmetric (positive definite) matrix.
+    geometry : (p, nodal_dofs) or None
+        Node coordinates and dofs per node (`LinearSystem`'s `geometry`).
+    n_loc, free_dofs : int
+        Dofs per element and free dofs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.box(30, 15, 15))
+    >>> geometry = (model.mesh.p, model.basis.nodal_dofs)
+    >>> auto_solver(["cholmod", "superlu"], True, geometry, 24, model.ndof)
+    'mg-cg'
+    >>> auto_solver(["cholmod", "superlu"], True, geometry, 24, 1000)
+    'cholmod'
+    """
+    dim = None if geometry is None else np.shape(geometry[0])[0]
+    if spd and free_dofs >= ITERATIVE_MIN_DOFS.get(dim, np.inf) and _on_lattice(geometry, n_loc):
+        return "mg-cg"
+    return direct[0]
+
+
+def describe(system) -> str:
+    """One line: the backend of `system`, its size and, for ``"auto"``, why.
+
+    Examples
+    --------
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    >>> describe(model.system("superlu"))
+    'solver superlu (24 free dofs, 2-D)'
+    """
+    geometry = system.geometry
+    dim = "" if geometry is None else f", {np.shape(geometry[0])[0]}-D"
+    line = f"solver {system.solver} ({system.free.size} free dofs{dim}"
+    if getattr(system, "requested_solver", None) == "auto":
+        line += ", picked by solver='auto'"
+    if getattr(system, "reanalysis", None) is not None:
+        line += ", reanalysis on"
+    if system.solver == "petsc":
+        context = system._iterative
+        line += f", pc {context.options['pc']}, {context.comm.size} MPI ranks"
+    return line + ")"

@@ -1,0 +1,122 @@
+"""The result of a problem's run: one type for every problem script.
+
+`RunResult` holds how the run ended (the fields of
+`topopt.cli.run_record`: ``status``, ``signal``, ``evaluations``,
+``checkpoint``, ``resume``), the problem's metrics (JSON numbers: a
+compliance problem's ``compliance``, ``volume``, ``grey_level``,
+``fe_solves``, ...; em_focus's ``g`` and field enhancements; ...), the
+design ``x``, the physical design ``x_phys`` and the optimizer's history.
+``result["name"]`` reads a run field, a metric, or ``x``/``x_phys``/
+``history``; `summary` is the metrics record that ``result.json`` holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..design.measures import grey_level
+
+__all__ = ["RunResult", "RUN_KEYS", "grey_level", "run_record"]
+
+#: How a run ended, at the top level of every ``result.json``.
+RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume")
+_ARRAYS = ("x", "x_phys", "history")
+
+
+def run_record(res, checkpoint: str | None) -> dict:
+    """How a run ended, for ``result.json``: status, signal, evaluations, checkpoint.
+
+    `res` is a `topopt.optimize.Result`. ``resume`` is the command-line
+    option that continues the run (None when it converged or no checkpoint
+    was written).
+    """
+    resumable = checkpoint is not None and res.status not in (
+        "success", "stopval_reached", "ftol_reached", "xtol_reached")
+    return {"status": res.status, "signal": res.signal, "evaluations": res.evaluations,
+            "checkpoint": checkpoint,
+            "resume": f"--resume {checkpoint}" if resumable else None}
+
+
+@dataclass
+class RunResult:
+    """How a run ended, the problem's metrics, the design and its history.
+
+    Parameters
+    ----------
+    status : str
+        `topopt.optimize.Result.status` (``"interrupted"`` after a signal).
+    signal : str or None
+        ``"SIGINT"``/``"SIGTERM"`` for an interrupted run.
+    evaluations : int
+    checkpoint : str or None
+    resume : str or None
+        The command-line option that continues the run (``--resume PATH``).
+    metrics : dict
+        The problem's numbers (JSON-able), in the order ``result.json`` lists them.
+    x, x_phys : ndarray
+        Design variables and the physical (filtered, projected) design.
+    history : list of dict
+        One record per evaluation (`topopt.optimize.Result.history`).
+    arrays : dict
+        Further designs of the problem (e.g. the bracket's deterministic design).
+
+    Examples
+    --------
+    >>> r = RunResult("maxeval_reached", None, 3, None, None, {"compliance": 2.5},
+    ...               x=np.ones(2), x_phys=np.ones(2))
+    >>> r["compliance"], r["evaluations"], r.summary()["status"]
+    (2.5, 3, 'maxeval_reached')
+    >>> r["volume"]
+    Traceback (most recent call last):
+    ...
+    KeyError: "'volume' is not a field of this RunResult; it has status, signal, ..."
+    """
+
+    status: str
+    signal: str | None
+    evaluations: int
+    checkpoint: str | None
+    resume: str | None
+    metrics: dict = field(default_factory=dict)
+    x: np.ndarray | None = None
+    x_phys: np.ndarray | None = None
+    history: list = field(default_factory=list)
+    arrays: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_record(cls, record: dict, metrics: dict, **designs) -> "RunResult":
+        """From a `run_record` dict (`RUN_KEYS`) and the metrics."""
+        return cls(**{k: record[k] for k in RUN_KEYS}, metrics=dict(metrics), **designs)
+
+    def record(self) -> dict:
+        """How the run ended: the `RUN_KEYS` fields."""
+        return {k: getattr(self, k) for k in RUN_KEYS}
+
+    def summary(self) -> dict:
+        """The run's fields, then the metrics: ``result.json``'s ``"result"`` record."""
+        return self.record() | self.metrics
+
+    def keys(self) -> list:
+        return [*RUN_KEYS, *self.metrics, *_ARRAYS, *self.arrays]
+
+    def __getitem__(self, key: str) -> Any:
+        if key in RUN_KEYS or key in _ARRAYS:
+            return getattr(self, key)
+        if key in self.metrics:
+            return self.metrics[key]
+        if key in self.arrays:
+            return self.arrays[key]
+        raise KeyError(f"{key!r} is not a field of this RunResult; it has "
+                       f"{', '.join(self.keys())}")
+
+    def __contains__(self, key) -> bool:
+        return key in self.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def get(self, key: str, default=None) -> Any:
+        return self[key] if key in self else default

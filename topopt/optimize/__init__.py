@@ -1,0 +1,10 @@
+"""The MMA driver: `minimize`, its options, evaluator, run state, progress lines and checkpoints.
+"""
+
+from .options import (Stage, Options, MMA_PARAMS, DEFAULT_MMA_PARAMS)
+from .checkpoint import (Checkpoint, CheckpointError, CHECKPOINT_VERSION, load_checkpoint,
+                         save_checkpoint)
+from .driver import (minimize, Result)
+
+__all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint', 'CheckpointError',
+           'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result']

@@ -1,0 +1,392 @@
+"""One MMA run of `topopt.optimize.minimize`: state, history, NLopt stages, checkpoints.
+
+`_Run` holds a run's state (the evaluator's cache, MMA's center, the
+history, the stage), evaluates designs for NLopt (`_Run.evaluate`), drives
+NLopt's ``LD_MMA`` one stage at a time (`_Run.run_stage`) and writes the
+history and the checkpoint (`topopt.optimize.checkpoint`); `_Signals` turns
+SIGINT/SIGTERM into a clean stop. The evaluator is in `topopt.optimize.evaluator`,
+the options in `topopt.optimize.options`, the measurements behind the settings
+in ``scripts/NOTES-mma.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from typing import Mapping
+
+import nlopt
+import numpy as np
+
+from . import progress
+from .._files import atomic_write_text, jsonable
+from .checkpoint import Checkpoint
+from ..design.measures import variable_grey_level
+from .evaluator import _Cache, _Gradients, _Responses
+from .options import Options, Stage
+
+#: NLopt's result codes as `Result.status` strings.
+_STATUS = {
+    nlopt.SUCCESS: "success", nlopt.STOPVAL_REACHED: "stopval_reached",
+    nlopt.FTOL_REACHED: "ftol_reached", nlopt.XTOL_REACHED: "xtol_reached",
+    nlopt.MAXEVAL_REACHED: "maxeval_reached", nlopt.MAXTIME_REACHED: "maxtime_reached",
+    nlopt.FAILURE: "failure", nlopt.INVALID_ARGS: "invalid_args",
+    nlopt.OUT_OF_MEMORY: "out_of_memory", nlopt.ROUNDOFF_LIMITED: "roundoff_limited",
+    nlopt.FORCED_STOP: "forced_stop",
+}
+
+# a stage that ended with one of these statuses is finished; any other
+# (maxeval, interrupted, stopped) is continued by `resume` if budget is left
+RHO_MIN = 1e-5
+"""NLopt's lower limit of MMA's penalty ``rho`` (``CCSA_RHOMIN`` in its mma.c)."""
+
+ELASTIC_COST = 1e3
+"""Cost ``c`` of the elastic variables of an infeasible start (Svanberg's ``c_i = 1000``,
+for objectives of order 1)."""
+
+ELASTIC_FROM = 1e-3
+"""A start gets elastic variables for the constraints above this (constraints of order 1).
+
+Stages of a continuation and resumed runs start from MMA's last design, which
+may violate a constraint by ~1e-6; MMA recovers from that by itself, and
+elastic variables there would change the iterates of every such run."""
+
+_CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
+
+
+def _params_json(params: Mapping) -> dict:
+    return json.loads(json.dumps(dict(params), default=jsonable))
+
+
+class _Center:
+    """The design NLopt's MMA iterates from (its returned optimum).
+
+    Mirrors mma.c's acceptance with one evaluation per iteration: the first
+    design of a stage, then any with a lower objective, or, while no
+    feasible design was accepted, with a smaller max violation.
+    """
+
+    def __init__(self):
+        self.best: tuple | None = None           # (x, values, grads)
+        self.feasible = False
+        self.infeasibility = 0.0
+
+    def update(self, x, values, grads) -> None:
+        infeasibility = max(0.0, float(np.max(values[1:]))) if values.size > 1 else 0.0
+        if self.best is None:
+            self.feasible = infeasibility == 0.0
+        elif not (values[0] < self.best[1][0] or
+                  (not self.feasible and infeasibility < self.infeasibility)):
+            return
+        self.best = (x, values, grads)
+        self.infeasibility = infeasibility
+        if infeasibility == 0.0:
+            self.feasible = True
+
+
+class _Run:
+    """State of one `minimize` call: cache, history, MMA center, checkpoints."""
+
+    def __init__(self, responses: _Responses, n: int, opts: Options):
+        self.responses, self.n, self.o = responses, n, opts
+        self.history: list[dict] = []
+        self.stage_results: list[dict] = []
+        self.k: int | None = None if responses.n_out is None else responses.n_out - 1
+        self.cache = _Cache()
+        self.center = _Center()
+        self.x_prev: np.ndarray | None = None
+        self.stage, self.stage_evals = 0, 0
+        self.stage_done, self.stage_status = False, None
+        self.x_stage = None                      # design the current stage started from
+        self.stop_reason: str | None = None
+        self.signal: str | None = None           # the signal that interrupted the run
+        self.seconds0, self.fe0, self.nlopt_evals = 0.0, 0, 0
+        self.t0 = time.perf_counter()
+        self.solves0 = opts.count_solves() if opts.count_solves is not None else None
+
+    def elapsed(self) -> float:
+        return self.seconds0 + time.perf_counter() - self.t0
+
+    def fe_solves(self) -> int | None:
+        counter = self.o.count_solves
+        if counter is None:
+            return None
+        return self.fe0 + int(counter()) - self.solves0
+
+    # -- resume ------------------------------------------------------------
+    def restore(self, ck: dict) -> tuple[int, np.ndarray, tuple | None, int]:
+        """Take over a checkpoint's history and counters; returns where to start:
+        ``(stage, design, seed, evaluations done in the stage)``."""
+        self.history, self.stage_results = list(ck["history"]), list(ck["stages"])
+        self.seconds0, self.fe0 = float(ck["seconds"]), int(ck["fe_solves"] or 0)
+        self.nlopt_evals, self.x_prev = int(ck["nlopt_evaluations"]), ck["x_last"]
+        if ck["n_constraints"] is not None:
+            self.k = ck["n_constraints"]
+            self.responses.n_out = self.k + 1
+        first, x, seed, done = ck["stage"], ck["x"], ck["seed"], ck["stage_evaluations"]
+        self.stage, self.stage_evals, self.x_stage = first, done, x
+        self.stage_done, self.stage_status = ck["stage_done"], ck["stage_status"]
+        budget_left = self.o.stages[first].maxeval - done
+        if ck["stage_done"] and (ck["stage_status"] in _CONVERGED or budget_left <= 0):
+            return first + 1, x, None, 0
+        self.stage_results = [r for r in self.stage_results if r["stage"] != first]
+        return first, x, seed, done
+
+    # -- evaluation --------------------------------------------------------
+    def evaluate(self, x, gradients: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values at `x` (one forward pass per design) and, if asked, the gradients."""
+        if self.cache.hit(x):
+            _, values, grads = self.cache.last
+            return values, grads() if gradients else None
+        if self.stop_reason is not None:
+            raise nlopt.ForcedStop(self.stop_reason)
+        self.cache.release()
+        x = np.array(x, dtype=float, copy=True)
+        values, grads = self.responses(x)
+        if self.k is None:
+            self.k = values.size - 1
+            self.responses.n_out = values.size
+        self.cache.store(x, values, grads)
+        self.center.update(x, values, grads)
+        self.stage_evals += 1
+        self._record(x, values)
+        self.x_prev = x
+        self._after_evaluation(x)
+        if self.stop_reason is not None:
+            raise nlopt.ForcedStop(self.stop_reason)
+        return values, grads() if gradients else None
+
+    def _after_evaluation(self, x: np.ndarray) -> None:
+        """The callback, the history file and the periodic checkpoint."""
+        cb = self.o.callback
+        if cb is not None and cb(dict(self.history[-1]), x.copy()):
+            self.stop_reason = self.stop_reason or "stopped"
+        if self.o.history_path is not None:
+            self.write_history("running")
+        if self.o.checkpoint is not None and len(self.history) % self.o.checkpoint_every == 0:
+            self.save("running")
+
+    def _record(self, x: np.ndarray, values: np.ndarray) -> None:
+        change = None if self.x_prev is None else float(np.max(np.abs(x - self.x_prev)))
+        grey = variable_grey_level(x, self.o.lb, self.o.ub)
+        cons = [float(v) for v in values[1:]]
+        rec = {
+            "evaluation": len(self.history) + 1, "stage": self.stage,
+            "stage_evaluation": self.stage_evals, "objective": float(values[0]),
+            "constraints": cons, "max_constraint": max(cons) if cons else None,
+            "change": change, "grey": grey, "time": self.elapsed(),
+            "fe_solves": self.fe_solves(),
+        }
+        self.history.append(rec)
+        if self.o.verbose:
+            budget = sum(s.maxeval for s in self.o.stages)
+            budget = budget if self.o.cap is None else min(budget, self.o.cap)
+            left = progress.time_left(rec["time"], len(self.history),
+                                      budget - len(self.history))
+            progress.show(progress.evaluation_line(rec, self.o.objective_scale, left,
+                                                  self.o.constraint_tol))
+
+    # -- stages ------------------------------------------------------------
+    def start_stage(self, index: int, stage: Stage, x: np.ndarray, seed=None,
+                    evals_done: int = 0) -> None:
+        self.stage, self.stage_evals = index, evals_done
+        self.stage_done, self.stage_status = False, None
+        self.x_stage = x
+        self.responses.params = dict(stage.params)
+        self.cache.clear()
+        self.center = _Center()
+        if seed is not None:
+            values, grads = seed
+            grads = _Gradients(value=grads)
+            self.cache.store(x, values, grads)
+            self.center.update(x, values, grads)
+
+    def end_stage(self, status: str, x: np.ndarray) -> np.ndarray:
+        """Record the stage's result; returns its design (MMA's center if `x`
+        was never evaluated)."""
+        values = self.cache.values_at(x)
+        if values is None and self.center.best is not None:
+            x, values = self.center.best[0], self.center.best[1]
+        self.stage_done, self.stage_status = True, status
+        self.stage_results.append({
+            "stage": self.stage, "params": _params_json(self.responses.params),
+            "status": status, "evaluations": self.stage_evals,
+            "fun": None if values is None else float(values[0]),
+            "constraints": None if values is None else values[1:].tolist(),
+        })
+        return x
+
+    def run_stage(self, stage: Stage, budget: int) -> tuple[np.ndarray, str]:
+        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations.
+
+        A start that violates constraints runs with Svanberg's elastic
+        variables (`ELASTIC_COST`, `_nlopt`).
+        """
+        x0, opt = self.x_stage, None
+        try:
+            if self.k is None or self.cache.values_at(x0) is None:
+                # learn k and whether x0 is feasible; NLopt's first call is a cache hit
+                self.evaluate(x0, False)
+                budget -= 1
+            violated, y0 = self._violations(x0)
+            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated, y0)
+            x = opt.optimize(np.concatenate([x0, y0]))[:self.n]
+            status = _STATUS.get(opt.last_optimize_result(), "unknown")
+        except nlopt.ForcedStop:
+            status = self.stop_reason or "forced_stop"
+            x = x0 if self.center.best is None else self.center.best[0]
+        except nlopt.RoundoffLimited:
+            status = "roundoff_limited"
+            x = x0 if self.center.best is None else self.center.best[0]
+        finally:
+            if opt is not None:
+                self.nlopt_evals += opt.get_numevals()
+        return np.array(x, dtype=float), status
+
+    def _rho_init(self, x0: np.ndarray) -> float:
+        """Svanberg's initial penalty ``0.1 mean_j |df/dx_j| (ub_j - lb_j)`` at `x0`, >= 1e-5.
+
+        Svanberg (2002, SIAM J. Optim. 12:555, section 5: ``rho_i^(1)``) for
+        the objective; NLopt takes one ``rho_init`` for all responses and never
+        goes below 1e-5. An infinite bound range counts as 1.
+        """
+        grad = self.evaluate(x0, True)[1][0]            # NLopt asks for it next: a cache hit
+        width = np.where(np.isfinite(self.o.ub - self.o.lb), self.o.ub - self.o.lb, 1.0)
+        return max(0.1 * float(np.mean(np.abs(grad) * width)), RHO_MIN)
+
+    def _violations(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The constraints above `ELASTIC_FROM` at an evaluated `x0`: indices and values."""
+        values = self.cache.values_at(x0)
+        if values is None or not self.k:
+            return np.zeros(0, dtype=int), np.zeros(0)
+        violated = np.flatnonzero(values[1:] > max(self.o.constraint_tol, ELASTIC_FROM))
+        return violated, values[1:][violated]
+
+    def _nlopt(self, stage: Stage, maxeval: int, violated: np.ndarray,
+               y0: np.ndarray) -> nlopt.opt:
+        """NLopt's ``LD_MMA`` for one stage, its callbacks served by `evaluate`.
+
+        With `violated` constraints at the start (values `y0`), MMA runs on
+        ``(x, y)``, one elastic variable per violated constraint: minimize ``f
+        + c sum(y)`` subject to ``g_i - y_i <= 0`` and ``0 <= y_i <= g_i(x0)``
+        (Svanberg 1987, Int. J. Numer. Meth. Eng. 24:359, eq. (4.1); ``c =
+        ELASTIC_COST``), whose start ``(x0, y0)`` is feasible; otherwise on
+        ``x`` alone.
+        """
+        E = np.zeros((self.k or 0, violated.size))
+        E[violated, np.arange(violated.size)] = 1.0        # y_j relaxes constraint violated[j]
+        n, m = self.n, y0.size
+        opt = nlopt.opt(nlopt.LD_MMA, n + m)
+        opt.set_lower_bounds(np.concatenate([self.o.lb, np.zeros(m)]))
+        opt.set_upper_bounds(np.concatenate([self.o.ub, y0]))
+        opt.set_maxeval(maxeval)
+        ftol, xtol = self.o.tolerances(stage)
+        opt.set_ftol_rel(ftol)
+        if xtol > 0:
+            opt.set_xtol_abs(np.concatenate([np.full(n, xtol), np.zeros(m)]))
+        for name, v in self.o.mma_params.items():
+            opt.set_param(name, self._rho_init(self.x_stage) if v == "auto" else v)
+        if self.o.initial_step is not None:
+            opt.set_initial_step(np.concatenate([self.o.initial_step, y0 / 2]))
+
+        def objective(z, grad):
+            values, grads = self.evaluate(z[:n], grad.size > 0)
+            if grad.size:
+                grad[:n] = grads[0]
+                grad[n:] = ELASTIC_COST
+            return float(values[0]) + ELASTIC_COST * float(np.sum(z[n:]))
+
+        def constraints(result, z, grad):
+            values, grads = self.evaluate(z[:n], grad.size > 0)
+            result[:] = values[1:] - E @ z[n:]
+            if grad.size:
+                grad[:, :n] = grads[1:]
+                grad[:, n:] = -E
+
+        opt.set_min_objective(objective)
+        if self.k:
+            opt.add_inequality_mconstraint(constraints, [self.o.constraint_tol] * self.k)
+        return opt
+
+    # -- output ------------------------------------------------------------
+    def write_history(self, status: str) -> None:
+        text = json.dumps({"status": status, "stage": self.stage,
+                           "evaluations": len(self.history), "fe_solves": self.fe_solves(),
+                           "history": self.history}, default=jsonable)
+        atomic_write_text(self.o.history_path, text)
+
+    def save(self, status: str, x_final: np.ndarray | None = None) -> None:
+        """Write the checkpoint: the restart design (the stage's result when it
+        is done, else MMA's current center), history and counters."""
+        best = self.center.best
+        if self.stage_done and x_final is not None:
+            x = x_final
+        else:
+            x = best[0] if best is not None else self.x_stage
+        arrays = {"x": x}
+        if self.x_prev is not None:
+            arrays["x_last"] = self.x_prev
+        grads = best[2] if best is not None and np.array_equal(best[0], x) else None
+        if grads is not None and (grads.ready or grads.compute is not None):
+            # the restart's gradients: kept, or one reverse pass on the last tape
+            arrays["seed_values"], arrays["seed_grads"] = best[1], grads()
+        Checkpoint(arrays, {
+            "status": status, "n": self.n, "n_constraints": self.k, "stage": self.stage,
+            "stage_evaluations": self.stage_evals, "stage_done": self.stage_done,
+            "stage_status": self.stage_status, "evaluations": len(self.history),
+            "stages": self.stage_results, "seconds": self.elapsed(),
+            "fe_solves": self.fe_solves(), "nlopt_evaluations": self.nlopt_evals,
+            "history": self.history,
+        }).save(self.o.checkpoint)
+
+    def finish(self, status: str, x_final: np.ndarray | None = None) -> None:
+        """The last checkpoint and history file of the run (those that are asked for)."""
+        if self.o.checkpoint is not None:
+            self.save(status, x_final)
+        if self.o.history_path is not None:
+            self.write_history(status)
+
+    def abort(self, exc: BaseException) -> None:
+        """Save what a run that raises `exc` did, and tell the caller where it is."""
+        status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "error"
+        self.finish(status)
+        if self.o.checkpoint is not None:
+            path = self.o.checkpoint
+            exc.add_note(f"topopt: the last good design and the history of "
+                         f"{len(self.history)} evaluations are in the checkpoint {path}; "
+                         f"resume from it with minimize(..., resume={path!r}) or a problem "
+                         f"script's --resume {path}")
+            try:
+                exc.topopt_checkpoint = path
+            except AttributeError:              # an exception type without a __dict__
+                pass
+
+
+class _Signals:
+    """SIGINT/SIGTERM: first one requests a clean stop, a second one raises."""
+
+    def __init__(self, run: _Run, enabled: bool):
+        self.run = run
+        self.enabled = enabled and threading.current_thread() is threading.main_thread()
+        self.previous: dict = {}
+
+    def handler(self, signum, frame):
+        if self.run.stop_reason == "interrupted":
+            raise KeyboardInterrupt(signal.Signals(signum).name)
+        self.run.stop_reason = "interrupted"
+        self.run.signal = signal.Signals(signum).name
+        if self.run.o.verbose:      # not print: the signal may land inside a print to stderr
+            progress.show_unbuffered(progress.signal_line(self.run.signal))
+
+    def __enter__(self):
+        if self.enabled:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self.handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self.previous.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        return False
