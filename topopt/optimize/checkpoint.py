@@ -262,6 +262,6 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     >>> load_checkpoint(path)
     Traceback (most recent call last):
     ...
-    topopt.optimize.CheckpointError: not a topopt checkpoint: ... (an .npz archive without ...)
+    topopt.optimize.checkpoint.CheckpointError: not a topopt checkpoint: ... (an .npz archive without ...)
     """
     return Checkpoint.load(path).to_dict()
