@@ -30,12 +30,14 @@ result.json}`` and the design with its field (`topopt.io`: ``design.npz``,
 from __future__ import annotations
 
 import os
+
 import numpy as np
 
 from topopt import cli
 from topopt import fem
 from topopt.cli.script import Option, at_least
-from topopt.formulations.focus import FocusProblem, FocusSetup, enhancement, intensity, run_focus
+from topopt.formulations.focus import (FocusProblem, FocusSetup, enhancement,  # noqa: F401
+                                      intensity, run_focus)
 from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.
@@ -133,17 +135,14 @@ def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, seed=0,
                     maxeval_help="MMA evaluations per stage; 3 stages (beta 8, 16, 32): up to "
                                  "3 N in all", solvers=cli.DIRECT_SOLVERS,
-                    summary=summary, check=_check, size=_size)
+                    summary=summary, check=_check,
+                    # memory check: 100 800 complex unknowns (two reals each) at h = 1 nm
+                    size=lambda kw: (2 * 100_800 / min(kw["h"], 1.0) ** 2, 2))
 
 
 def _check(kwargs: dict) -> None:
     if kwargs["verify"] and kwargs["subcell"]:
         raise ValueError("--verify needs one density per element (not --subcell)")
-
-
-def _size(kw) -> tuple[float, int]:
-    """Unknowns for the memory check: 100 800 complex (two reals) at h = 1 nm."""
-    return 2 * 100_800 / min(kw["h"], 1.0) ** 2, 2
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ a `FocusSetup` carries it with the materials and the schedule.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable
