@@ -23,7 +23,7 @@ from ..responses.stress import MinimumVolumeStress
 from .._files import check_writable_folder
 from .compliance import ComplianceProblem, write_results
 
-__all__ = ["StressSchedule", "stress_figures", "run_stress_reference"]
+__all__ = ["StressSchedule", "stress_figures", "run_stress_reference", "write_stress_reference"]
 
 
 @dataclass(frozen=True)
