@@ -34,7 +34,6 @@ covers the stress-constrained run; the reference run is repeated on resume.
 from __future__ import annotations
 
 import os
-import time
 
 import nlopt
 import numpy as np
@@ -43,12 +42,8 @@ from topopt import cli
 from topopt import fem
 from topopt.cli.script import Option, at_least, positive_float
 from topopt.fem.shapes import l_shape
-from topopt.optimize.driver import Stage
-from topopt.formulations.compliance import ComplianceProblem, write_results
-from topopt.io.result import RunResult, grey_level
-from topopt.io import check_writable_folder
-from topopt.io.result import run_record
-from topopt.responses.stress import MinimumVolumeStress
+from topopt.formulations.stress_reference import StressSchedule, run_stress_reference
+from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "l_bracket")
@@ -67,6 +62,7 @@ SETTLE = 4
 #: SLSQP dual alone the run ended roundoff_limited after 161 of 480 evaluations, 1.3 % above
 #: the volume; with this one it uses all 480 and meets the volume (compliance 351.6, not 352.8).
 REFERENCE_MMA = {"inner_maxeval": 0, "dual_algorithm": nlopt.LD_MMA}
+SCHEDULE = StressSchedule(BETAS, X0, STEP, SETTLE, REFERENCE_MMA)
 OPTIONS = (
     Option("n", at_least(10, int), 100, "elements along each outer side, a multiple of 5"),
     Option("sigma_allow", positive_float, 1.2, "allowed von Mises stress"),
@@ -109,76 +105,18 @@ def corner_elements(mesh, corner: float) -> np.ndarray:
     return np.flatnonzero(np.hypot(c[:, 0] - corner, c[:, 1] - corner) < 0.75 * h)
 
 
-def stresses(problem: MinimumVolumeStress, x, beta, corner) -> dict:
-    """Volume, largest relaxed stress, the largest at the corner, grey level of a design."""
-    s = problem.summary(x, beta)
-    rel = problem.relaxed(x, beta)
-    x_phys = np.asarray(problem.x_phys(x, beta))
-    return {"volume": s["volume"], "max_von_mises": s["max_von_mises"],
-            "max_over_allow": s["max_von_mises"] / problem.sigma_allow,
-            "corner_von_mises": float(np.max(rel[corner])),
-            "corner_density": float(np.mean(x_phys[corner])),
-            "grey_level": grey_level(x_phys)}
-
-
 def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.5,
         P: float = 8.0, alpha: float = 1.0, maxeval: int = 480, solver: str = "auto",
         out: str | None = None, verbose: bool = False, checkpoint: str | None = None,
         resume: str | None = None) -> RunResult:
     """The stress-constrained design and the minimum-compliance design of its volume."""
-    if out is not None:
-        check_writable_folder(out, "out")
-    block = maxeval // len(BETAS)
-    if block < 1:
-        raise ValueError(f"maxeval must be >= {len(BETAS)} (one evaluation per block), "
-                         f"got {maxeval}")
-    t0 = time.perf_counter()
-    mesh, model, f, corner_at = setup(n)
-    problem = MinimumVolumeStress(model, f, sigma_allow, rmin, q=q, P=P, alpha=alpha,
-                                  solver=solver)
-    res = problem.run(BETAS, block, x0=np.full(problem.n, X0), verbose=verbose,
-                      checkpoint=checkpoint, resume=resume, initial_step=STEP, settle=SETTLE)
-    corner = corner_elements(mesh, corner_at)
-    design = stresses(problem, res.x, BETAS[-1], corner)
-    seconds = time.perf_counter() - t0
-    reference = ComplianceProblem(model, f, design["volume"], rmin, solver=solver)
-    ref = reference.run(stages=[Stage(block, {"beta": b}) for b in BETAS], verbose=False,
-                        mma_params=REFERENCE_MMA)
-    compliance_design = stresses(problem, ref.x, BETAS[-1], corner)
-    metrics = {**design, "sigma_allow": sigma_allow, "c": problem.norm.c,
-               "evaluations_per_block": block, "seconds": seconds,
-               "compliance_design": compliance_design | {
-                   "compliance": ref["compliance"], "evaluations": ref.evaluations,
-                   "status": ref.status},
-               "total_seconds": time.perf_counter() - t0}
-    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
-                                   x_phys=np.asarray(problem.x_phys(res.x, BETAS[-1])),
-                                   history=res.history,
-                                   arrays={"x_phys_compliance": ref.x_phys})
-    if out is not None:
-        write(out, mesh, problem, result, dict(n=n, side=SIDE, sigma_allow=sigma_allow, rmin=rmin,
-                                               q=q, P=P, penal=3.0, alpha=alpha, betas=BETAS,
-                                               maxeval=maxeval))
-    return result
-
-
-def write(out: str, mesh, problem: MinimumVolumeStress, result: RunResult, setup: dict) -> None:
-    """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
-    from topopt.plot.figures import boundary_markers, save_design
-    ref = result["compliance_design"]
-    u = problem.analysis(result.x, BETAS[-1])[1]
-    supports, loads = boundary_markers(problem.model, problem.f)
-    write_results(out, mesh, result, setup=dict(problem="l_bracket", **setup),
-                  title=f"L-bracket, max sigma_vm = {result['max_von_mises']:.3f} "
-                        f"(allow {problem.sigma_allow:g})",
-                  point_data={"displacement": np.asarray(u)[problem.model.basis.nodal_dofs].T},
-                  objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"],
-                  objective_scale=1.0, objective_label="volume fraction V",
-                  supports=supports, loads=loads)
-    with cli.signals_held():
-        save_design(mesh, result["x_phys_compliance"], os.path.join(out, "compliance_design.png"),
-                    title=f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
-                          f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")
+    def build():
+        mesh, model, f, corner_at = setup(n)
+        return mesh, model, f, corner_elements(mesh, corner_at)
+    record = dict(problem="l_bracket", n=n, side=SIDE, sigma_allow=sigma_allow, rmin=rmin, q=q,
+                  P=P, penal=3.0, alpha=alpha, betas=BETAS, maxeval=maxeval)
+    return run_stress_reference(build, SCHEDULE, sigma_allow, rmin, q, P, alpha, maxeval,
+                                solver, out, verbose, checkpoint, resume, record)
 
 
 def summary(result: RunResult) -> str:

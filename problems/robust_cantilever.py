@@ -36,22 +36,16 @@ repeated (an interruption there ends the run without results).
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.fem.budget import check_samples
-from topopt._validate import check_int, check_range
 from topopt.cli.script import Option, at_least
-from topopt.io.result import run_record
-from topopt.responses.structural import compliance
-from topopt.optimize.driver import load_checkpoint, minimize
-from topopt.formulations.compliance import ComplianceProblem, compliance_options, write_results
+from topopt.formulations.compliance import ComplianceProblem, compliance_options
+from topopt.formulations.robust_compliance import (RobustCompliance, check_robust,  # noqa: F401
+                                                   run_robust)
 from topopt.io.result import RunResult
-from topopt.robust.moments import mean_std, monte_carlo_moments
-from topopt.io import check_writable_file, check_writable_folder
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "robust_cantilever")
@@ -75,147 +69,24 @@ def setup(nelx: int, nely: int):
     return mesh, model, B
 
 
-class RobustCompliance:
-    """``E[c] + k std[c]`` of a `ComplianceProblem` under the load ``B theta``.
-
-    ``theta ~ N(mu, Sigma)``; moments by `mean_std` (SOSM, exact for
-    compliance). `responses` is MMA's ``(objective / scale, v / volfrac - 1)``.
-    """
-
-    def __init__(self, problem: ComplianceProblem, B, mu, Sigma, k: float):
-        self.problem, self.B, self.mu, self.Sigma, self.k = problem, B, mu, Sigma, k
-        self.scale = None
-
-    def compliance(self, E, theta):
-        """``c(E, theta) = f^T K(E)^{-1} f``, ``f = B theta``."""
-        f = self.B @ theta
-        return compliance(fem.solve(self.problem.system, E, f), f)
-
-    def moments(self, x):
-        """``(E[c], std[c])`` of the design `x`; differentiable."""
-        return mean_std(self.compliance, self.problem.stiffness(x), self.mu, self.Sigma)
-
-    def objective(self, x):
-        mean, std = self.moments(x)
-        return mean + self.k * std
-
-    def responses(self, x):
-        return (self.objective(x) / self.scale,
-                self.problem.volume(x) / self.problem.volfrac - 1.0)
-
-    def optimize(self, maxeval: int, verbose: bool, checkpoint: str | None = None,
-                 resume: str | None = None):
-        """MMA from the uniform design (the deterministic run's start); a `Result`."""
-        problem = self.problem
-        x0 = np.full(problem.n, problem.volfrac)
-        self.scale = float(self.objective(x0))
-        return minimize(self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
-                        maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
-                        resume=resume, mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10},
-                        count_solves=lambda: problem.system.counts["factorizations"],
-                        objective_scale=self.scale,
-                        objective_name=f"E[c] + {self.k:g} std[c]")
-
-    def figures(self, x, samples: int, seed: int) -> dict:
-        """SOSM moments, the nominal compliance and a Monte Carlo check of a design."""
-        E = np.asarray(self.problem.stiffness(x))
-        mean, std = (float(v) for v in mean_std(self.compliance, E, self.mu, self.Sigma))
-        mc = monte_carlo_moments(self.compliance, E, self.mu, self.Sigma,
-                                 n_samples=samples, seed=seed)
-        return {"mean": mean, "std": std, "objective": mean + self.k * std,
-                "nominal_compliance": float(self.compliance(E, self.mu)),
-                "volume": float(self.problem.volume(x)),
-                "mc_mean": mc.mean, "mc_mean_error": mc.mean_error,
-                "mc_std": mc.std, "mc_std_error": mc.std_error}
-
-
-def _check(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
-    """``(k, Sigma, samples)`` checked, and the paths, before any work."""
-    k = check_range("k", k, 0.0, None, what="weight of std[c]")
-    Sigma = np.diag([check_range("sigma_x", sigma_x, 0.0, None) ** 2,
-                     check_range("sigma_y", sigma_y, 0.0, None) ** 2])
-    if not np.any(Sigma):
-        raise ValueError("sigma_x and sigma_y are both 0: no uncertainty (std[c] = 0 is not "
-                         "differentiable); give one > 0")
-    samples = check_int("samples", samples, 100, what="Monte Carlo draws")
-    check_samples(samples, len(Sigma), f"--samples {samples}")      # drawn after the run
-    if out is not None:
-        check_writable_folder(out, "out")
-    if checkpoint is not None:
-        check_writable_file(checkpoint, "checkpoint")
-    if resume is not None:
-        load_checkpoint(resume)                              # a readable checkpoint
-    return k, Sigma, samples
-
-
 def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", k: float = 3.0, sigma_x: float = 0.7,
         sigma_y: float = 0.05, samples: int = 2000, maxeval: int = 200, seed: int = 0,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None) -> RunResult:
-    """Deterministic, mean-optimal and robust designs at one volume, under one uncertainty.
+    """Deterministic, mean-optimal and robust designs at one volume, under one uncertainty
+    (`run_robust`: ``x`` is the robust design, ``x_mean_optimal``, ``x_deterministic``)."""
+    k, Sigma, samples = check_robust(k, sigma_x, sigma_y, samples, out, checkpoint, resume)
 
-    The `RunResult` holds ``robust_objective`` (E[c] + k std[c] of the robust
-    design) and the figures ``robust``, ``mean_optimal`` and ``deterministic``
-    (`RobustCompliance.figures`, all with the same `k` and Monte Carlo draws);
-    ``x`` is the robust design, ``x_mean_optimal`` and ``x_deterministic``
-    the others. A run interrupted before the robust phase returns that
-    phase's record.
-    """
-    k, Sigma, samples = _check(k, sigma_x, sigma_y, samples, out, checkpoint, resume)
-    t0 = time.perf_counter()
-    mesh, model, B = setup(nelx, nely)
-    det = ComplianceProblem(model, B @ MU, volfrac, rmin, penal=penal, filter=filter,
-                            solver=solver)
-    det_result = det.run(maxeval=maxeval, verbose=verbose)
-    if det_result.status == "interrupted":
-        return det_result
-    mean_res = RobustCompliance(det, B, MU, Sigma, 0.0).optimize(maxeval, verbose)
-    if mean_res.status == "interrupted":
-        return RunResult.from_record(run_record(mean_res, None), {"phase": "mean_optimal"},
-                                     x=mean_res.x, x_phys=np.asarray(det.x_phys(mean_res.x)),
-                                     history=mean_res.history)
-    robust = RobustCompliance(det, B, MU, Sigma, k)
-    res = robust.optimize(maxeval, verbose, checkpoint, resume)
-    designs = {"robust": res.x, "mean_optimal": mean_res.x, "deterministic": det_result.x}
-    figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
-    metrics = {"robust_objective": figures["robust"]["objective"], **figures,
-               "k": k, "sigma_x": sigma_x, "sigma_y": sigma_y, "mu": MU.tolist(),
-               "samples": samples, "objective_scale": robust.scale,
-               "seconds": time.perf_counter() - t0}
-    arrays = {}
-    for name in ("mean_optimal", "deterministic"):
-        arrays[f"x_{name}"] = designs[name]
-        arrays[f"x_phys_{name}"] = np.asarray(det.x_phys(designs[name]))
-    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
-                                   x_phys=np.asarray(det.x_phys(res.x)), history=res.history,
-                                   arrays=arrays)
-    if out is not None:
-        write(out, mesh, det, result, dict(problem="robust_cantilever", nelx=nelx, nely=nely,
-                                           volfrac=volfrac, rmin=rmin, penal=penal,
-                                           filter=filter, k=k, sigma_x=sigma_x,
-                                           sigma_y=sigma_y, maxeval=maxeval, seed=seed))
-    return result
-
-
-def write(out: str, mesh, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
-    """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
-    from topopt.plot.figures import boundary_markers, save_design
-    supports, loads = boundary_markers(det.model, det.f)
-    for name in ("mean_optimal", "deterministic"):
-        f = result[name]
-        save_design(mesh, result[f"x_phys_{name}"], os.path.join(out, f"{name}.png"),
-                    title=f"{name.replace('_', '-')}: E[c] = {f['mean']:.4g}, "
-                          f"std[c] = {f['std']:.4g}, c(mu) = {f['nominal_compliance']:.4g}")
-    r = result["robust"]
-    write_results(out, mesh, result, setup,
-                  title=f"robust (k = {setup['k']:g}): E[c] = {r['mean']:.4g}, "
-                        f"std[c] = {r['std']:.4g}, c(mu) = {r['nominal_compliance']:.4g}",
-                  point_data=det.displacement(result.x_phys), objective="robust_objective",
-                  symbol="E + k std", constraint_names=[f"volume V / {det.volfrac:g} - 1"],
-                  objective_scale=result["objective_scale"],
-                  objective_label=f"E[c] + {setup['k']:g} std[c]",
-                  supports=supports, loads=loads)
+    def build():
+        _, model, B = setup(nelx, nely)
+        return ComplianceProblem(model, B @ MU, volfrac, rmin, penal=penal, filter=filter,
+                                 solver=solver), B
+    about = dict(problem="robust_cantilever", nelx=nelx, nely=nely, volfrac=volfrac, rmin=rmin,
+                 penal=penal, filter=filter, k=k, sigma_x=sigma_x, sigma_y=sigma_y,
+                 maxeval=maxeval, seed=seed)
+    return run_robust(build, MU, k, Sigma, samples, maxeval, seed, about, out, verbose,
+                      checkpoint, resume)
 
 
 def summary(result: RunResult) -> str:

@@ -1,0 +1,188 @@
+"""Robust compliance: minimum ``E[c] + k std[c]`` under a Gaussian load ``f = B theta``.
+
+``theta ~ N(mu, Sigma)``. The compliance is quadratic in ``theta``, so the
+second-order moments of `topopt.robust.mean_std` (SOSM) are exact: ``E[c] =
+c(mu) + tr(A Sigma)``, ``Var[c] = 4 b^T Sigma b + 2 tr((A Sigma)^2)`` (e.g.
+Guest & Igusa 2008, Dunning, Kim & Mullineux 2011); their design derivatives
+come from nested AD. `run_robust` compares the deterministic, mean-optimal
+(``k = 0``) and robust designs at one volume under one uncertainty.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+from .. import fem
+from .._validate import check_int, check_range
+from ..fem.budget import check_samples
+from ..io.result import RunResult, run_record
+from ..optimize.driver import load_checkpoint, minimize
+from ..responses.structural import compliance
+from ..robust.moments import mean_std, monte_carlo_moments
+from .._files import check_writable_file, check_writable_folder
+from .compliance import ComplianceProblem, write_results
+
+__all__ = ["RobustCompliance", "check_robust", "run_robust", "write_robust"]
+
+
+class RobustCompliance:
+    """``E[c] + k std[c]`` of a `ComplianceProblem` under the load ``B theta``.
+
+    ``theta ~ N(mu, Sigma)``; moments by `mean_std` (SOSM, exact for
+    compliance). `responses` is MMA's ``(objective / scale, v / volfrac - 1)``.
+
+    Examples
+    --------
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: np.isclose(x[0], 0))
+    >>> B = np.stack([model.point_load((4, 1), (1, 0)), model.point_load((4, 1), (0, 1))], 1)
+    >>> mu = np.array([0.0, -1.0])
+    >>> det = ComplianceProblem(model, B @ mu, 0.5, 1.5)
+    >>> robust = RobustCompliance(det, B, mu, np.diag([0.01, 0.0]), 3.0)
+    >>> mean, std = robust.moments(np.full(8, 0.5))
+    >>> bool(mean > 0 and std > 0)
+    True
+    """
+
+    def __init__(self, problem: ComplianceProblem, B, mu, Sigma, k: float):
+        self.problem, self.B, self.mu, self.Sigma, self.k = problem, B, mu, Sigma, k
+        self.scale = None
+
+    def compliance(self, E, theta):
+        """``c(E, theta) = f^T K(E)^{-1} f``, ``f = B theta``."""
+        f = self.B @ theta
+        return compliance(fem.solve(self.problem.system, E, f), f)
+
+    def moments(self, x):
+        """``(E[c], std[c])`` of the design `x`; differentiable."""
+        return mean_std(self.compliance, self.problem.stiffness(x), self.mu, self.Sigma)
+
+    def objective(self, x):
+        mean, std = self.moments(x)
+        return mean + self.k * std
+
+    def responses(self, x):
+        return (self.objective(x) / self.scale,
+                self.problem.volume(x) / self.problem.volfrac - 1.0)
+
+    def optimize(self, maxeval: int, verbose: bool, checkpoint: str | None = None,
+                 resume: str | None = None):
+        """MMA from the uniform design (the deterministic run's start); a `Result`."""
+        problem = self.problem
+        x0 = np.full(problem.n, problem.volfrac)
+        self.scale = float(self.objective(x0))
+        return minimize(self.responses, x0, n_constraints=1, bounds=(0.0, 1.0),
+                        maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
+                        resume=resume, mma_params={"inner_maxeval": 1, "dual_ftol_rel": 1e-10},
+                        count_solves=lambda: problem.system.counts["factorizations"],
+                        objective_scale=self.scale,
+                        objective_name=f"E[c] + {self.k:g} std[c]")
+
+    def figures(self, x, samples: int, seed: int) -> dict:
+        """SOSM moments, the nominal compliance and a Monte Carlo check of a design."""
+        E = np.asarray(self.problem.stiffness(x))
+        mean, std = (float(v) for v in mean_std(self.compliance, E, self.mu, self.Sigma))
+        mc = monte_carlo_moments(self.compliance, E, self.mu, self.Sigma,
+                                 n_samples=samples, seed=seed)
+        return {"mean": mean, "std": std, "objective": mean + self.k * std,
+                "nominal_compliance": float(self.compliance(E, self.mu)),
+                "volume": float(self.problem.volume(x)),
+                "mc_mean": mc.mean, "mc_mean_error": mc.mean_error,
+                "mc_std": mc.std, "mc_std_error": mc.std_error}
+
+
+def check_robust(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
+    """``(k, Sigma, samples)`` checked, and the paths, before any work.
+
+    Examples
+    --------
+    >>> k, Sigma, samples = check_robust(3.0, 0.5, 0.0, 100, None, None, None)
+    >>> Sigma.tolist()
+    [[0.25, 0.0], [0.0, 0.0]]
+    """
+    k = check_range("k", k, 0.0, None, what="weight of std[c]")
+    Sigma = np.diag([check_range("sigma_x", sigma_x, 0.0, None) ** 2,
+                     check_range("sigma_y", sigma_y, 0.0, None) ** 2])
+    if not np.any(Sigma):
+        raise ValueError("sigma_x and sigma_y are both 0: no uncertainty (std[c] = 0 is not "
+                         "differentiable); give one > 0")
+    samples = check_int("samples", samples, 100, what="Monte Carlo draws")
+    check_samples(samples, len(Sigma), f"--samples {samples}")      # drawn after the run
+    if out is not None:
+        check_writable_folder(out, "out")
+    if checkpoint is not None:
+        check_writable_file(checkpoint, "checkpoint")
+    if resume is not None:
+        load_checkpoint(resume)                              # a readable checkpoint
+    return k, Sigma, samples
+
+
+def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int, seed: int,
+               about: dict, out: str | None = None, verbose: bool = False,
+               checkpoint: str | None = None, resume: str | None = None) -> RunResult:
+    """Deterministic, mean-optimal and robust designs at one volume, under one uncertainty.
+
+    `build()` gives ``(det, B)``: the deterministic `ComplianceProblem` (load
+    ``B mu``) and the load directions. The `RunResult` holds
+    ``robust_objective`` and the `RobustCompliance.figures` ``robust``,
+    ``mean_optimal`` and ``deterministic`` (the same `k` and Monte Carlo
+    draws); ``x`` is the robust design, ``x_mean_optimal`` and
+    ``x_deterministic`` the others. A run interrupted before the robust
+    phase returns that phase's record. `about`: the problem's parameters,
+    ``sigma_x`` and ``sigma_y`` among them (metrics), all of them written
+    with the design to `out` (`write_robust`).
+    """
+    t0 = time.perf_counter()
+    det, B = build()
+    det_result = det.run(maxeval=maxeval, verbose=verbose)
+    if det_result.status == "interrupted":
+        return det_result
+    mean_res = RobustCompliance(det, B, mu, Sigma, 0.0).optimize(maxeval, verbose)
+    if mean_res.status == "interrupted":
+        return RunResult.from_record(run_record(mean_res, None), {"phase": "mean_optimal"},
+                                     x=mean_res.x, x_phys=np.asarray(det.x_phys(mean_res.x)),
+                                     history=mean_res.history)
+    robust = RobustCompliance(det, B, mu, Sigma, k)
+    res = robust.optimize(maxeval, verbose, checkpoint, resume)
+    designs = {"robust": res.x, "mean_optimal": mean_res.x, "deterministic": det_result.x}
+    figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
+    metrics = {"robust_objective": figures["robust"]["objective"], **figures,
+               "k": k, "sigma_x": about["sigma_x"], "sigma_y": about["sigma_y"],
+               "mu": mu.tolist(),
+               "samples": samples, "objective_scale": robust.scale,
+               "seconds": time.perf_counter() - t0}
+    arrays = {}
+    for name in ("mean_optimal", "deterministic"):
+        arrays[f"x_{name}"] = designs[name]
+        arrays[f"x_phys_{name}"] = np.asarray(det.x_phys(designs[name]))
+    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
+                                   x_phys=np.asarray(det.x_phys(res.x)), history=res.history,
+                                   arrays=arrays)
+    if out is not None:
+        write_robust(out, det, result, about)
+    return result
+
+
+def write_robust(out: str, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
+    """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
+    from ..plot.figures import boundary_markers, save_design
+    mesh = det.model.mesh
+    supports, loads = boundary_markers(det.model, det.f)
+    for name in ("mean_optimal", "deterministic"):
+        f = result[name]
+        save_design(mesh, result[f"x_phys_{name}"], os.path.join(out, f"{name}.png"),
+                    title=f"{name.replace('_', '-')}: E[c] = {f['mean']:.4g}, "
+                          f"std[c] = {f['std']:.4g}, c(mu) = {f['nominal_compliance']:.4g}")
+    r = result["robust"]
+    write_results(out, mesh, result, setup,
+                  title=f"robust (k = {setup['k']:g}): E[c] = {r['mean']:.4g}, "
+                        f"std[c] = {r['std']:.4g}, c(mu) = {r['nominal_compliance']:.4g}",
+                  point_data=det.displacement(result.x_phys), objective="robust_objective",
+                  symbol="E + k std", constraint_names=[f"volume V / {det.volfrac:g} - 1"],
+                  objective_scale=result["objective_scale"],
+                  objective_label=f"E[c] + {setup['k']:g} std[c]",
+                  supports=supports, loads=loads)
