@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SKIP = {"seconds", "checkpoint", "resume"}
+SKIP = {"seconds", "total_seconds", "checkpoint", "resume"}
 RTOL, ATOL = 1e-12, 1e-300
 
 

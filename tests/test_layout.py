@@ -1,7 +1,12 @@
 """The shape of the library: layers, no import cycles, modules and functions a reader can hold.
 
 The import graph is read from the source with `ast` (imports inside functions
-count too: a lazy import that dodges a cycle is still a cycle).
+count too: a lazy import that dodges a cycle is still a cycle). The limits are
+issue 24's: modules of at most 500 lines, classes of 250, a formulation class
+of 150, a problem script of 150, no more than 8 modules at the top of
+``topopt/`` besides packages, one conjugate-gradient loop, and the physics,
+design, responses and the optimizer importing nothing from the command line,
+the run files or the pictures.
 """
 
 import ast
@@ -10,10 +15,18 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAX_MODULE_LINES, MAX_FUNCTION_LINES = 700, 80
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_CLASS_LINES = 500, 80, 250
+MAX_FORMULATION_LINES, MAX_SCRIPT_LINES, MAX_TOP_MODULES = 150, 150, 8
 # a lower layer imports nothing from a higher one
+_UTILS = ("topopt._validate", "topopt._files", "topopt._memory")
 LAYERS = {"topopt.ad": ("topopt.ad",),
-          "topopt.fem": ("topopt.ad", "topopt.fem", "topopt._validate")}
+          "topopt.fem": ("topopt.ad", "topopt.fem") + _UTILS,
+          "topopt.design": ("topopt.ad", "topopt.fem", "topopt.design") + _UTILS,
+          "topopt.responses": ("topopt.ad", "topopt.fem", "topopt.design",
+                               "topopt.responses") + _UTILS,
+          "topopt.optimize": ("topopt.ad", "topopt.design", "topopt.optimize") + _UTILS}
+# what no physics, design, response or optimizer module may import
+OUTER = ("topopt.cli", "topopt.io", "topopt.plot")
 
 
 def _modules() -> dict:
@@ -113,3 +126,65 @@ def test_modules_and_functions_are_short():
                       if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                       and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert long_modules == [] and long_functions == []
+
+
+def _class_lines(tree) -> list:
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef)]
+
+
+def test_classes_are_short():
+    long = [(m, name, n) for m, tree in TREES.items() for name, n in _class_lines(tree)
+            if n > MAX_CLASS_LINES]
+    assert long == []
+
+
+def test_formulations_hold_only_their_physics():
+    long = [(m, name, n) for m, tree in TREES.items() if m.startswith("topopt.formulations.")
+            for name, n in _class_lines(tree) if n > MAX_FORMULATION_LINES]
+    assert long == []
+
+
+def test_problem_scripts_read_like_a_setup_section():
+    folder = os.path.join(ROOT, "problems")
+    long = [(name, n) for name in sorted(os.listdir(folder)) if name.endswith(".py")
+            if (n := len(open(os.path.join(folder, name)).read().splitlines())) > MAX_SCRIPT_LINES]
+    assert long == []
+
+
+def test_few_modules_at_the_top():
+    top = [m for m, p in MODULES.items() if m.count(".") == 1 and not p.endswith("__init__.py")]
+    assert len(top) <= MAX_TOP_MODULES, top
+
+
+@pytest.mark.parametrize("layer", ["topopt.fem", "topopt.design", "topopt.responses",
+                                   "topopt.optimize", "topopt.reliability", "topopt.robust",
+                                   "topopt.formulations"])
+def test_physics_imports_nothing_of_the_command_line_or_pictures(layer):
+    outer = OUTER if layer != "topopt.formulations" else ("topopt.cli", "topopt.plot")
+    bad = [(m, t) for m, targets in import_graph().items() if m.startswith(layer)
+           for t in targets if t.startswith(outer)]
+    assert bad == []
+
+
+def _cg_loops(tree) -> list:
+    """Loops with a conjugate-gradient step: ``alpha = rz / pq`` and then ``alpha * p``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.While)):
+            steps = {sub.targets[0].id for sub in ast.walk(node) if isinstance(sub, ast.Assign)
+                     and isinstance(sub.targets[0], ast.Name)
+                     and isinstance(sub.value, ast.BinOp) and isinstance(sub.value.op, ast.Div)}
+            if any(isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mult)
+                   and isinstance(sub.left, ast.Name) and sub.left.id in steps
+                   and isinstance(sub.right, ast.Name) and sub.right.id == "p"
+                   for sub in ast.walk(node)):
+                found.append(node.lineno)
+    return found
+
+
+def test_one_conjugate_gradient_loop():
+    assert _cg_loops(ast.parse("while r:\n    a = rz / pq\n    x += a * p\n")) == [1]
+    assert _cg_loops(ast.parse("while r:\n    a = rz * pq\n    x += a * p\n")) == []
+    loops = {m: lines for m, tree in TREES.items() if (lines := _cg_loops(tree))}
+    assert list(loops) == ["topopt.fem.solvers.krylov"] and len(loops["topopt.fem.solvers.krylov"]) == 1
