@@ -13,12 +13,11 @@ point (``from topopt.design.filters import HelmholtzFilter``).
 
 Examples
 --------
->>> import numpy as np
->>> from skfem import MeshQuad
 >>> from topopt import ad
->>> from topopt.design.filters import DensityFilter
->>> mesh = MeshQuad.init_tensor(np.arange(4.0), np.arange(2.0))
->>> flt = DensityFilter(mesh, rmin=1.5)
+>>> from topopt.design import filters
+>>> import numpy as np, skfem
+>>> flt = filters.DensityFilter(skfem.MeshQuad.init_tensor(np.arange(4.0), np.arange(2.0)),
+...                             rmin=1.5)
 >>> flt(np.array([1.0, 0.0, 0.0]))
 array([0.75, 0.2 , 0.  ])
 >>> ad.gradient(lambda x: flt(x)[0], np.zeros(3))

@@ -124,6 +124,16 @@ def _check_filter(flt) -> None:
                         f"got {type(flt).__name__}")
 
 
+def _timed(flt, apply, v, name: str, nan: bool) -> np.ndarray:
+    """``apply(v)`` for the checked argument `name` of a filter primitive, its time added
+    to ``flt.seconds``."""
+    _check_filter(flt)
+    t0 = time.perf_counter()
+    out = apply(flt._check(v, name, nan=nan))
+    flt.seconds += time.perf_counter() - t0
+    return out
+
+
 @ad.primitive
 def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     """``F x`` for a linear filter `flt`: the primitive behind ``flt(x)``.
@@ -142,11 +152,7 @@ def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     >>> report["arg 1 reverse"] < 1e-8
     True
     """
-    _check_filter(flt)
-    t0 = time.perf_counter()
-    y = flt._forward(flt._check(x, "x", nan=True))
-    flt.seconds += time.perf_counter() - t0
-    return y
+    return _timed(flt, flt._forward, x, "x", nan=True)
 
 
 @ad.primitive
@@ -165,11 +171,7 @@ def apply_filter_transpose(flt: LinearFilter, y: ArrayLike) -> np.ndarray:
     >>> bool(np.isclose(apply_filter(flt, x) @ y, x @ apply_filter_transpose(flt, y)))
     True
     """
-    _check_filter(flt)
-    t0 = time.perf_counter()
-    x = flt._transpose(flt._check(y, "y", nan=False))
-    flt.seconds += time.perf_counter() - t0
-    return x
+    return _timed(flt, flt._transpose, y, "y", nan=False)
 
 
 def _linear_rules(primitive, transpose):
