@@ -174,7 +174,7 @@ def test_helmholtz_factorizes_once(monkeypatch):
     def no_factorization(*args, **kwargs):
         raise AssertionError("Kf factorized again")
 
-    monkeypatch.setattr(topopt.design.filters.spla, "splu", no_factorization)
+    monkeypatch.setattr(topopt.design.helmholtz_filter.spla, "splu", no_factorization)
     x = np.linspace(0, 1, 27)
     g = ad.gradient(lambda x: np.sum(flt(x) ** 2), x)
     np.testing.assert_allclose(g, 2 * flt.transpose(flt(x)), rtol=1e-14)

@@ -17,7 +17,9 @@ import pytest
 import skfem
 
 from topopt import fem
-from topopt.plot import figures as plot
+from topopt import plot
+from topopt.fem.mesh import element_centroids
+from topopt.plot.design3d import _projected_box
 from topopt.formulations.compliance import ComplianceProblem, plot_record
 
 
@@ -164,7 +166,7 @@ def test_3d_design_is_the_iso_surface_filling_the_frame():
     pytest.importorskip("skimage")
     from topopt.io.designs import iso_surface
     mesh = fem.box(8, 4, 2)
-    c = plot.element_centroids(mesh)
+    c = element_centroids(mesh)
     x = ((c[:, 1] < 1) | (c[:, 0] < 1)).astype(float)          # an L: base and wall
     fig = plot.design_figure_3d(mesh, x, title="L")
     ax = fig.axes[0]
@@ -175,7 +177,7 @@ def test_3d_design_is_the_iso_surface_filling_the_frame():
     aspect = np.asarray(ax.get_box_aspect())
     np.testing.assert_allclose(aspect / aspect[0], (hi - lo) / (hi - lo)[0], rtol=1e-9)
     corners = np.array([[a, b, d] for a in limits[0] for b in limits[1] for d in limits[2]])
-    box = plot._projected_box(fig, ax, corners)
+    box = _projected_box(fig, ax, corners)
     width, height = fig.bbox.width, fig.bbox.height
     assert box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
     assert (box[2] - box[0]) / width > 0.9 or (box[3] - box[1]) / height > 0.8
@@ -211,7 +213,7 @@ def test_3d_without_scikit_image_draws_voxels(monkeypatch):
         raise ImportError(f"{what} needs {module} ({topopt.io.designs.EXTRA})")
     monkeypatch.setattr(topopt.io.designs, "_require", missing)
     mesh = fem.box(4, 2, 2)
-    x = (plot.element_centroids(mesh)[:, 0] < 2).astype(float)      # the half x < 2
+    x = (element_centroids(mesh)[:, 0] < 2).astype(float)      # the half x < 2
     fig = plot.design_figure_3d(mesh, x, title="v")
     ax = fig.axes[0]
     assert "voxels" in fig._suptitle.get_text() and "topopt[io]" in fig._suptitle.get_text()

@@ -10,9 +10,9 @@ Design
 ------
 * **Layers.** `tree` (nested containers) and `registry` (the rule
   tables) at the bottom; `extend`, the extension API (`primitive`,
-  `rrule`, `frule`, `opt_out`, `Thunk`...); `core`, the internals (`Box`,
-  `apply`, the backward walk); `api` (`pullback`, `gradient`, `jvp`,
-  `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
+  `rrule`, `frule`, `opt_out`, `Thunk`...); `core`, the tape (`Box`,
+  the backward walk); `dispatch` (`apply`); `api` (`pullback`,
+  `gradient`, `jvp`, `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
   `testing`. No module imports one above it, and none imports from
   ``topopt`` outside ``topopt.ad``. scipy.special's rules are registered
   once scipy.special is imported (`registry.Registry.defer`), so ``import
@@ -50,7 +50,7 @@ Design
   function numpy computes from simpler ones (the nan-reductions, quantiles,
   flips and rolls, kron, convolve, interp, linspace, pinv...) is a call form
   whose rewrite runs traced operations with rules, so every mode follows.
-* **Dispatch** (`core.apply`): a type-specific rule (``types=``) beats an
+* **Dispatch** (`dispatch.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
   conversion of a traced value to a plain array raises ``TypeError``: a
@@ -85,7 +85,8 @@ from . import composite_more as _composite_more  # noqa: F401
 from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient
-from .core import Box, NoRuleError, apply, is_traced, trace_of, value
+from .core import Box, NoRuleError, is_traced, trace_of, value
+from .dispatch import apply
 from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
                      not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add

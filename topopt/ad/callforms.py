@@ -22,7 +22,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .coerce import _no_derivative_dtype
-from .core import Box, NoRuleError, _dtype, apply, astype, value
+from .core import Box, NoRuleError, _dtype, astype, value
+from .dispatch import apply
 from . import tree
 from .registry import REGISTRY
 from .registry import function_name as _name

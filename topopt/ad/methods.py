@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Box, apply, astype, _no_derivative_dtype, value
+from .core import Box, astype, _no_derivative_dtype, value
+from .dispatch import apply
 
 __all__ = ["NDARRAY", "FUNCTIONS", "REFUSED"]
 

@@ -8,8 +8,8 @@
     topopt export DIR --vtu [PATH] --stl [PATH]
 
 ``run`` hands its options to the problem module's ``main(argv)`` (the
-options of `topopt.cli`; ``topopt run NAME --help`` lists them) and ends as
-the script ends: 0, 2 for bad options, 130/143 after SIGINT/SIGTERM. A bad
+options of `topopt.cli.script`; ``topopt run NAME --help`` lists them) and
+ends as the script ends: 0, 2 for bad options, 130/143 after SIGINT/SIGTERM. A bad
 subcommand, an unknown problem or a folder without a result is a one-line
 argparse error with exit status 2. ``show`` and ``export`` read the folder's
 ``design.npz`` with `topopt.io.load_design` and its ``result.json``.

@@ -210,23 +210,16 @@ def ramp(x: ArrayLike, q: float = 8.0, Emin: float = 1e-9,
     Parameters
     ----------
     x : array_like
-        Densities in [0, 1] (up to `DENSITY_TOL`, the rounding of filters;
-        entries just below 0 count as 0). Differentiated.
+        Densities, as in `simp` (its checks and errors too). Differentiated.
     q : float, default 8.0
         Penalization, >= 0 (``q = 0`` is linear).
     Emin, E0 : float, default 1e-9 and 1.0
-        Void and solid stiffness, ``0 <= Emin < E0``.
+        As in `simp`.
 
     Returns
     -------
     numpy.ndarray
         Interpolated stiffness, same shape as `x`.
-
-    Raises
-    ------
-    ValueError
-        If `x` has NaN or an entry outside [0, 1] by more than `DENSITY_TOL`
-        (the entry and its index are named), or a parameter is out of range.
 
     Examples
     --------

@@ -13,9 +13,10 @@ forward pass.
 
 The pieces: the options, checked in one place (`topopt.optimize.options`, with
 the table of NLopt's ``LD_MMA`` parameters), the evaluator (cache, lazy
-gradients: `topopt.optimize.evaluator`), one run's state and its NLopt stages
-(`topopt.optimize.run`), progress lines (`topopt.optimize.progress`) and the
-checkpoint file (`topopt.optimize.checkpoint`); here the stage loop and `Result`.
+gradients: `topopt.optimize.evaluator`), one run's state and history
+(`topopt.optimize.run`), its NLopt stages (`topopt.optimize.nlopt_stage`),
+progress lines (`topopt.optimize.progress`) and the checkpoint file
+(`topopt.optimize.checkpoint`); here the stage loop and `Result`.
 
 Settings, one line each with the figure behind it (details in
 ``scripts/NOTES-mma.md``):
@@ -33,7 +34,7 @@ Settings, one line each with the figure behind it (details in
   328/271/238, 16 evaluations instead of 35 on ``sum(c / x)``; over the 14
   problem scripts see ``scripts/study_mma.py``.
 * A start that violates a constraint by more than 1e-3 runs with Svanberg's
-  elastic variables (`topopt.optimize.run`): MBB 60 x 20 from x = 0.7, 0.9, 1
+  elastic variables (`topopt.optimize.nlopt_stage`): MBB 60 x 20 from x = 0.7, 0.9, 1
   reaches 233.49-233.50 where the run used to stop after 1 evaluation.
 * ``initial_step`` stays NLopt's ``(upper - lower) / 2``: 0.05 to 0.3 on the
   EM focusing problem gave 14.5 to 26.7 against 18.2, no trend.
@@ -50,7 +51,7 @@ returning True, and SIGINT/SIGTERM (the current evaluation finishes, a
 checkpoint is written, ``status="interrupted"`` and ``signal`` names the
 signal; a second signal raises ``KeyboardInterrupt``). `minimize` never
 exits the process: problem scripts turn an interrupted `Result` into exit
-status 130 or 143 (`topopt.cli.finish`).
+status 130 or 143 (`topopt.cli.script.finish`).
 
 Resuming (``resume=PATH``) continues from the checkpoint's design, stage,
 stage budget left, history and counters; MMA restarts from the checkpoint
@@ -123,7 +124,7 @@ class Result:
         ``"SIGINT"`` or ``"SIGTERM"`` when a signal interrupted the run
         (``status="interrupted"``), else None. `minimize` never exits the
         process; a script turns this into its exit status
-        (`topopt.cli.finish`).
+        (`topopt.cli.script.finish`).
     history : list of dict
         One record per forward evaluation: ``evaluation``, ``stage``,
         ``stage_evaluation``, ``objective``, ``constraints``,

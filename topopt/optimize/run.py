@@ -2,8 +2,8 @@
 
 `_Run` holds a run's state (the evaluator's cache, MMA's center, the
 history, the stage), evaluates designs for NLopt (`_Run.evaluate`), drives
-NLopt's ``LD_MMA`` one stage at a time (`_Run.run_stage`) and writes the
-history and the checkpoint (`topopt.optimize.checkpoint`); `_Signals` turns
+NLopt's ``LD_MMA`` one stage at a time (`_Run.run_stage`, from
+`topopt.optimize.nlopt_stage`) and writes the history and the checkpoint (`topopt.optimize.checkpoint`); `_Signals` turns
 SIGINT/SIGTERM into a clean stop. The evaluator is in `topopt.optimize.evaluator`,
 the options in `topopt.optimize.options`, the measurements behind the settings
 in ``scripts/NOTES-mma.md``.
@@ -25,35 +25,10 @@ from .._files import atomic_write_text, jsonable
 from .checkpoint import Checkpoint
 from ..design.measures import variable_grey_level
 from .evaluator import _Cache, _Gradients, _Responses
+from .nlopt_stage import _NloptStage
 from .options import Options, Stage
-
-#: NLopt's result codes as `Result.status` strings.
-_STATUS = {
-    nlopt.SUCCESS: "success", nlopt.STOPVAL_REACHED: "stopval_reached",
-    nlopt.FTOL_REACHED: "ftol_reached", nlopt.XTOL_REACHED: "xtol_reached",
-    nlopt.MAXEVAL_REACHED: "maxeval_reached", nlopt.MAXTIME_REACHED: "maxtime_reached",
-    nlopt.FAILURE: "failure", nlopt.INVALID_ARGS: "invalid_args",
-    nlopt.OUT_OF_MEMORY: "out_of_memory", nlopt.ROUNDOFF_LIMITED: "roundoff_limited",
-    nlopt.FORCED_STOP: "forced_stop",
-}
-
-# a stage that ended with one of these statuses is finished; any other
-# (maxeval, interrupted, stopped) is continued by `resume` if budget is left
-RHO_MIN = 1e-5
-"""NLopt's lower limit of MMA's penalty ``rho`` (``CCSA_RHOMIN`` in its mma.c)."""
-
-ELASTIC_COST = 1e3
-"""Cost ``c`` of the elastic variables of an infeasible start (Svanberg's ``c_i = 1000``,
-for objectives of order 1)."""
-
-ELASTIC_FROM = 1e-3
-"""A start gets elastic variables for the constraints above this (constraints of order 1).
-
-Stages of a continuation and resumed runs start from MMA's last design, which
-may violate a constraint by ~1e-6; MMA recovers from that by itself, and
-elastic variables there would change the iterates of every such run."""
-
-_CONVERGED = ("success", "stopval_reached", "ftol_reached", "xtol_reached")
+from .progress import _CONVERGED    # a stage that ended so is finished; `resume` continues
+                                     # any other (maxeval, interrupted, stopped) with budget left
 
 
 def _params_json(params: Mapping) -> dict:
@@ -86,7 +61,7 @@ class _Center:
             self.feasible = True
 
 
-class _Run:
+class _Run(_NloptStage):
     """State of one `minimize` call: cache, history, MMA center, checkpoints."""
 
     def __init__(self, responses: _Responses, n: int, opts: Options):
@@ -217,98 +192,6 @@ class _Run:
             "constraints": None if values is None else values[1:].tolist(),
         })
         return x
-
-    def run_stage(self, stage: Stage, budget: int) -> tuple[np.ndarray, str]:
-        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations.
-
-        A start that violates constraints runs with Svanberg's elastic
-        variables (`ELASTIC_COST`, `_nlopt`).
-        """
-        x0, opt = self.x_stage, None
-        try:
-            if self.k is None or self.cache.values_at(x0) is None:
-                # learn k and whether x0 is feasible; NLopt's first call is a cache hit
-                self.evaluate(x0, False)
-                budget -= 1
-            violated, y0 = self._violations(x0)
-            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated, y0)
-            x = opt.optimize(np.concatenate([x0, y0]))[:self.n]
-            status = _STATUS.get(opt.last_optimize_result(), "unknown")
-        except nlopt.ForcedStop:
-            status = self.stop_reason or "forced_stop"
-            x = x0 if self.center.best is None else self.center.best[0]
-        except nlopt.RoundoffLimited:
-            status = "roundoff_limited"
-            x = x0 if self.center.best is None else self.center.best[0]
-        finally:
-            if opt is not None:
-                self.nlopt_evals += opt.get_numevals()
-        return np.array(x, dtype=float), status
-
-    def _rho_init(self, x0: np.ndarray) -> float:
-        """Svanberg's initial penalty ``0.1 mean_j |df/dx_j| (ub_j - lb_j)`` at `x0`, >= 1e-5.
-
-        Svanberg (2002, SIAM J. Optim. 12:555, section 5: ``rho_i^(1)``) for
-        the objective; NLopt takes one ``rho_init`` for all responses and never
-        goes below 1e-5. An infinite bound range counts as 1.
-        """
-        grad = self.evaluate(x0, True)[1][0]            # NLopt asks for it next: a cache hit
-        width = np.where(np.isfinite(self.o.ub - self.o.lb), self.o.ub - self.o.lb, 1.0)
-        return max(0.1 * float(np.mean(np.abs(grad) * width)), RHO_MIN)
-
-    def _violations(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The constraints above `ELASTIC_FROM` at an evaluated `x0`: indices and values."""
-        values = self.cache.values_at(x0)
-        if values is None or not self.k:
-            return np.zeros(0, dtype=int), np.zeros(0)
-        violated = np.flatnonzero(values[1:] > max(self.o.constraint_tol, ELASTIC_FROM))
-        return violated, values[1:][violated]
-
-    def _nlopt(self, stage: Stage, maxeval: int, violated: np.ndarray,
-               y0: np.ndarray) -> nlopt.opt:
-        """NLopt's ``LD_MMA`` for one stage, its callbacks served by `evaluate`.
-
-        With `violated` constraints at the start (values `y0`), MMA runs on
-        ``(x, y)``, one elastic variable per violated constraint: minimize ``f
-        + c sum(y)`` subject to ``g_i - y_i <= 0`` and ``0 <= y_i <= g_i(x0)``
-        (Svanberg 1987, Int. J. Numer. Meth. Eng. 24:359, eq. (4.1); ``c =
-        ELASTIC_COST``), whose start ``(x0, y0)`` is feasible; otherwise on
-        ``x`` alone.
-        """
-        E = np.zeros((self.k or 0, violated.size))
-        E[violated, np.arange(violated.size)] = 1.0        # y_j relaxes constraint violated[j]
-        n, m = self.n, y0.size
-        opt = nlopt.opt(nlopt.LD_MMA, n + m)
-        opt.set_lower_bounds(np.concatenate([self.o.lb, np.zeros(m)]))
-        opt.set_upper_bounds(np.concatenate([self.o.ub, y0]))
-        opt.set_maxeval(maxeval)
-        ftol, xtol = self.o.tolerances(stage)
-        opt.set_ftol_rel(ftol)
-        if xtol > 0:
-            opt.set_xtol_abs(np.concatenate([np.full(n, xtol), np.zeros(m)]))
-        for name, v in self.o.mma_params.items():
-            opt.set_param(name, self._rho_init(self.x_stage) if v == "auto" else v)
-        if self.o.initial_step is not None:
-            opt.set_initial_step(np.concatenate([self.o.initial_step, y0 / 2]))
-
-        def objective(z, grad):
-            values, grads = self.evaluate(z[:n], grad.size > 0)
-            if grad.size:
-                grad[:n] = grads[0]
-                grad[n:] = ELASTIC_COST
-            return float(values[0]) + ELASTIC_COST * float(np.sum(z[n:]))
-
-        def constraints(result, z, grad):
-            values, grads = self.evaluate(z[:n], grad.size > 0)
-            result[:] = values[1:] - E @ z[n:]
-            if grad.size:
-                grad[:, :n] = grads[1:]
-                grad[:, n:] = -E
-
-        opt.set_min_objective(objective)
-        if self.k:
-            opt.add_inequality_mconstraint(constraints, [self.o.constraint_tol] * self.k)
-        return opt
 
     # -- output ------------------------------------------------------------
     def write_history(self, status: str) -> None:

@@ -1,8 +1,17 @@
 """Pictures of designs and convergence histories (matplotlib, no pyplot state).
+
+* `figures`: the 2-D design figure (`design_figure`, `save_design`);
+* `design3d`: the 3-D iso-surface (`design_figure_3d`, `save_design_3d`);
+* `history`: the convergence history (`history_figure`, `save_history`);
+* `markers`: the supports and loads drawn on both (`boundary_markers`);
+* `canvas`: what they share (`grid_indices`, the atomic PNG write).
 """
 
-from .figures import (grid_indices, boundary_markers, design_figure, save_design, design_figure_3d,
-                      save_design_3d, history_figure, save_history)
+from .canvas import grid_indices
+from .design3d import design_figure_3d, save_design_3d
+from .figures import design_figure, save_design
+from .history import history_figure, save_history
+from .markers import boundary_markers
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history']
