@@ -8,13 +8,13 @@ Modules, each importing only those above it: `errors`, `csr`, `direct`
 (L-shape, plate with a hole), `refine` (nested grids).
 """
 
-from .solvers.auto import ITERATIVE_MIN_DOFS, auto_solver, describe
+from .solvers.auto import AUTO_MIN_DOFS, ITERATIVE_MIN_DOFS, auto_solver, describe
 from .errors import ConvergenceError, SingularSystemError
 from .waves import WaveModel, graded_axis
 from .mesh import DEGENERATE_TOL, box, check_mesh, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
-from .solvers.reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
+from .solvers.reanalysis import (Reanalysis, ReanalysisFactor, direct_options,
                                  reanalysis_policy)
 from .refine import nested_elements
 from .shapes import l_shape, plate_with_hole
