@@ -100,37 +100,31 @@ class LinearSystem:
         if self.element_dofs.ndim != 2:
             raise ValueError("element_dofs must be a 2-D array (elements x local dofs)")
         self.n_el, self.n_loc = self.element_dofs.shape
-        Ke = np.asarray(Ke)
-        if np.iscomplexobj(Ke):
-            raise TypeError("element matrices Ke must be real; put complex constant terms in K0")
-        if Ke.ndim == 3 and Ke.shape[0] == self.n_el and (
-                Ke.strides[0] == 0 or np.allclose(Ke, Ke[:1], rtol=1e-12, atol=0)):
-            Ke = Ke[0]                      # equal matrices (a broadcast view: no check needed)
-        if Ke.shape[-2:] != (self.n_loc, self.n_loc) or Ke.ndim not in (2, 3):
-            raise ValueError(f"Ke has shape {Ke.shape}; expected ({self.n_loc}, {self.n_loc}) "
-                             f"or ({self.n_el}, {self.n_loc}, {self.n_loc})")
-        check_finite_values("Ke", Ke, "element matrices must be finite",
-                            ("row", "column") if Ke.ndim == 2 else ("element", "row", "column"))
-        self.Ke, self.uniform = Ke, Ke.ndim == 2
+        Ke = _element_matrices(Ke, self.n_el, self.n_loc)
+        self.Ke = Ke
+        self.uniform = Ke.ndim == 2
         self._KeT = np.ascontiguousarray(Ke.T) if self.uniform else None    # BLAS-friendly
         self.ndof = int(ndof)
-        self.fixed = fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
-        self.free = np.setdiff1d(np.arange(self.ndof), fixed)
+        self.fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
+        self.free = np.setdiff1d(np.arange(self.ndof), self.fixed)
         if self.free.size == 0 and self.ndof:
             raise ValueError(f"fixed: every one of the {self.ndof} dofs is fixed, nothing is left "
                              "to solve for; fix fewer nodes or components")
         self.K0 = None if K0 is None else sps.csr_matrix(K0)
         if self.K0 is not None:
             check_finite_values("K0", self.K0.data, "K0 must be finite")
-        self.real = real = self.K0 is None or not np.iscomplexobj(self.K0.data)
-        self.requested_solver, self.symmetric = solver, symmetric
-        self.solver = pick_solver(solver, real=real, hermitian=symmetric and real,
+        self.real = self.K0 is None or not np.iscomplexobj(self.K0.data)
+        self.requested_solver = solver
+        self.symmetric = symmetric
+        self.solver = pick_solver(solver, real=self.real, hermitian=symmetric and self.real,
                                   geometry=geometry, n_loc=self.n_loc,
                                   free_dofs=self.free.size, constant=self.K0 is not None)
-        self.geometry, self.requires_support = geometry, requires_support
+        self.geometry = geometry
+        self.requires_support = requires_support
         self._structure = None      # rigid-mode check: None not yet run, then True/False
         self._singular = None       # its error message
-        self._zeros_checked = self._psd_elements = None
+        self._zeros_checked = None  # the zero pattern last checked (`_check_zeros`)
+        self._psd_elements = None   # whether every K_e is positive semidefinite, once known
         _check_structure(self, raise_=False)    # once per system; raised by `factorize`
         self._distributed = self.solver == "petsc"     # K(a) is assembled on the MPI ranks
         if self._distributed:
@@ -155,7 +149,7 @@ class LinearSystem:
         return (f"LinearSystem({self.n_el} elements, {self.free.size} free dofs, "
                 f"solver={self.solver!r})")
 
-    # ------------------------------------------------------------- pattern
+    # ------------------------------------------------------------ assembly
     def data(self, a) -> np.ndarray:
         """Values of ``K(a)`` on the free-dof pattern."""
         a = np.asarray(a)
@@ -288,3 +282,19 @@ class LinearSystem:
             if np.iscomplexobj(col):
                 out[:, k] += 1j * np.bincount(idx, col.imag, self.ndof)
         return out
+
+
+def _element_matrices(Ke, n_el: int, n_loc: int) -> np.ndarray:
+    """`Ke` checked (real, finite, ``(n_loc, n_loc)`` or ``(n_el, n_loc, n_loc)``); one if equal."""
+    Ke = np.asarray(Ke)
+    if np.iscomplexobj(Ke):
+        raise TypeError("element matrices Ke must be real; put complex constant terms in K0")
+    if Ke.ndim == 3 and Ke.shape[0] == n_el and (
+            Ke.strides[0] == 0 or np.allclose(Ke, Ke[:1], rtol=1e-12, atol=0)):
+        Ke = Ke[0]                      # equal matrices (a broadcast view: no check needed)
+    if Ke.shape[-2:] != (n_loc, n_loc) or Ke.ndim not in (2, 3):
+        raise ValueError(f"Ke has shape {Ke.shape}; expected ({n_loc}, {n_loc}) "
+                         f"or ({n_el}, {n_loc}, {n_loc})")
+    check_finite_values("Ke", Ke, "element matrices must be finite",
+                        ("row", "column") if Ke.ndim == 2 else ("element", "row", "column"))
+    return Ke

@@ -69,8 +69,9 @@ def reanalysis_policy(system) -> "Reanalysis | None":
     """The `Reanalysis` of a `LinearSystem` with a direct backend, or None when off.
 
     Reads ``system.solver_options`` (`direct_options`); iterative backends
-    keep their own options. ``"auto"`` is `topopt.fem.solvers.auto.auto_reanalysis`;
-    True asks for it and raises ValueError where it does not apply (complex or non-symmetric matrices).
+    keep their own options. ``"auto"`` is
+    `topopt.fem.solvers.auto.auto_reanalysis`; True asks for it and raises
+    ValueError where it does not apply (complex or non-symmetric matrices).
     """
     from .table import BACKENDS
     if BACKENDS[system.solver].iterative:
