@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.fem.solvers import reanalysis
+from topopt.fem.solvers import auto, reanalysis
 from topopt.fem.solvers.reanalysis import direct_options
 from topopt.design.filters import DensityFilter
 from topopt.design.interpolation import simp
@@ -126,7 +126,7 @@ def test_auto_is_on_from_the_measured_size(monkeypatch):
     mesh, model, f = cantilever3d.setup(4, 2, 2)
     assert model.system("cholmod" if fem.solvers.BACKENDS["cholmod"].available()
                         else "superlu").reanalysis is None        # small: off
-    monkeypatch.setitem(reanalysis.AUTO_MIN_DOFS, 3, 10)
+    monkeypatch.setitem(auto.AUTO_MIN_DOFS, 3, 10)
     _, model, f = cantilever3d.setup(4, 2, 2)
     assert model.system("superlu").reanalysis is not None
     assert model.system("superlu", {"reanalysis": False}).reanalysis is None

@@ -1,20 +1,23 @@
 """Finite-element layer on scikit-fem: meshes, element matrices, the design-dependent solve.
 
-Modules, each importing only those above it: `errors`, `csr`, `direct`
-(SuperLU, CHOLMOD, UMFPACK), `smoothers`, `krylov` (the CG loop),
-`lattice`, `amg`, `multigrid`, `auto` (what ``solver="auto"`` picks),
-`solvers` (the backend table), `reanalysis` (solves on an earlier factor),
-`supports`, `system`, `models`, `modal` (mass matrices, eigenvalues), `helmholtz`, `mesh`, `shapes`
-(L-shape, plate with a hole), `refine` (nested grids).
+Modules, each importing only those above it: `errors`, `solvers/` (the
+backend table, ``auto`` with every threshold, direct factorizations, the one
+CG loop in `solvers.krylov`, multigrid, AMG, reanalysis), `petsc/` (the
+``"petsc"`` backend across MPI ranks), `supports` (rigid-body modes),
+`singular` (the singularity checks of a solve), `adjoint` (the
+differentiable `solve`, `matvec`, `products`), `system` (`LinearSystem`),
+`models`, `modal` (mass matrices, eigenvalues), `waves` (time-harmonic wave
+models), `mesh`, `shapes` (L-shape, plate with a hole), `refine` (nested
+grids), `budget` (memory estimates).
 """
 
-from .solvers.auto import ITERATIVE_MIN_DOFS, auto_solver, describe
+from .solvers.auto import AUTO_MIN_DOFS, ITERATIVE_MIN_DOFS, auto_solver, describe
 from .errors import ConvergenceError, SingularSystemError
 from .waves import WaveModel, graded_axis
 from .mesh import DEGENERATE_TOL, box, check_mesh, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
-from .solvers.reanalysis import (AUTO_MIN_DOFS, Reanalysis, ReanalysisFactor, direct_options,
+from .solvers.reanalysis import (Reanalysis, ReanalysisFactor, direct_options,
                                  reanalysis_policy)
 from .refine import nested_elements
 from .shapes import l_shape, plate_with_hole

@@ -53,7 +53,7 @@ import numpy as np
 from ..._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from ..errors import ConvergenceError, SingularSystemError
 from .layout import partition, rank_payload
-from ..solvers.lattice import lattice
+from ..solvers.auto import auto_pc
 from .mg import hierarchy, rank_rows
 from .rank import RankSolver, gather_rows, scatter_rows
 
@@ -239,7 +239,7 @@ class PetscContext:
         payloads = [rank_payload(self.layout, r, system.element_dofs, system.fixed,
                                  np.asarray(p, dtype=float), system.Ke) for r in range(c.size)]
         if self.options["pc"] == "auto":
-            self.options["pc"] = "mg" if lattice(np.asarray(p, dtype=float)) else "gamg"
+            self.options["pc"] = auto_pc(p)
         if self.options["pc"] == "mg":
             levels = hierarchy(self.layout, p, nodal_dofs, system.fixed)
             for r, payload in enumerate(payloads):

@@ -12,8 +12,11 @@ medians of several runs; the figures are in that script's docstring and
   (``"mg-cg"``), whose cost grows linearly with the size where a 3-D
   factorization's grows with its square;
 * otherwise the fastest installed direct backend (CHOLMOD, else SuperLU);
-  `topopt.fem.solvers.reanalysis` decides separately whether its designs reuse an
-  earlier factor.
+  `auto_reanalysis` (from `AUTO_MIN_DOFS` free dofs in 3-D) decides whether
+  its designs reuse an earlier factor (`topopt.fem.solvers.reanalysis`);
+* on ``solver="petsc"``, ``pc="auto"`` is `auto_pc`: PCMG on lattices, else GAMG.
+
+Every threshold of ``"auto"`` is here.
 
 `describe` says what was picked and why, for the first line of a run.
 """
@@ -24,7 +27,8 @@ import numpy as np
 
 from .lattice import lattice
 
-__all__ = ["ITERATIVE_MIN_DOFS", "auto_solver", "describe"]
+__all__ = ["ITERATIVE_MIN_DOFS", "AUTO_MIN_DOFS", "auto_solver", "auto_reanalysis", "auto_pc",
+           "describe"]
 
 ITERATIVE_MIN_DOFS = {3: 7_000}
 """``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices.
@@ -36,6 +40,17 @@ iteration), MG-CG at 24 x 12 x 12 (12 168: 0.13 against 0.49 s) and 40 x 20 x
 beam 300 x 100 were faster (0.38 against 0.44 s), but over 100 evaluations at
 600 x 200 it took 2.28 s per evaluation against CHOLMOD's 0.79 (its CG
 iterations grow with the void regions of later designs)."""
+
+
+AUTO_MIN_DOFS = {3: 30_000}
+"""``reanalysis="auto"`` turns it on from these free-dof counts, by spatial dimension.
+
+Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
+``maxiter`` 25): the 3-D cantilever 40 x 20 x 20 (52 920 free dofs) took
+0.78 times as long per evaluation with reanalysis (64 factorizations instead
+of 100; ``maxiter`` 8: 92, 40: 59 and no faster), 24 x 12 x 12 (12 168)
+1.00 times; the MBB beam 600 x 200 (241 k dofs) 1.02 times (a 2-D
+factorization costs only ~5 pairs of triangular solves): never in 2-D."""
 
 
 def _on_lattice(geometry, n_loc: int) -> bool:
@@ -76,6 +91,37 @@ def auto_solver(direct: list[str], spd: bool, geometry, n_loc: int, free_dofs: i
     if spd and free_dofs >= ITERATIVE_MIN_DOFS.get(dim, np.inf) and _on_lattice(geometry, n_loc):
         return "mg-cg"
     return direct[0]
+
+
+def auto_reanalysis(system) -> bool:
+    """Whether ``reanalysis="auto"`` turns reanalysis on for a direct-backend `system`.
+
+    On for real symmetric systems with a mesh geometry and at least
+    `AUTO_MIN_DOFS` free dofs for its dimension.
+
+    Examples
+    --------
+    >>> from topopt import fem
+    >>> model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda x: x[0] == 0)
+    >>> auto_reanalysis(model.system("superlu"))
+    False
+    """
+    if not (system.real and system.symmetric) or system.geometry is None:
+        return False
+    dim = np.shape(system.geometry[0])[0]
+    return system.free.size >= AUTO_MIN_DOFS.get(dim, np.inf)
+
+
+def auto_pc(p) -> str:
+    """The preconditioner ``pc="auto"`` means on ``solver="petsc"``: PCMG on lattices, else GAMG.
+
+    Examples
+    --------
+    >>> from topopt import fem
+    >>> auto_pc(fem.rectangle(4, 2).p), auto_pc(fem.l_shape(8, 4).p)
+    ('mg', 'gamg')
+    """
+    return "mg" if lattice(np.asarray(p, dtype=float)) else "gamg"
 
 
 def describe(system) -> str:

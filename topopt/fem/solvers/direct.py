@@ -3,6 +3,8 @@
 Each factor object has ``solve(b)`` and ``solve_adjoint(b)`` (``K^H x =
 b``); they are registered as backends in `topopt.fem.solvers`, and
 `factorize_spd` gives the multigrid coarse solve the same code.
+`cvxopt_lower_of` and `cvxopt_full_of` put a `LinearSystem`'s ``K(a)`` in
+cvxopt's order for CHOLMOD and UMFPACK (the order built once per pattern).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import scipy.sparse.linalg as spla
 from ..errors import SingularSystemError
 
 __all__ = ["SuperLUFactor", "CholmodContext", "CholmodFactor", "UmfpackFactor",
-           "has_module", "cvxopt_lower", "factorize_spd", "FAST_EXTRA"]
+           "has_module", "cvxopt_lower", "factorize_spd", "FAST_EXTRA", "cvxopt_lower_of",
+           "cvxopt_full_of"]
 
 FAST_EXTRA = "pip install 'topopt[fast]'"
 """How to install the optional solver dependencies (cvxopt, pyamg)."""
@@ -165,3 +168,50 @@ class UmfpackFactor:
         """Solve ``K^H x = b``."""
         return self._solve(b, "C")
 
+
+def cvxopt_lower_of(S, a):
+    """The lower triangle of ``K(a)`` as a cvxopt matrix, assembled directly.
+
+    The rows of ``P`` for the lower triangle are put once in cvxopt's
+    column-compressed order, so each design costs one sparse product.
+    """
+    from cvxopt import matrix, spmatrix
+    if not hasattr(S, "_lower_spmatrix"):
+        I = S.rows[S.lower].astype(np.int64)
+        J = S.cols[S.lower].astype(np.int64)
+        n = S.free.size
+        A = spmatrix(matrix(np.arange(I.size, dtype=float)), matrix(I), matrix(J), (n, n))
+        order = np.flatnonzero(S.lower)[np.array(A.V, dtype=np.int64).ravel()]
+        diag = S.rows[order] == S.cols[order]
+        S._lower_diag_pos = np.flatnonzero(diag)[np.argsort(S.rows[order][diag])]
+        S._P_lower = S.P[order].tocsr()
+        S._K0_lower = None if S.K0_data is None else S.K0_data[order]
+        S._lower_spmatrix = A
+    data = S._P_lower @ a
+    if S._K0_lower is not None:
+        data = data + S._K0_lower
+    S._lower_data = data
+    A = S._lower_spmatrix
+    A.V = matrix(data)
+    return A
+
+
+def cvxopt_full_of(S, data):
+    """``K`` as a cvxopt matrix (pattern and value order built once)."""
+    from cvxopt import matrix, spmatrix
+    complex_ = np.iscomplexobj(data) or not S.real
+    if getattr(S, "_full_complex", None) != complex_:
+        n = S.free.size
+        A = spmatrix(matrix(np.arange(S.rows.size, dtype=float)),
+                     matrix(S.rows.astype(np.int64)), matrix(S.cols.astype(np.int64)),
+                     (n, n))
+        S._full_order = np.array(A.V, dtype=np.int64).ravel()
+        if complex_:
+            A = spmatrix(matrix(np.zeros(S.rows.size, dtype=complex)),
+                         matrix(S.rows.astype(np.int64)),
+                         matrix(S.cols.astype(np.int64)), (n, n), "z")
+        S._full_spmatrix, S._full_complex = A, complex_
+        S._umf_symbolic = None
+    A = S._full_spmatrix
+    A.V = matrix(np.asarray(data, dtype=complex if complex_ else float)[S._full_order])
+    return A

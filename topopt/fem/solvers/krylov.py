@@ -1,6 +1,10 @@
-"""The CG loop of the iterative backends and the factor object they return.
+"""The library's one CG loop (`cg_steps`), its stopping rules, and the iterative factor.
 
-`pcg` is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
+`cg_steps` takes a stopping rule: `ResidualNorm` (``|r| <= rtol |b|``, failures
+raise; `pcg`, behind the iterative backends) or `EnergyNorm` (``r^T M r <=
+rtol^2 b^T x``, failures return None; `pcg_energy`, behind reanalysis).
+
+The loop is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
 scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle (same
 iterations: 14-15 on the 40 x 20 x 20 cantilever, 15-17 on the 600 x 200
 MBB beam). On the idle machine the times matched (0.24 / 0.24 s and 0.33 /
@@ -21,7 +25,8 @@ import scipy.sparse as sps
 from ..._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from ..errors import ConvergenceError, SingularSystemError
 
-__all__ = ["RTOL", "MAXITER", "pcg", "IterativeFactor"]
+__all__ = ["RTOL", "MAXITER", "pcg", "pcg_energy", "cg_steps", "ResidualNorm", "EnergyNorm",
+           "IterativeFactor"]
 
 RTOL = 1e-8
 """Default relative residual ``|K x - b| / |b|`` at which CG stops.
@@ -132,49 +137,144 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
         return np.zeros_like(b), 0
     if not np.isfinite(bnorm):
         raise ValueError("the right-hand side contains NaN or inf")
-    tol = rtol * bnorm
+    rule = ResidualNorm(rtol, bnorm)
     x = np.zeros_like(b) if x0 is None else np.array(x0, dtype=float)
     r = b.copy() if x0 is None else b - A @ x
     it = 0
     while True:                                   # restarts when the true residual drifts
-        it = _cg_steps(A, M, x, r, tol, it, maxiter, bnorm, rtol)
+        it = cg_steps(A, b, M, x, r, rule, maxiter, it)
         r = b - A @ x
-        if _norm(r) <= tol:
+        if _norm(r) <= rule.tol:
             return x, it
         if it >= maxiter:
-            _not_converged(maxiter, _norm(r) / bnorm, rtol)
+            raise rule.exhausted(maxiter, _norm(r))
 
 
-def _not_converged(maxiter: int, relative: float, rtol: float):
-    raise ConvergenceError(
-        f"CG did not converge in {maxiter} iterations (relative residual {relative:.1e} > "
-        f"rtol {rtol:.0e}): the system may be singular (unsupported parts) or too "
-        "ill-conditioned for the preconditioner; raise maxiter or use a direct solver")
+def pcg_energy(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray], rtol: float,
+               maxiter: int) -> tuple[np.ndarray | None, int]:
+    """CG on ``A x = b`` from ``x = M b`` to an energy-norm `rtol`; None on failure.
+
+    Stops when ``r^T M r <= rtol^2 b^T x`` (`EnergyNorm`); returns ``(None,
+    maxiter)`` when that takes more than `maxiter` iterations, or when ``A``
+    or ``M`` is found not positive definite (the failure policy of
+    reanalysis: the caller then factorizes, which reports a singular ``A``).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sps
+    >>> A = sps.diags([2.0, 3.0, 4.0]).tocsr()
+    >>> x, its = pcg_energy(A, np.ones(3), lambda r: r / np.array([2.0, 3.0, 5.0]), 1e-12, 5)
+    >>> np.round(x, 12), its
+    (array([0.5       , 0.33333333, 0.25      ]), 1)
+    >>> pcg_energy(A, np.ones(3), lambda r: -r, 1e-12, 5)
+    (None, 5)
+    """
+    if not np.any(b):
+        return np.zeros_like(b), 0
+    x = M(b)
+    try:
+        return x, cg_steps(A, b, M, x, b - A @ x, EnergyNorm(rtol), maxiter)
+    except _Breakdown:
+        return None, maxiter
 
 
-def _cg_steps(A, M, x, r, tol, it, maxiter, bnorm, rtol) -> int:
-    """CG steps on `x` and its recursive residual `r` (in place) until ``|r| <= tol``."""
+class _Breakdown(Exception):
+    """A CG failure of a rule whose policy is to return None (caught by `pcg_energy`)."""
+
+
+class ResidualNorm:
+    """Stopping rule ``|r| <= rtol |b|`` on the recursive residual; failures raise.
+
+    Checked before each preconditioning (a converged ``r`` is not
+    preconditioned); raises `SingularSystemError` when ``r^T M r <= 0`` and
+    `ConvergenceError` (`exhausted`) past `maxiter`.
+    """
+
+    def __init__(self, rtol: float, bnorm: float):
+        self.rtol, self.bnorm, self.tol = rtol, bnorm, rtol * bnorm
+        self.rnorm = np.inf
+
+    def small(self, r: np.ndarray) -> bool:
+        self.rnorm = _norm(r)
+        return self.rnorm <= self.tol
+
+    def converged(self, b, x, rz: float) -> bool:
+        return False
+
+    def check(self, rz: float) -> None:
+        if not rz > 0:
+            raise SingularSystemError("the preconditioner is not positive definite "
+                                      f"(r^T M r = {rz:.2e})")
+
+    def exhausted(self, maxiter: int, rnorm: float | None = None) -> ConvergenceError:
+        relative = (self.rnorm if rnorm is None else rnorm) / self.bnorm
+        return ConvergenceError(
+            f"CG did not converge in {maxiter} iterations (relative residual {relative:.1e} > "
+            f"rtol {self.rtol:.0e}): the system may be singular (unsupported parts) or too "
+            "ill-conditioned for the preconditioner; raise maxiter or use a direct solver")
+
+    def indefinite(self, pq: float) -> Exception:
+        return SingularSystemError("the matrix is not positive definite (p^T K p = "
+                                   f"{pq:.2e}): is every part of the domain supported?")
+
+
+class EnergyNorm:
+    """Stopping rule ``r^T M r <= rtol^2 b^T x``: the relative energy-norm error.
+
+    ``r^T M r`` estimates ``||u - x||_A^2`` when ``M`` is close to
+    ``A^{-1}`` and ``b^T x`` estimates ``||u||_A^2``; checked after each
+    preconditioning. Every failure raises `_Breakdown` (`pcg_energy` returns
+    None).
+    """
+
+    def __init__(self, rtol: float):
+        self.rtol = rtol
+
+    def small(self, r: np.ndarray) -> bool:
+        return False
+
+    def converged(self, b, x, rz: float) -> bool:
+        bx = _dot(b, x)
+        if not (bx > 0 and rz >= 0):
+            raise _Breakdown
+        return rz <= self.rtol * self.rtol * bx
+
+    def check(self, rz: float) -> None:
+        pass
+
+    def exhausted(self, maxiter: int) -> Exception:
+        return _Breakdown()
+
+    def indefinite(self, pq: float) -> Exception:
+        return _Breakdown()
+
+
+def cg_steps(A, b, M, x, r, rule, maxiter: int, it: int = 0) -> int:
+    """CG steps on `x` and its residual `r` (in place) until `rule` stops; the iterations.
+
+    The only CG loop of the library (Hestenes & Stiefel 1952, preconditioned:
+    Saad, Iterative Methods, Alg. 9.1). `rule` (`ResidualNorm`, `EnergyNorm`)
+    says when to stop and what a failure raises; `it` counts on from earlier
+    steps (a restart).
+    """
     p, rz = None, 0.0
-    rnorm = _norm(r)
-    while rnorm > tol:
-        if it >= maxiter:
-            _not_converged(maxiter, rnorm / bnorm, rtol)
+    while not rule.small(r):
         z = M(r) if M is not None else r.copy()
         rz_new = _dot(r, z)
-        if not rz_new > 0:
-            raise SingularSystemError("the preconditioner is not positive definite "
-                                      f"(r^T M r = {rz_new:.2e})")
+        if rule.converged(b, x, rz_new):
+            return it
+        if it >= maxiter:
+            raise rule.exhausted(maxiter)
+        rule.check(rz_new)
         p = z if p is None else z + (rz_new / rz) * p
         rz = rz_new
         q = A @ p
         pq = _dot(p, q)
         if not pq > 0:
-            raise SingularSystemError("the matrix is not positive definite (p^T K p = "
-                                      f"{pq:.2e}): is every part of the domain supported?")
+            raise rule.indefinite(pq)
         alpha = rz / pq
         x += alpha * p
         r -= alpha * q
-        rnorm = _norm(r)
         it += 1
     return it
 

@@ -32,24 +32,14 @@ from typing import Callable
 import numpy as np
 
 from ..._validate import check_int, check_keywords, check_range
-from .krylov import _dot
+from .auto import AUTO_MIN_DOFS, auto_reanalysis
+from .krylov import pcg_energy
 
 __all__ = ["OPTIONS", "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy"]
 
 OPTIONS = {"reanalysis": "auto", "maxiter": 25, "rtol": 1e-6}
 """The direct backends' ``solver_options``: reanalysis on/off/``"auto"``, CG limit, tolerance."""
-
-AUTO_MIN_DOFS = {3: 30_000}
-"""``reanalysis="auto"`` turns it on from these free-dof counts, by spatial dimension.
-
-Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
-``maxiter`` 25): the 3-D cantilever 40 x 20 x 20 (52 920 free dofs) took
-0.78 times as long per evaluation with reanalysis (64 factorizations instead
-of 100; ``maxiter`` 8: 92, 40: 59 and no faster), 24 x 12 x 12 (12 168)
-1.00 times; the MBB beam 600 x 200 (241 k dofs) 1.02 times (a 2-D
-factorization costs only ~5 pairs of triangular solves): never in 2-D."""
-
 
 def direct_options(options: dict | None) -> dict:
     """The direct backends' options with defaults, each checked (name and range).
@@ -79,10 +69,9 @@ def reanalysis_policy(system) -> "Reanalysis | None":
     """The `Reanalysis` of a `LinearSystem` with a direct backend, or None when off.
 
     Reads ``system.solver_options`` (`direct_options`); iterative backends
-    keep their own options. ``"auto"`` turns reanalysis on for real
-    symmetric systems with a mesh geometry and at least `AUTO_MIN_DOFS` free
-    dofs for its dimension; True asks for it and raises ValueError where it
-    does not apply (complex or non-symmetric matrices).
+    keep their own options. ``"auto"`` is
+    `topopt.fem.solvers.auto.auto_reanalysis`; True asks for it and raises
+    ValueError where it does not apply (complex or non-symmetric matrices).
     """
     from .table import BACKENDS
     if BACKENDS[system.solver].iterative:
@@ -92,10 +81,7 @@ def reanalysis_policy(system) -> "Reanalysis | None":
     if opts["reanalysis"] is True and not suitable:
         raise ValueError("solver_options['reanalysis']=True needs a real symmetric system "
                          "(CG on a positive definite K); use reanalysis=False or 'auto'")
-    on = opts["reanalysis"] is True
-    if opts["reanalysis"] == "auto" and suitable and system.geometry is not None:
-        dim = np.shape(system.geometry[0])[0]
-        on = system.free.size >= AUTO_MIN_DOFS.get(dim, np.inf)
+    on = auto_reanalysis(system) if opts["reanalysis"] == "auto" else opts["reanalysis"] is True
     return Reanalysis(opts["maxiter"], opts["rtol"]) if on else None
 
 
@@ -200,7 +186,7 @@ class ReanalysisFactor:
     def _one(self, b: np.ndarray) -> np.ndarray | None:
         """One column by PCG, or None (and the design factorized) when CG needs too many."""
         t0 = time.perf_counter()
-        x, its = _pcg_energy(self.matrix, b, self.base.solve,
+        x, its = pcg_energy(self.matrix, b, self.base.solve,
                              self.policy.rtol, self.policy.maxiter)
         self.counts["reanalysis_seconds"] += time.perf_counter() - t0
         if x is None:
@@ -210,51 +196,3 @@ class ReanalysisFactor:
         self.iterations.append(its)
         self.counts["reanalysis_iterations"] += its
         return x
-
-
-def _pcg_energy(K, b: np.ndarray, M: Callable, rtol: float,
-                maxiter: int) -> tuple[np.ndarray | None, int]:
-    """CG on ``K x = b`` from ``x = M b``, preconditioned by `M`, to an energy-norm `rtol`.
-
-    Stops when ``r^T M r <= rtol^2 b^T x`` (``r^T M r`` estimates
-    ``||u - x||_K^2`` when ``M`` is close to ``K^{-1}``, ``b^T x`` estimates
-    ``||u||_K^2``); returns ``(None, maxiter)`` when that takes more than
-    `maxiter` iterations, or when ``K`` or ``M`` is found not positive
-    definite (the caller then factorizes, which reports a singular ``K``).
-
-    Examples
-    --------
-    >>> import scipy.sparse as sps
-    >>> K = sps.diags([2.0, 3.0, 4.0]).tocsr()
-    >>> Kb = sps.diags([2.0, 3.0, 5.0]).tocsr()
-    >>> x, its = _pcg_energy(K, np.ones(3), lambda r: r / Kb.diagonal(), 1e-12, 5)
-    >>> np.round(x, 12), its
-    (array([0.5       , 0.33333333, 0.25      ]), 1)
-    """
-    if not np.any(b):
-        return np.zeros_like(b), 0
-    x = M(b)
-    r = b - K @ x
-    z = M(r)
-    rz = _dot(r, z)
-    p = z
-    for it in range(maxiter + 1):
-        bx = _dot(b, x)
-        if not (bx > 0 and rz >= 0):
-            return None, maxiter
-        if rz <= rtol * rtol * bx:
-            return x, it
-        if it == maxiter:
-            break
-        q = K @ p
-        pq = _dot(p, q)
-        if not pq > 0:
-            return None, maxiter
-        alpha = rz / pq
-        x = x + alpha * p
-        r = r - alpha * q
-        z = M(r)
-        rz_new = _dot(r, z)
-        p = z + (rz_new / rz) * p if rz > 0 else z
-        rz = rz_new
-    return None, maxiter
