@@ -189,14 +189,5 @@ def _distributed(basis: Basis, r: float):
     every element a translate of the first), no fixed dofs; CG to 1e-10 with
     PCMG on the lattice hierarchy, set up once.
     """
-    from ..fem.models import _local, _translates
-    from ..fem.system import LinearSystem
-    mesh = basis.mesh
-    if not _translates(mesh):
-        raise ValueError("HelmholtzFilter(solver='petsc') needs a uniform quadrilateral or "
-                         "hexahedral lattice (fem.rectangle, fem.box); use solver=None")
-    Ke = _local(_helmholtz, basis, True, r2=r ** 2)
-    system = LinearSystem(basis.element_dofs.T, Ke, basis.N, np.zeros(0, dtype=np.int64),
-                          solver="petsc", geometry=(mesh.p, basis.nodal_dofs),
-                          solver_options={"rtol": 1e-10})
-    return system, system.factorize(np.ones(mesh.t.shape[1]))
+    from ..fem.petsc.filter import lattice_filter_system
+    return lattice_filter_system(basis, _helmholtz, r2=r ** 2)
