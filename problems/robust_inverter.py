@@ -27,7 +27,8 @@ import os
 from topopt import cli
 from topopt.cli.script import Option, at_least, positive_float, positive_int
 from topopt.formulations.mechanism import MechanismProblem, robust_constraint_names, robust_run
-from topopt.formulations.compliance import compliance_options, write_results
+from topopt.cli.script import compliance_options
+from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
 

@@ -49,7 +49,8 @@ from .responses.structural import compliance, compliance_coefficients, output_di
 from .optimize.driver import Result, Stage, minimize
 from . import parallel
 from .parallel import Builder, MultistartResult, multistart, spawn_seeds, sweep
-from .formulations.compliance import ComplianceProblem, run_compliance
+from .formulations.compliance import ComplianceProblem
+from .io.folder import run_compliance
 from .io.result import RunResult
 from .robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
                                 robust_designs, robust_stages)
