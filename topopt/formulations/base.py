@@ -57,7 +57,7 @@ def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
         check_writable_file(checkpoint, "checkpoint")
     solves0 = problem.solves()
     start = None if prepare is None else prepare()
-    announce(problem.system, verbose)
+    problem.announce(verbose)
     t0 = time.perf_counter()
     res = drive(start)
     return res, time.perf_counter() - t0, solves0
@@ -124,11 +124,20 @@ class DensityProblem:
         self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables of MMA
-        self.filter = (DensityFilter(mesh, self.rmin) if filter == "density"
-                       else HelmholtzFilter.from_rmin(
-                           mesh, self.rmin, solver="petsc" if solver == "petsc" else None))
+        self._pde_solver = "petsc" if solver == "petsc" else None
+        self.filter = self._filter(self.rmin)
         self.passive.check_filtered_volume(self.volfrac, lambda: self.volume(np.zeros(self.n)))
-        self.system = model.system(solver, solver_options=solver_options)
+        self.system = self._system(solver, solver_options)
+
+    def _filter(self, rmin: float):
+        """The density filter, or the Helmholtz filter of `rmin` (Lazarov & Sigmund 2011)."""
+        mesh = self.model.mesh
+        return (DensityFilter(mesh, rmin) if self.filter_name == "density"
+                else HelmholtzFilter.from_rmin(mesh, rmin, solver=self._pde_solver))
+
+    def _system(self, solver: str, solver_options: dict | None):
+        """The linear system of the state equation (`topopt.fem.Model.system`)."""
+        return self.model.system(solver, solver_options=solver_options)
 
     # ----------------------------------------------------------- the chain
     def check_design(self, x, name: str = "the design vector") -> np.ndarray:
@@ -180,6 +189,10 @@ class DensityProblem:
     def solves(self) -> int:
         """The factorizations of the problem's system so far (a run counts its own)."""
         return self.system.counts["factorizations"]
+
+    def announce(self, verbose: bool) -> None:
+        """Print the linear solver of a run when `verbose` (`announce`)."""
+        announce(self.system, verbose)
 
     def cg_metrics(self) -> dict:
         """CG iterations per solve and the most in one solve (iterative solvers only)."""
