@@ -9,6 +9,7 @@ from .compliance import ComplianceProblem
 from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechanism, robust_run,
                         robust_constraint_names, MMA_OPTIONS, ROBUST_MMA_OPTIONS)
 from .eigen import (du_olhoff_mass, EigenProblem, eigen_summary)
+from .stress import MinimumVolumeStress
 from .selfweight import (SelfWeightProblem, load_ratio, save_load_ratio, INTERPOLATIONS)
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
@@ -16,6 +17,6 @@ from ..responses.loads import (element_loads, BodyLoad)
 __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProblem',
            'MechanismProblem', 'ideal_output', 'port_springs', 'run_mechanism', 'robust_run',
            'robust_constraint_names', 'MMA_OPTIONS', 'ROBUST_MMA_OPTIONS', 'du_olhoff_mass',
-           'EigenProblem', 'eigen_summary', 'SelfWeightProblem', 'load_ratio',
+           'EigenProblem', 'eigen_summary', 'SelfWeightProblem', 'MinimumVolumeStress', 'load_ratio',
            'save_load_ratio', 'INTERPOLATIONS', 'write_results', 'plot_record', 'write_json',
            'run_compliance', 'element_loads', 'BodyLoad']
