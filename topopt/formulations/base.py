@@ -124,16 +124,20 @@ class DensityProblem:
         self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables of MMA
-        self._pde_solver = "petsc" if solver == "petsc" else None
+        self._pde_solver, self._filters = ("petsc" if solver == "petsc" else None), {}
         self.filter = self._filter(self.rmin)
         self.passive.check_filtered_volume(self.volfrac, lambda: self.volume(np.zeros(self.n)))
         self.system = self._system(solver, solver_options)
 
     def _filter(self, rmin: float):
-        """The density filter, or the Helmholtz filter of `rmin` (Lazarov & Sigmund 2011)."""
-        mesh = self.model.mesh
-        return (DensityFilter(mesh, rmin) if self.filter_name == "density"
+        """The density or Helmholtz filter of radius `rmin`, built once (a stage may set one)."""
+        rmin = check_positive("rmin", rmin, "filter radius")
+        if rmin not in self._filters:
+            mesh = self.model.mesh
+            self._filters[rmin] = (
+                DensityFilter(mesh, rmin) if self.filter_name == "density"
                 else HelmholtzFilter.from_rmin(mesh, rmin, solver=self._pde_solver))
+        return self._filters[rmin]
 
     def _system(self, solver: str, solver_options: dict | None):
         """The linear system of the state equation (`topopt.fem.Model.system`)."""
@@ -151,15 +155,20 @@ class DensityProblem:
         vector holding the fixed values); the passive entries of the result
         are their fixed values.
         """
-        x_tilde = self.filter(self.passive.elements(x))  # the filter sees the fixed values
+        x_tilde = self.filtered(x)
+        x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
+        return self.passive.fix(x_phys)
+
+    def filtered(self, x, rmin: float | None = None):
+        """``x_tilde``: the filter (radius `rmin`, else the problem's) of the elements of `x`."""
+        x_tilde = self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
         if self.filter_name == "helmholtz":
             # The PDE filter (Lazarov & Sigmund 2011, eq. (5)) is not bound
             # preserving: at rmin ~ 1.5 h it returns -2e-4 .. 1.003 near sharp
             # edges. Clipped just outside [0, 1], so that values off by rounding
             # keep their derivative and simp sees a density in its range.
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
-        x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
-        return self.passive.fix(x_phys)
+        return x_tilde
 
     def stiffness(self, x, beta: float | None = None):
         """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""

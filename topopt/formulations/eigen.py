@@ -19,6 +19,17 @@ whichever mode is the lowest. It is used rather than a KS aggregate because
 it needs no aggregation parameter, it is exact at the optimum (the KS bound
 underestimates ``lambda_1`` by up to ``log(J) / rho``) and its constraints
 are each a simple eigenvalue's smooth function away from exact crossings.
+
+A run (`EigenProblem.run`, the template of `DensityProblem`) reports
+``omega1`` (final design), ``omega1_uniform``, ``omega1_stages`` (at the end
+of each stage, with its filter), ``eigenvalues`` (the `n_modes` lowest,
+final), ``volume``, ``grey_level``, ``eigensolves``, ``seconds``, ``solver``,
+``filter``; its history's ``objective`` is ``omega1 / omega1_uniform``
+(``lambda_1 / lambda_ref = beta - g_1``, exact), its ``beta`` the bound
+variable. NLopt's MMA dual runs with ``LD_MMA`` (NLopt's default) unless
+`mma_params` says otherwise: with `minimize`'s SLSQP dual a stage that starts
+infeasible (a new filter radius lowers ``lambda_j`` under the last ``beta``)
+ended at its first step with ``roundoff_limited``.
 """
 
 from __future__ import annotations
@@ -31,7 +42,6 @@ from .._validate import (check_array_range, check_choice, check_int, check_mappi
                          check_positive, check_range)
 from ..fem.models import _check_model
 from ..design.passive import Passive
-from ..design.filters import DensityFilter, HelmholtzFilter
 from ..fem.modal import ModalSystem, eigenvalues
 from ..design.interpolation import DENSITY_TOL, simp
 from ..design.measures import grey_level
@@ -136,7 +146,6 @@ class EigenProblem(DensityProblem):
         self.beta_max = check_range("beta_max", beta_max, 1.0, None, lo_open=True)
         self.n_modes = check_int("n_modes", n_modes, 1, None, what="bounded eigenvalues")
         self._modal_options = dict(n_modes=self.n_modes, rho0=rho0, M0=M0, solver=solver)
-        self._filters: dict = {}
         self.lam_ref = None
         super().__init__(model, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
                          solver=solver, passive=passive)
@@ -145,21 +154,9 @@ class EigenProblem(DensityProblem):
     def _system(self, solver, solver_options):
         return ModalSystem(self.model, **self._modal_options)
 
-    def _filter(self, rmin: float):
-        """The filter of radius `rmin`, built once (a stage may set another)."""
-        rmin = check_positive("rmin", rmin, "filter radius")
-        if rmin not in self._filters:
-            mesh = self.model.mesh
-            self._filters[rmin] = (DensityFilter(mesh, rmin) if self.filter_name == "density"
-                                   else HelmholtzFilter.from_rmin(mesh, rmin))
-        return self._filters[rmin]
-
     def x_phys(self, x, rmin: float | None = None):
         """Filtered densities (the stage's `rmin`, else the problem's), passive ones fixed."""
-        x_tilde = self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
-        if self.filter_name == "helmholtz":      # not bound preserving: see DensityProblem
-            x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
-        return self.passive.fix(x_tilde)
+        return self.passive.fix(self.filtered(x, rmin))
 
     def coefficients(self, x_phys):
         """``(E, m)``: SIMP stiffness and `du_olhoff_mass` of the physical densities."""
@@ -213,17 +210,7 @@ class EigenProblem(DensityProblem):
                 np.asarray(self.x_phys(res.x[:-1], _rmin(stages, -1))))
 
     def metrics(self, res, x_phys, seconds: float, solves0: int):
-        """The run's metrics (`DensityProblem.run` returns them).
-
-        ``omega1`` (final design), ``omega1_uniform``, ``omega1_stages`` (at
-        the end of each stage, with its filter), ``eigenvalues`` (the
-        `n_modes` lowest, final), ``volume``, ``grey_level``, ``eigensolves``,
-        ``seconds``, ``solver``, ``filter``. NLopt's MMA dual runs with
-        ``LD_MMA`` (NLopt's default) unless `mma_params` says otherwise: with
-        `minimize`'s SLSQP dual a stage that starts infeasible (a new filter
-        radius lowers ``lambda_j`` under the last ``beta``) ended at its first
-        step with ``roundoff_limited``.
-        """
+        """``omega1``, ``omega1_uniform``, ``omega1_stages``, ``eigenvalues``, ... (module notes)."""
         lam = np.asarray(eigenvalues(self.modal, *self.coefficients(x_phys)))
         return {
             "omega1": float(np.sqrt(lam[0])),
@@ -240,8 +227,7 @@ class EigenProblem(DensityProblem):
         }, {}
 
     def history(self, res) -> list:
-        """The history's ``objective`` is ``omega1 / omega1_uniform`` (``lambda_1 / lambda_ref
-        = beta - g_1``, exact), its ``beta`` the bound variable."""
+        """``objective``: ``omega1 / omega1_uniform``; ``beta``: the bound variable."""
         return [h | {"beta": -h["objective"],
                      "objective": float(np.sqrt(max(-h["objective"] - h["constraints"][0],
                                                     0.0)))}

@@ -12,6 +12,16 @@ minimises ``u_out / u_scale`` subject to ``v(x_phys) <= volfrac``: a negative
 The gradient is the adjoint of the solve primitive (`topopt.fem.solve`):
 ``d u_out / d E_e = -lambda_e^T K_e u_e`` with ``K lambda = l``, one more
 solve with the same factorization.
+
+Why the port constraints (``hold``): with the volume constraint alone NLopt's
+MMA cuts the ports loose within a few iterations from the uniform start (20 x
+40 inverter: ``|u_out| < 1e-6`` after 30 evaluations, tests/test_mechanism.py;
+on the classic 40 x 20 half model also with 2 x 2 solid pads at the ports,
+move limits emulated by bounds, or the volume held as an equality), a
+stationary point with no way back. pyMOTO's MMA (Svanberg's, move limit 0.1)
+and the optimality criteria method do not take that path (measured on the 40
+x 20 model: ``u_out = -1.03`` both, -1.038 here with the port constraints;
+with move limit 1 pyMOTO's MMA cuts the ports too).
 """
 
 from __future__ import annotations
@@ -177,19 +187,8 @@ class MechanismProblem(DensityProblem):
                 c_out * self.k_out * (1 + self.hold) - 1.0)
 
     def responses(self, x, beta: float | None = None):
-        """``(u_out / u_scale, v / volfrac - 1, port_in, port_out)`` for MMA.
-
-        With the volume constraint alone (``hold=0``) NLopt's MMA cuts the
-        ports loose within a few iterations from the uniform start (20 x 40
-        inverter: ``|u_out| < 1e-6`` after 30 evaluations,
-        tests/test_mechanism.py; on the classic 40 x 20 half model also with
-        2 x 2 solid pads at the ports, move limits emulated by bounds, or
-        the volume held as an equality), a stationary point with no way
-        back. pyMOTO's MMA (Svanberg's, move limit 0.1) and the optimality
-        criteria method do not take that path (measured on the 40 x 20
-        model: ``u_out = -1.03`` both, -1.038 here with the port
-        constraints; with move limit 1 pyMOTO's MMA cuts the ports too).
-        """
+        """``(u_out / u_scale, v / volfrac - 1, port_in, port_out)`` for MMA (the ports: see
+        the module's notes)."""
         x_phys = self.x_phys(x, beta)
         objective, *ports = self.analysis(x_phys)
         return (objective, volume(x_phys, self.weights) / self.volfrac - 1.0, *ports)
@@ -214,14 +213,8 @@ class MechanismProblem(DensityProblem):
         return self.u_scale
 
     def final(self, x_phys):
-        """`output_metrics` and the volume of the final design, its state solved once.
-
-        The run's metrics: ``u_out`` (negative for an inverter), ``abs_u_out``,
-        ``u_in`` (the input's displacement), ``geometric_advantage``
-        (``-u_out / u_in``), ``volume``, then those of `DensityProblem.run`
-        and ``u_scale``, ``hold``. MMA as in `ComplianceProblem.run` (one
-        factorization per iteration), with NLopt's MMA dual (`MMA_OPTIONS`).
-        """
+        """`output_metrics` and ``volume`` of the final design (then `DensityProblem.run`'s,
+        ``u_scale``, ``hold``); MMA with NLopt's dual (`MMA_OPTIONS`)."""
         u = np.asarray(self.state(x_phys))
         return self.output_metrics(u) | {"volume": float(volume(x_phys, self.weights))}, u
 

@@ -113,7 +113,7 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
                   objective: str = "compliance", symbol: str = "c",
                   constraint_names: Sequence[str] | None = None, *,
                   objective_scale: float | None = None, objective_label: str | None = None,
-                  supports=None, loads=None) -> dict:
+                  supports=None, loads=None, pictures: dict | None = None) -> dict:
     """Write ``design.png``, ``history.png``, ``result.json`` (no arrays) and the design to `out`.
 
     Parameters
@@ -139,6 +139,9 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
         and `symbol` when `objective_scale` is given.
     supports, loads : arrays, optional
         `topopt.plot.boundary_markers` of the model: drawn on the design.
+    pictures : dict, optional
+        More designs drawn beside it: ``{"eroded": (x_phys, title)}`` writes
+        ``eroded.png`` (2-D, mirrored as the design is).
 
     The design is kept by `topopt.io.save_design`: ``design.npz`` (``x``,
     ``x_phys``, the mesh, `setup`), ``design.vtu`` (with the state fields
@@ -163,8 +166,10 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
                          1.0 if objective_scale is None else objective_scale,
                          constraint_names, mirror, supports, loads)
     with signals_held():
-        return _write_results(out, mesh, result, setup, title, point_data, objective, symbol,
-                              record)
+        payload = _write_results(out, mesh, result, setup, title, point_data, objective,
+                                 symbol, record)
+        _write_pictures(out, mesh, pictures or {}, mirror)
+        return payload
 
 
 def plot_record(history: Sequence[dict], objective_label: str, objective_scale: float = 1.0,
@@ -199,6 +204,12 @@ def plot_record(history: Sequence[dict], objective_label: str, objective_scale: 
                       "constraint_names": None if constraint_names is None else
                       list(constraint_names), "mirror": bool(mirror), **arrays}
     return record
+
+
+def _write_pictures(out: str, mesh, pictures: dict, mirror: bool) -> None:
+    from ..plot.figures import save_design
+    for name, (x_phys, title) in pictures.items():
+        save_design(mesh, x_phys, os.path.join(out, f"{name}.png"), title=title, mirror=mirror)
 
 
 def _write_results(out, mesh, result, setup, title, point_data, objective, symbol, record):
