@@ -70,8 +70,9 @@ class DensityProblem:
     ----------
     model : topopt.fem.Model
         The model with its supports.
-    volfrac : float in (0, 1)
-        The volume fraction (of the whole domain, passive solid included).
+    volfrac : float in (0, 1) or None
+        The volume fraction (of the whole domain, passive solid included);
+        None for a formulation without a volume limit (`MinimumVolumeStress`).
     rmin : float > 0
         Filter radius in length units; the Helmholtz filter uses ``r = rmin
         / (2 sqrt(3))``.
@@ -110,7 +111,8 @@ class DensityProblem:
                  eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None):
         _check_model(model)
-        self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
+        self.volfrac = None if volfrac is None else check_range(
+            "volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
         self.rmin = check_positive("rmin", rmin, "filter radius")
         self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
         check_choice("filter", filter, FILTERS)
@@ -121,12 +123,15 @@ class DensityProblem:
         mesh = model.mesh
         self.weights = fem.element_volumes(mesh)
         self.passive = Passive.of(passive, model.n_el)
-        self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
+        if self.volfrac is not None:
+            self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
         self.n_el = model.n_el
         self.n = self.passive.n_free               # design variables of MMA
         self._pde_solver, self._filters = ("petsc" if solver == "petsc" else None), {}
         self.filter = self._filter(self.rmin)
-        self.passive.check_filtered_volume(self.volfrac, lambda: self.volume(np.zeros(self.n)))
+        if self.volfrac is not None:
+            self.passive.check_filtered_volume(self.volfrac,
+                                               lambda: self.volume(np.zeros(self.n)))
         self.system = self._system(solver, solver_options)
 
     def _filter(self, rmin: float):

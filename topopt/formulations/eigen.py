@@ -130,7 +130,6 @@ class EigenProblem(DensityProblem):
     """
 
     objective_name = "-beta"
-    #: NLopt's MMA dual (see `metrics`).
     mma_defaults = {"dual_algorithm": nlopt.LD_MMA}
 
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, M0=None,
@@ -181,7 +180,6 @@ class EigenProblem(DensityProblem):
         bounds = [beta - lam[j] / self.lam_ref for j in range(self.n_modes)]
         return (-beta, *bounds, volume(x_phys, self.weights) / self.volfrac - 1.0)
 
-    # ----------------------------------------------------------- the run's hooks
     def solves(self) -> int:
         return self.modal.counts["eigensolves"]
 

@@ -3,6 +3,20 @@
 The element stresses, their qp relaxation, the p-norm aggregate and its
 adaptive normalization are responses (`topopt.responses.stress`); this is
 the formulation that minimises the volume under them, in blocks of MMA runs.
+
+The run (`MinimumVolumeStress.run`): each block is a `topopt.optimize.Stage`
+with parameters ``beta`` (the projection of that block, None for none) and
+``block`` (its index: a new index updates ``c``). MMA's dual is NLopt's own
+``LD_MMA``: with the project's ``LD_SLSQP`` a block that starts infeasible
+(``c`` or ``beta`` went up) ended at once with ``roundoff_limited``. And MMA
+accepts a design only when its approximation was conservative
+(``always_improve = 0``): with NLopt's default an infeasible block took every
+design of smaller volume, however infeasible, and the L-bracket's volume fell
+from 0.22 to 0.05 with ``c PN`` at 1e6 ``sigma_allow``. Then up to ``settle``
+more blocks at the last ``beta`` (each a new ``c``) while the largest relaxed
+stress is not within ``settle_tol`` of ``sigma_allow``: the last block's ``c``
+is that of its start, and the design it ends with may carry a maximum well
+below (or above) ``c PN``.
 """
 
 from __future__ import annotations
@@ -10,20 +24,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+import nlopt
 import numpy as np
 
 from .. import ad
 from .._validate import check_int, check_load, check_positive, check_range
+from ..design.interpolation import simp
 from ..design.passive import Passive
-from ..fem import Model
+from ..fem import Model, solve
+from ..optimize.driver import Stage, minimize
 from ..responses.stress import (AdaptiveNormalization, ElementStress, _exponent, relaxed_stress,
                                 stress_pnorm)
 from ..responses.structural import volume
+from .base import DensityProblem
 
 __all__ = ["MinimumVolumeStress"]
 
 
-class MinimumVolumeStress:
+class MinimumVolumeStress(DensityProblem):
     """Minimum volume subject to the normalised stress aggregate (Le et al. 2010).
 
     ``min v(x_phys)`` subject to ``c PN(x_phys) / sigma_allow - 1 <= 0``:
@@ -85,30 +103,20 @@ class MinimumVolumeStress:
                  Emin: float = 1e-9, q: float = 0.5, P: float = 8.0, alpha: float = 0.5,
                  nu: float = 0.3, E0: float = 1.0, plane: str = "stress", eta: float = 0.5,
                  solver: str = "auto", passive: Passive | None = None):
-        from ..fem import element_volumes
-        from ..design.filters import DensityFilter
         self.sigma_allow = check_positive("sigma_allow", sigma_allow, "allowed stress")
-        self.rmin = check_positive("rmin", rmin, "filter radius")
-        self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
-        self.Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True, what="void stiffness")
+        super().__init__(model, None, rmin, penal=penal, Emin=Emin, solver=solver, eta=eta,
+                         passive=passive)
         self.q = _exponent("q", q, 0.0, "relaxation exponent")
         if self.q >= self.penal:
             raise ValueError(f"q must be < penal (qp relaxation), got q={q:g}, penal={penal:g}")
         self.P = _exponent("P", P, 2.0, "p-norm exponent")
-        self.eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,) or not np.any(f):
             raise ValueError(f"f must be a nonzero load vector of shape ({model.ndof},), "
                              f"got shape {f.shape}")
         self.stress = ElementStress(model, nu=nu, E0=E0, plane=plane)
-        self.model, self.f = model, f
+        self.f = f
         self.norm = AdaptiveNormalization(alpha)
-        self.filter = DensityFilter(model.mesh, self.rmin)
-        self.system = model.system(solver)
-        self.weights = element_volumes(model.mesh)
-        self.passive = Passive.of(passive, model.n_el)
-        self.n_el = model.n_el
-        self.n = self.passive.n_free               # design variables of MMA
         self._block = None
 
     def check_design(self, x, name: str = "the design vector") -> np.ndarray:
@@ -119,20 +127,8 @@ class MinimumVolumeStress:
             raise ValueError(f"{name} has shape {x.shape}; expected ({self.n},){full}")
         return self.passive.free_design(x)
 
-    def x_phys(self, x, beta: float | None = None):
-        """Filtered (and, with `beta`, projected) densities, passive ones fixed; differentiable.
-
-        `x` is the free variables or the full element vector (see
-        `topopt.design.Passive.elements`).
-        """
-        from ..design.interpolation import project
-        x_tilde = self.filter(self.passive.elements(x))
-        return self.passive.fix(x_tilde if beta is None else project(x_tilde, beta, self.eta))
-
     def analysis(self, x, beta: float | None = None):
         """``(x_phys, u, sigma_vm^2)`` of the design `x`; differentiable."""
-        from ..fem import solve
-        from ..design.interpolation import simp
         x_phys = self.x_phys(x, beta)
         u = solve(self.system, simp(x_phys, self.penal, self.Emin), self.f)
         return x_phys, u, self.stress.von_mises_squared(u)
@@ -157,30 +153,12 @@ class MinimumVolumeStress:
             initial_step: float | None = None, settle: int = 0, settle_tol: float = 0.05):
         """Optimize in blocks of `block_maxeval` evaluations, one per entry of `betas`.
 
-        Each block is a `topopt.optimize.Stage` with parameters ``beta`` (the
-        projection of that block, None for none) and ``block`` (its index: a
-        new index updates ``c``). MMA's dual is NLopt's own ``LD_MMA``: with
-        the project's ``LD_SLSQP`` a block that starts infeasible (``c`` or
-        ``beta`` went up) ended at once with ``roundoff_limited``. And MMA
-        accepts a design only when its approximation was conservative
-        (``always_improve = 0``): with NLopt's default an infeasible block
-        took every design of smaller volume, however infeasible, and the
-        L-bracket's volume fell from 0.22 to 0.05 with ``c PN`` at 1e6
-        ``sigma_allow``. Starts from
-        `x0` (all solid by default: feasible whenever the solid's stresses
-        are).
-
-        Then up to `settle` more blocks at the last ``beta`` (each a new ``c``)
-        while the largest relaxed stress is not within `settle_tol` of
-        ``sigma_allow``: the last block's ``c`` is that of its start, and the
-        design it ends with may carry a maximum well below (or above) ``c PN``.
-        Returns the `topopt.optimize.Result` of the last run, with the history,
-        evaluations and time of all and ``x`` the full element vector (with
-        passive elements: the free variables expanded); `summary` gives the figures.
+        Starts from `x0` (all solid by default: feasible whenever the solid's
+        stresses are); the blocks, MMA's settings and the `settle` blocks are
+        described in the module's notes. Returns the `topopt.optimize.Result`
+        of the last run, with the history, evaluations and time of all and
+        ``x`` the full element vector; `summary` gives the figures.
         """
-        import nlopt
-
-        from ..optimize.driver import Stage, minimize
         check_int("block_maxeval", block_maxeval, 1, what="evaluations per block")
         betas = list(betas)
         if not betas:
@@ -199,16 +177,8 @@ class MinimumVolumeStress:
                        count_solves=lambda: self.system.counts["factorizations"])
         res = minimize(self.responses, x0, stages=stages, checkpoint=checkpoint,
                        resume=resume, **options)
-        history, evaluations, seconds = list(res.history), res.evaluations, res.seconds
-        for k in range(len(betas), len(betas) + settle):
-            top = self.summary(res.x, betas[-1])["max_von_mises"]
-            if res.status == "interrupted" or abs(top / self.sigma_allow - 1) <= settle_tol:
-                break
-            res = minimize(self.responses, res.x, stages=[
-                Stage(block_maxeval, params={"beta": betas[-1], "block": k})], **options)
-            history += [h | {"evaluation": evaluations + h["evaluation"], "stage": k}
-                        for h in res.history]
-            evaluations, seconds = evaluations + res.evaluations, seconds + res.seconds
+        res, history, evaluations, seconds = _settle(self, res, betas, settle, settle_tol,
+                                                     block_maxeval, options)
         return dataclasses.replace(res, x=self.passive.expand(res.x), history=history,
                                    evaluations=evaluations, seconds=seconds)
 
@@ -220,3 +190,19 @@ class MinimumVolumeStress:
         return {"volume": float(volume(x_phys, self.weights)), "max_von_mises": float(rel[e]),
                 "max_element": e, "pnorm": float(stress_pnorm(x_phys, vm2, self.q, self.P)),
                 "c": self.norm.c, "sigma_allow": self.sigma_allow}
+
+
+def _settle(problem, res, betas, settle, settle_tol, block_maxeval, options):
+    """Up to `settle` blocks more at the last ``beta`` while the largest relaxed stress is
+    off ``sigma_allow`` by more than `settle_tol`; ``(res, history, evaluations, seconds)``."""
+    history, evaluations, seconds = list(res.history), res.evaluations, res.seconds
+    for k in range(len(betas), len(betas) + settle):
+        top = problem.summary(res.x, betas[-1])["max_von_mises"]
+        if res.status == "interrupted" or abs(top / problem.sigma_allow - 1) <= settle_tol:
+            break
+        res = minimize(problem.responses, res.x, stages=[
+            Stage(block_maxeval, params={"beta": betas[-1], "block": k})], **options)
+        history += [h | {"evaluation": evaluations + h["evaluation"], "stage": k}
+                    for h in res.history]
+        evaluations, seconds = evaluations + res.evaluations, seconds + res.seconds
+    return res, history, evaluations, seconds
