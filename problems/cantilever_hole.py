@@ -26,8 +26,9 @@ import numpy as np
 from topopt import cli
 from topopt import fem
 from topopt.design.passive import Passive
-from topopt.formulations.compliance import (ComplianceProblem, compliance_options,
-                                            compliance_summary, run_compliance)
+from topopt.cli.script import compliance_options, compliance_summary
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.

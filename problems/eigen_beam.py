@@ -33,7 +33,7 @@ from topopt.cli.script import Option, at_least, open_unit, positive_float, posit
 from topopt.formulations.eigen import EigenProblem, eigen_summary
 from topopt.fem.modal import point_mass
 from topopt.optimize.driver import Stage
-from topopt.formulations.compliance import write_results
+from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_file, check_writable_folder
 

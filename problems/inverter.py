@@ -29,7 +29,7 @@ from topopt import cli
 from topopt import fem
 from topopt.cli.script import Option, positive_float
 from topopt.formulations.mechanism import MechanismProblem, run_mechanism
-from topopt.formulations.compliance import compliance_options
+from topopt.cli.script import compliance_options
 from topopt.io.result import RunResult
 
 #: Relative: the results folder lies under the working directory.

@@ -27,7 +27,8 @@ import os
 from topopt import cli
 from topopt.cli.script import Option, at_least, positive_float, positive_int
 from topopt.formulations.mechanism import MechanismProblem, robust_constraint_names, robust_run
-from topopt.formulations.compliance import compliance_options, write_results
+from topopt.cli.script import compliance_options
+from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
 
@@ -67,19 +68,17 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
 
 def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -> None:
     """The intermediate design (`write_results`), the eroded and dilated blueprints' pictures."""
-    from topopt.plot.figures import boundary_markers, save_design
-    mesh = problem.model.mesh
+    from topopt.plot.figures import boundary_markers
     supports, loads = boundary_markers(problem.model, problem.f)
-    write_results(out, mesh, result, setup, title=f"Robust inverter {setup['nelx']}x"
-                  f"{setup['nely']}, intermediate", mirror=True,
+    pictures = {name: (result["blueprint_designs"][k], f"{name} blueprint: u_out = "
+                       f"{result['blueprints'][name]['u_out']:.4g}")
+                for k, name in ((0, "eroded"), (2, "dilated"))}
+    write_results(out, problem.model.mesh, result, setup, title=f"Robust inverter "
+                  f"{setup['nelx']}x{setup['nely']}, intermediate", mirror=True,
                   point_data=problem.nodal_state(result["u"]), objective="u_out",
                   symbol="u_out", constraint_names=robust_constraint_names(problem),
                   objective_scale=problem.u_scale, objective_label="max of the three u_out (z)",
-                  supports=supports, loads=loads)
-    for k, name in ((0, "eroded"), (2, "dilated")):
-        u_out = result["blueprints"][name]["u_out"]
-        save_design(mesh, result["blueprint_designs"][k], os.path.join(out, f"{name}.png"),
-                    title=f"{name} blueprint: u_out = {u_out:.4g}", mirror=True)
+                  supports=supports, loads=loads, pictures=pictures)
 
 
 def summary(result: RunResult) -> str:

@@ -49,16 +49,18 @@ from .responses.structural import compliance, compliance_coefficients, output_di
 from .optimize.driver import Result, Stage, minimize
 from . import parallel
 from .parallel import Builder, MultistartResult, multistart, spawn_seeds, sweep
-from .formulations.compliance import ComplianceProblem, run_compliance
+from .formulations.compliance import ComplianceProblem
+from .io.folder import run_compliance
 from .io.result import RunResult
 from .robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
                                 robust_designs, robust_stages)
 from .robust.moments import (SampleMoments, covariance_factor, mean_std, mean_var,
                              monte_carlo_moments)
-from .formulations.selfweight import (BodyLoad, SelfWeightProblem, element_loads, load_ratio,
-                                      save_load_ratio)
-from .responses.stress import (AdaptiveNormalization, ElementStress, MinimumVolumeStress,
-                               relaxed_stress, stress_pnorm, von_mises_matrix)
+from .formulations.selfweight import SelfWeightProblem, load_ratio, save_load_ratio
+from .formulations.stress import MinimumVolumeStress
+from .responses.loads import BodyLoad, element_loads
+from .responses.stress import (AdaptiveNormalization, ElementStress, relaxed_stress,
+                               stress_pnorm, von_mises_matrix)
 from ._files import OutputPathError
 
 __version__ = "0.1.0"

@@ -35,7 +35,6 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -44,11 +43,12 @@ from .._memory import tune_malloc
 from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
                       positive_int)
 from .._files import atomic_write_text, check_writable_file, check_writable_folder
-from ..io.folder import check_run_label, run_label, write_run_label
+from ..io.folder import check_run_label, run_label, signals_held, write_run_label
 from ..optimize.checkpoint import load_checkpoint
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
-           "exit_status", "finish", "script_errors", "signals_held",
+           "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
+           "compliance_summary",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
            "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
 
@@ -381,42 +381,6 @@ def finish(record: Mapping) -> None:
 
 
 @contextlib.contextmanager
-def signals_held():
-    """Finish the block (writing results) before a SIGINT/SIGTERM takes effect.
-
-    A signal that arrives in the block is recorded, and raised again once the
-    previous handlers are back: a Ctrl-C while the pictures and
-    ``result.json`` of an interrupted run are written stops the script after
-    they are complete. Outside the main thread it does nothing.
-
-    Examples
-    --------
-    >>> import os, signal
-    >>> seen = []
-    >>> previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
-    >>> with signals_held():
-    ...     os.kill(os.getpid(), signal.SIGTERM)
-    ...     seen.append("block done")
-    >>> seen
-    ['block done', 'handled']
-    >>> _ = signal.signal(signal.SIGTERM, previous)
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if received:
-            signal.raise_signal(received[0])
-
-
-@contextlib.contextmanager
 def script_errors(out: str | None):
     """End a problem script whose run raised, keeping what it did.
 
@@ -464,3 +428,30 @@ def script_errors(out: str | None):
         if aborted and saved is not None:
             sys.exit(exit_status(sig))
         raise
+
+
+#: The filters a compliance problem's ``--filter`` accepts (`topopt.formulations.FILTERS`).
+FILTERS = ("density", "helmholtz")
+
+
+def compliance_options(sizes: dict, volfrac: float, rmin: float) -> tuple[Option, ...]:
+    """The command-line parameters of a compliance problem: mesh counts, volfrac, rmin, ...
+
+    Examples
+    --------
+    >>> [o.name for o in compliance_options({"nelx": 60, "nely": 20}, 0.5, 2.4)]
+    ['nelx', 'nely', 'volfrac', 'rmin', 'penal', 'filter']
+    """
+    return (*(Option(k, positive_int, v, f"elements along {k[-1]}") for k, v in sizes.items()),
+            Option("volfrac", open_unit, volfrac, "volume fraction"),
+            Option("rmin", positive_float, rmin, "filter radius (element widths)"),
+            Option("penal", at_least(1.0), 3.0, "SIMP exponent"),
+            Option("filter", str, "density", "density or Helmholtz (PDE) filter",
+                   choices=FILTERS))
+
+
+def compliance_summary(result) -> str:
+    """The line a compliance problem script prints after its run."""
+    return (f"compliance {result['compliance']:.4f}  volume {result['volume']:.4f}  "
+            f"evaluations {result.evaluations}  FE solves/iteration "
+            f"{result['fe_solves_per_iteration']:.3f}  {result['seconds']:.1f} s")

@@ -1,17 +1,22 @@
 """Optimization problems: a density problem base and its formulations.
+
+`DensityProblem` (base.py) holds the density chain and the run template; each
+formulation module holds one problem's physics.
 """
 
-from .compliance import (ComplianceProblem, write_results, plot_record, write_json, run_compliance,
-                         minimize_compliance, announce, compliance_options, compliance_summary)
+from .base import (DensityProblem, timed_run, announce, FILTERS)
+from .compliance import ComplianceProblem
 from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechanism, robust_run,
                         robust_constraint_names, MMA_OPTIONS, ROBUST_MMA_OPTIONS)
 from .eigen import (du_olhoff_mass, EigenProblem, eigen_summary)
-from .selfweight import (element_loads, BodyLoad, SelfWeightProblem, load_ratio, save_load_ratio,
-                         INTERPOLATIONS)
+from .stress import MinimumVolumeStress
+from .selfweight import (SelfWeightProblem, load_ratio, save_load_ratio, INTERPOLATIONS)
+from ..io.folder import (write_results, plot_record, write_json, run_compliance)
+from ..responses.loads import (element_loads, BodyLoad)
 
-__all__ = ['ComplianceProblem', 'write_results', 'plot_record', 'write_json', 'run_compliance',
-           'minimize_compliance', 'announce', 'compliance_options', 'compliance_summary',
+__all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProblem',
            'MechanismProblem', 'ideal_output', 'port_springs', 'run_mechanism', 'robust_run',
            'robust_constraint_names', 'MMA_OPTIONS', 'ROBUST_MMA_OPTIONS', 'du_olhoff_mass',
-           'EigenProblem', 'eigen_summary', 'element_loads', 'BodyLoad', 'SelfWeightProblem',
-           'load_ratio', 'save_load_ratio', 'INTERPOLATIONS']
+           'EigenProblem', 'eigen_summary', 'SelfWeightProblem', 'MinimumVolumeStress', 'load_ratio',
+           'save_load_ratio', 'INTERPOLATIONS', 'write_results', 'plot_record', 'write_json',
+           'run_compliance', 'element_loads', 'BodyLoad']

@@ -19,12 +19,20 @@ whichever mode is the lowest. It is used rather than a KS aggregate because
 it needs no aggregation parameter, it is exact at the optimum (the KS bound
 underestimates ``lambda_1`` by up to ``log(J) / rho``) and its constraints
 are each a simple eigenvalue's smooth function away from exact crossings.
+
+A run (`EigenProblem.run`, the template of `DensityProblem`) reports
+``omega1`` (final design), ``omega1_uniform``, ``omega1_stages`` (at the end
+of each stage, with its filter), ``eigenvalues`` (the `n_modes` lowest,
+final), ``volume``, ``grey_level``, ``eigensolves``, ``seconds``, ``solver``,
+``filter``; its history's ``objective`` is ``omega1 / omega1_uniform``
+(``lambda_1 / lambda_ref = beta - g_1``, exact), its ``beta`` the bound
+variable. NLopt's MMA dual runs with ``LD_MMA`` (NLopt's default) unless
+`mma_params` says otherwise: with `minimize`'s SLSQP dual a stage that starts
+infeasible (a new filter radius lowers ``lambda_j`` under the last ``beta``)
+ended at its first step with ``roundoff_limited``.
 """
 
 from __future__ import annotations
-
-import time
-from typing import Sequence
 
 import nlopt
 import numpy as np
@@ -33,15 +41,13 @@ from .. import fem
 from .._validate import (check_array_range, check_choice, check_int, check_mapping,
                          check_positive, check_range)
 from ..fem.models import _check_model
-from ..io.result import run_record
 from ..design.passive import Passive
-from ..design.filters import DensityFilter, HelmholtzFilter
 from ..fem.modal import ModalSystem, eigenvalues
 from ..design.interpolation import DENSITY_TOL, simp
 from ..design.measures import grey_level
 from ..responses.structural import volume
-from ..optimize.driver import Result, Stage, minimize
 from ..io.result import RunResult
+from .base import DensityProblem
 
 __all__ = ["du_olhoff_mass", "EigenProblem", "eigen_summary"]
 
@@ -80,7 +86,7 @@ def du_olhoff_mass(x, threshold: float = 0.1, q: float = 6.0):
     return np.where(x > threshold, x, x ** q / threshold ** (q - 1))
 
 
-class EigenProblem:
+class EigenProblem(DensityProblem):
     """Maximise the smallest eigenvalue (bound formulation) subject to a volume fraction.
 
     Parameters
@@ -123,57 +129,33 @@ class EigenProblem:
     ((2,), True)
     """
 
+    objective_name = "-beta"
+    mma_defaults = {"dual_algorithm": nlopt.LD_MMA}
+
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, M0=None,
                  n_modes: int = 3, penal: float = 3.0, Emin: float = 1e-9,
                  mass_threshold: float = 0.1, mass_exponent: float = 6.0, rho0: float = 1.0,
                  filter: str = "density", solver: str = "auto", beta_max: float = 20.0,
                  passive: Passive | None = None):
         _check_model(model)
-        self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
-        self.rmin = check_positive("rmin", rmin, "filter radius")
-        self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
-        self.Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True,
-                                what="void stiffness; E0 = 1")
         self.mass_threshold = check_range("mass_threshold", mass_threshold, 0.0, 1.0,
                                           lo_open=True, hi_open=True)
         self.mass_exponent = check_range("mass_exponent", mass_exponent, 1.0, None,
                                          lo_open=True)
         self.beta_max = check_range("beta_max", beta_max, 1.0, None, lo_open=True)
-        check_choice("filter", filter, FILTERS)
-        n_modes = check_int("n_modes", n_modes, 1, None, what="bounded eigenvalues")
-        self.filter_name = filter
-        self.model = model
-        self.weights = fem.element_volumes(model.mesh)
-        self.passive = Passive.of(passive, model.n_el)
-        self.passive.check_volume(self.volfrac, self.weights)   # before the filter and systems
-        self.n_el = model.n_el
-        self.n = self.passive.n_free               # design variables (beta is one more)
-        self._filters: dict = {}
-        self.filter = self._filter(self.rmin)
-        self.passive.check_filtered_volume(
-            self.volfrac, lambda: volume(self.x_phys(np.zeros(self.n)), self.weights))
-        self.modal = ModalSystem(model, n_modes=n_modes, rho0=rho0, M0=M0, solver=solver)
-        self.n_modes = n_modes
+        self.n_modes = check_int("n_modes", n_modes, 1, None, what="bounded eigenvalues")
+        self._modal_options = dict(n_modes=self.n_modes, rho0=rho0, M0=M0, solver=solver)
         self.lam_ref = None
+        super().__init__(model, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
+                         solver=solver, passive=passive)
+        self.modal = self.system
 
-    def _filter(self, rmin: float):
-        rmin = check_positive("rmin", rmin, "filter radius")
-        if rmin not in self._filters:
-            mesh = self.model.mesh
-            self._filters[rmin] = (DensityFilter(mesh, rmin) if self.filter_name == "density"
-                                   else HelmholtzFilter.from_rmin(mesh, rmin))
-        return self._filters[rmin]
-
-    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
-        """The free design variables of `x` (``(n,)``, or the full element vector)."""
-        return self.passive.free_design(x, name)
+    def _system(self, solver, solver_options):
+        return ModalSystem(self.model, **self._modal_options)
 
     def x_phys(self, x, rmin: float | None = None):
         """Filtered densities (the stage's `rmin`, else the problem's), passive ones fixed."""
-        x_tilde = self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
-        if self.filter_name == "helmholtz":      # not bound preserving: see ComplianceProblem
-            x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
-        return self.passive.fix(x_tilde)
+        return self.passive.fix(self.filtered(x, rmin))
 
     def coefficients(self, x_phys):
         """``(E, m)``: SIMP stiffness and `du_olhoff_mass` of the physical densities."""
@@ -198,61 +180,56 @@ class EigenProblem:
         bounds = [beta - lam[j] / self.lam_ref for j in range(self.n_modes)]
         return (-beta, *bounds, volume(x_phys, self.weights) / self.volfrac - 1.0)
 
-    def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
-            ftol_rel: float = 0.0, verbose: bool = True, checkpoint: str | None = None,
-            resume: str | None = None, mma_params: dict | None = None) -> RunResult:
-        """Optimize from `x0` (uniform `volfrac`); returns a `RunResult`.
+    def solves(self) -> int:
+        return self.modal.counts["eigensolves"]
 
-        Metrics: ``omega1`` (final design), ``omega1_uniform``,
-        ``omega1_stages`` (at the end of each stage, with its filter),
-        ``eigenvalues`` (the `n_modes` lowest, final), ``volume``,
-        ``grey_level``, ``eigensolves``, ``seconds``, ``solver``, ``filter``.
-        NLopt's MMA dual runs with ``LD_MMA`` (NLopt's default) unless
-        `mma_params` says otherwise: with `minimize`'s SLSQP dual a stage that
-        starts infeasible (a new filter radius lowers ``lambda_j`` under the
-        last ``beta``) ended at its first step with ``roundoff_limited``.
-        The history's ``objective`` is ``omega1 / omega1_uniform`` (``lambda_1 /
-        lambda_ref = beta - g_1``, exact), its ``beta`` the bound variable.
-        """
-        x0 = np.full(self.n, self.volfrac) if x0 is None else self.check_design(x0, "x0")
-        solves0 = self.modal.counts["eigensolves"]
-        lam0 = np.asarray(self.eigenvalues(np.full(self.n, self.volfrac)))
+    def announce(self, verbose: bool) -> None:
+        """An eigenproblem run prints no solver line."""
+
+    @property
+    def constraint_names(self) -> list:
+        return [f"beta - lambda_{j + 1} / lambda_ref" for j in range(self.n_modes)] + ["volume"]
+
+    def bounds(self):
+        """``0 <= x <= 1`` and ``0 <= beta <= beta_max``."""
+        return np.zeros(self.n + 1), np.append(np.ones(self.n), self.beta_max)
+
+    def prepare(self, x0, stages) -> np.ndarray:
+        """``lambda_ref`` (the uniform design's ``lambda_1``, unless set); ``z0 = [x0, beta0]``."""
+        self._lam0 = np.asarray(self.eigenvalues(np.full(self.n, self.volfrac)))
         if self.lam_ref is None:
-            self.lam_ref = float(lam0[0])
+            self.lam_ref = float(self._lam0[0])
         z0 = np.append(x0, float(np.min(self.eigenvalues(x0, _rmin(stages, 0))))
                        / self.lam_ref)
-        lb, ub = np.zeros(self.n + 1), np.append(np.ones(self.n), self.beta_max)
-        t0 = time.perf_counter()
-        res: Result = minimize(
-            self.responses, np.minimum(z0, ub), n_constraints=self.n_modes + 1,
-            bounds=(lb, ub), maxeval=None if stages else maxeval, stages=stages,
-            ftol_rel=ftol_rel, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params={"dual_algorithm": nlopt.LD_MMA, **check_mapping("mma_params", mma_params)},
-            objective_scale=1.0, objective_name="-beta",
-            count_solves=lambda: self.modal.counts["eigensolves"])
-        seconds = time.perf_counter() - t0
-        x_phys = np.asarray(self.x_phys(res.x[:-1], _rmin(stages, -1)))
-        x = self.passive.expand(res.x[:-1])             # the full element vector
+        return np.minimum(z0, self.bounds()[1])
+
+    def final_design(self, res, stages):
+        return (self.passive.expand(res.x[:-1]),
+                np.asarray(self.x_phys(res.x[:-1], _rmin(stages, -1))))
+
+    def metrics(self, res, x_phys, seconds: float, solves0: int):
+        """``omega1``, ``omega1_uniform``, ``omega1_stages``, ``eigenvalues``, ... (module notes)."""
         lam = np.asarray(eigenvalues(self.modal, *self.coefficients(x_phys)))
-        metrics = {
+        return {
             "omega1": float(np.sqrt(lam[0])),
-            "omega1_uniform": float(np.sqrt(lam0[0])),
+            "omega1_uniform": float(np.sqrt(self._lam0[0])),
             "omega1_stages": [float(np.sqrt(self.lam_ref * (-s["fun"] - s["constraints"][0])))
                               for s in res.stages],
             "eigenvalues": [float(v) for v in lam],
             "volume": float(volume(x_phys, self.weights)),
             "grey_level": grey_level(x_phys),
-            "eigensolves": self.modal.counts["eigensolves"] - solves0,
+            "eigensolves": self.solves() - solves0,
             "seconds": seconds,
             "solver": self.modal.stiffness.solver,
             "filter": self.filter_name,
-        }
-        history = [h | {"beta": -h["objective"],
-                        "objective": float(np.sqrt(max(-h["objective"] - h["constraints"][0],
-                                                       0.0)))}
-                   for h in res.history]
-        return RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
-                                     x_phys=x_phys, history=history)
+        }, {}
+
+    def history(self, res) -> list:
+        """``objective``: ``omega1 / omega1_uniform``; ``beta``: the bound variable."""
+        return [h | {"beta": -h["objective"],
+                     "objective": float(np.sqrt(max(-h["objective"] - h["constraints"][0],
+                                                    0.0)))}
+                for h in res.history]
 
     def mode_shape(self, x_phys) -> dict:
         """The first mode of physical densities `x_phys` as point data for ``design.vtu``."""

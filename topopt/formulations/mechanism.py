@@ -12,11 +12,20 @@ minimises ``u_out / u_scale`` subject to ``v(x_phys) <= volfrac``: a negative
 The gradient is the adjoint of the solve primitive (`topopt.fem.solve`):
 ``d u_out / d E_e = -lambda_e^T K_e u_e`` with ``K lambda = l``, one more
 solve with the same factorization.
+
+Why the port constraints (``hold``): with the volume constraint alone NLopt's
+MMA cuts the ports loose within a few iterations from the uniform start (20 x
+40 inverter: ``|u_out| < 1e-6`` after 30 evaluations, tests/test_mechanism.py;
+on the classic 40 x 20 half model also with 2 x 2 solid pads at the ports,
+move limits emulated by bounds, or the volume held as an equality), a
+stationary point with no way back. pyMOTO's MMA (Svanberg's, move limit 0.1)
+and the optimality criteria method do not take that path (measured on the 40
+x 20 model: ``u_out = -1.03`` both, -1.038 here with the port constraints;
+with move limit 1 pyMOTO's MMA cuts the ports too).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
 import nlopt
@@ -25,15 +34,13 @@ import numpy as np
 from .. import fem
 from .._validate import check_load, check_mapping, check_positive, check_range
 from ..fem.models import _check_model
-from ..io.result import run_record
+from ..io.folder import run_compliance
+from ..io.result import RunResult, grey_level, run_record
 from ..design.passive import Passive
 from ..design.interpolation import blueprint, simp
 from ..responses.structural import output_displacement, volume
-from ..optimize.driver import Stage, minimize
-from .compliance import ComplianceProblem, announce, run_compliance
-from ..io.result import RunResult, grey_level
 from ..robust.projection import DESIGNS, RobustFormulation, robust_stages
-from .._files import check_writable_file
+from .base import DensityProblem, timed_run
 
 __all__ = ["MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "robust_run",
            "robust_constraint_names", "MMA_OPTIONS", "ROBUST_MMA_OPTIONS"]
@@ -72,7 +79,7 @@ def ideal_output(f_in: float, k_in: float, k_out: float) -> float:
     return float(f_in / (2.0 * np.sqrt(k_in * k_out)))
 
 
-class MechanismProblem(ComplianceProblem):
+class MechanismProblem(DensityProblem):
     """Minimum output displacement ``u_out = l^T u`` subject to a volume fraction.
 
     Parameters
@@ -135,10 +142,10 @@ class MechanismProblem(ComplianceProblem):
         self.hold = check_range("hold", hold, 0.0, None, what="port stiffness / spring")
         if u_scale is not None:
             u_scale = check_positive("u_scale", u_scale, "displacement scale of the objective")
-        super().__init__(model, f, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
+        super().__init__(model, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
                          solver=solver, eta=eta, solver_options=solver_options,
                          passive=passive)
-        self.l_out = l_out
+        self.f, self.l_out = f, l_out
         self.k_in, self.k_out = port_springs(model, f), port_springs(model, l_out)
         if self.hold > 0 and not (self.k_in > 0 and self.k_out > 0):
             raise ValueError(f"hold={self.hold:g} needs springs at the input and the output "
@@ -180,19 +187,8 @@ class MechanismProblem(ComplianceProblem):
                 c_out * self.k_out * (1 + self.hold) - 1.0)
 
     def responses(self, x, beta: float | None = None):
-        """``(u_out / u_scale, v / volfrac - 1, port_in, port_out)`` for MMA.
-
-        With the volume constraint alone (``hold=0``) NLopt's MMA cuts the
-        ports loose within a few iterations from the uniform start (20 x 40
-        inverter: ``|u_out| < 1e-6`` after 30 evaluations,
-        tests/test_mechanism.py; on the classic 40 x 20 half model also with
-        2 x 2 solid pads at the ports, move limits emulated by bounds, or
-        the volume held as an equality), a stationary point with no way
-        back. pyMOTO's MMA (Svanberg's, move limit 0.1) and the optimality
-        criteria method do not take that path (measured on the 40 x 20
-        model: ``u_out = -1.03`` both, -1.038 here with the port
-        constraints; with move limit 1 pyMOTO's MMA cuts the ports too).
-        """
+        """``(u_out / u_scale, v / volfrac - 1, port_in, port_out)`` for MMA (the ports: see
+        the module's notes)."""
         x_phys = self.x_phys(x, beta)
         objective, *ports = self.analysis(x_phys)
         return (objective, volume(x_phys, self.weights) / self.volfrac - 1.0, *ports)
@@ -202,57 +198,28 @@ class MechanismProblem(ComplianceProblem):
         """The labels of the constraints of `responses`."""
         return ["volume"] + (["input port", "output port"] if self.hold > 0 else [])
 
-    def start(self, x0=None) -> np.ndarray:
-        """`x0` checked, or the uniform design (the free variables) at `volfrac`."""
-        if x0 is None:
-            return np.full(self.n, self.volfrac)
-        return self.check_design(x0, "x0")
+    # ----------------------------------------------------------- the run's hooks
+    mma_defaults = MMA_OPTIONS
+    objective_name = "u_out"
 
-    def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
-            ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
-            checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None) -> RunResult:
-        """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
-
-        Metrics: ``u_out`` (negative for an inverter), ``abs_u_out``,
-        ``u_in`` (the input's displacement), ``geometric_advantage``
-        (``-u_out / u_in``), ``volume``, ``grey_level``, ``fe_solves``,
-        ``fe_solves_per_iteration``, ``seconds``, ``solver``, ``filter``,
-        ``u_scale``; ``result["u"]`` is the final displacement field. MMA as
-        in `ComplianceProblem.run` (one factorization per iteration), with
-        NLopt's MMA dual (`MMA_OPTIONS`).
-        """
-        x0 = self.start(x0)
-        if checkpoint is not None:                   # before the first solve
-            check_writable_file(checkpoint, "checkpoint")
-        solves0 = self.system.counts["factorizations"]
+    def prepare(self, x0, stages) -> np.ndarray:
+        """``u_scale`` (unless set): the input's displacement at the start."""
         if self.u_scale is None:
             self.u_scale = abs(self.input_displacement(self.state(self.x_phys(x0))))
-        announce(self.system, verbose)
-        t0 = time.perf_counter()
-        res = minimize(
-            self.responses, x0, n_constraints=len(self.constraint_names), bounds=(0.0, 1.0),
-            maxeval=None if stages else maxeval, stages=stages, ftol_rel=ftol_rel,
-            xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint, resume=resume,
-            mma_params={**MMA_OPTIONS, **check_mapping("mma_params", mma_params)},
-            count_solves=lambda: self.system.counts["factorizations"],
-            objective_scale=self.u_scale, objective_name="u_out")
-        seconds = time.perf_counter() - t0
-        beta = stages[-1].params.get("beta") if stages else None
-        x_phys = np.asarray(self.x_phys(res.x, beta))
-        fe_solves = self.system.counts["factorizations"] - solves0
-        u = np.asarray(self.state(x_phys))                  # the final state, solved once
-        metrics = self.output_metrics(u) | {
-            "volume": float(volume(x_phys, self.weights)),
-            "grey_level": grey_level(x_phys),
-            "fe_solves": fe_solves,
-            "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
-            "seconds": seconds, "solver": self.system.solver, "filter": self.filter_name,
-            "u_scale": self.u_scale, "hold": self.hold,
-        } | self.cg_metrics()
-        x = self.passive.expand(res.x)                  # the full element vector
-        return RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
-                                     x_phys=x_phys, history=res.history, arrays={"u": u})
+        return x0
+
+    @property
+    def objective_scale(self) -> float:
+        return self.u_scale
+
+    def final(self, x_phys):
+        """`output_metrics` and ``volume`` of the final design (then `DensityProblem.run`'s,
+        ``u_scale``, ``hold``); MMA with NLopt's dual (`MMA_OPTIONS`)."""
+        u = np.asarray(self.state(x_phys))
+        return self.output_metrics(u) | {"volume": float(volume(x_phys, self.weights))}, u
+
+    def run_metrics(self) -> dict:
+        return {"u_scale": self.u_scale, "hold": self.hold}
 
     def output_metrics(self, u) -> dict:
         """``u_out``, ``abs_u_out``, ``u_in`` and ``geometric_advantage`` of a solution `u`."""
@@ -325,24 +292,17 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
                                problem.weights, z_bounds=(-1.0, 1.0))
     stages = robust_stages(betas, evaluations, every)
     x0 = problem.start(x0)
-    if checkpoint is not None:
-        check_writable_file(checkpoint, "checkpoint")
-    solves0 = problem.system.counts["factorizations"]
-    announce(problem.system, verbose)
-    t0 = time.perf_counter()
-    res = robust.minimize(
+    res, seconds, solves0 = timed_run(problem, checkpoint, verbose, lambda _: robust.minimize(
         x0, stages, maxeval=maxeval, ftol_rel=0.0, verbose=verbose, checkpoint=checkpoint,
         resume=resume,
         mma_params={**ROBUST_MMA_OPTIONS, **check_mapping("mma_params", mma_params)},
-        objective_scale=problem.u_scale,
-        count_solves=lambda: problem.system.counts["factorizations"], objective_name="u_out")
-    seconds = time.perf_counter() - t0
+        objective_scale=problem.u_scale, count_solves=problem.solves, objective_name="u_out"))
     x, beta = res.x[:-1], float(stages[-1].params["beta"])
     designs = [np.asarray(d) for d in robust.designs(x, beta)]
     x_tilde = np.asarray(problem.x_phys(x))
     blueprints = [blueprint(x_tilde, eta) for eta in robust.etas]
     states = [np.asarray(problem.state(d)) for d in designs + blueprints]
-    fe_solves = problem.system.counts["factorizations"] - solves0
+    fe_solves = problem.solves() - solves0           # the final states' solves included
     metrics = problem.output_metrics(states[1]) | {
         "volume": float(volume(designs[1], problem.weights)),
         "grey_level": grey_level(designs[1]),

@@ -22,128 +22,22 @@ grey elements sag under their own weight (the parasitic effect). RAMP
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
-import scipy.sparse as sps
-import skfem
-from skfem.helpers import dot
 
 from .. import fem
-from .._validate import check_choice, check_finite_array, check_load, check_mapping, check_range
+from .._validate import check_choice, check_load, check_range
 from ..fem.models import _check_model
-from ..design.filters import LinearFilter
 from ..design.interpolation import ramp, simp
+from ..responses.loads import BodyLoad, _gravity, element_loads
 from ..responses.structural import compliance, volume
-from ..optimize.driver import Stage
-from ..io.result import run_record
 from ..design.passive import Passive
-from .compliance import ComplianceProblem, minimize_compliance
-from ..io.result import RunResult, grey_level
+from .base import DensityProblem
+from .compliance import ComplianceProblem
 
 __all__ = ["element_loads", "BodyLoad", "SelfWeightProblem", "load_ratio", "save_load_ratio",
            "INTERPOLATIONS"]
 
 INTERPOLATIONS = ("ramp", "simp")
-
-
-def _gravity(model: fem.Model, gravity) -> np.ndarray:
-    """The body force per unit volume of solid, one entry per displacement component."""
-    g = check_finite_array("gravity", gravity)
-    if g.shape != (model.components,):
-        raise ValueError(f"gravity has shape {g.shape}; expected ({model.components},), the "
-                         "body force per unit volume of solid (rho g) per component")
-    if not np.any(g):
-        raise ValueError("gravity is zero: the body force rho g needs a nonzero component")
-    return g
-
-
-def element_loads(model: fem.Model, gravity) -> np.ndarray:
-    """Consistent load vectors ``f_e = int_e N^T (rho g) dV`` of solid elements.
-
-    Parameters
-    ----------
-    model : topopt.fem.Model
-        An elasticity model (`topopt.fem.elasticity`).
-    gravity : (dim,) array_like
-        Body force per unit volume of solid material, ``rho g`` (a weight
-        density, e.g. ``(0, -rho g)``).
-
-    Returns
-    -------
-    (n_el, n_loc) numpy.ndarray
-        Element ``e``'s load on its dofs ``model.basis.element_dofs[:, e]``;
-        they sum to ``model.body_load(gravity)``.
-
-    Examples
-    --------
-    A unit square element: a quarter of its weight at each node.
-
-    >>> from topopt import fem
-    >>> from topopt.formulations.selfweight import element_loads
-    >>> element_loads(fem.elasticity(fem.rectangle(1, 1)), (0.0, -2.0))
-    array([[ 0. , -0.5,  0. , -0.5,  0. , -0.5,  0. , -0.5]])
-    """
-    if model.components < 2:
-        raise ValueError("self-weight needs an elasticity model (a vector field); got a "
-                         "scalar model")
-    g = _gravity(model, gravity)
-    form = skfem.LinearForm(lambda v, w: dot(g[:, None, None], v))
-    return np.asarray(form.elemental(model.basis).tolocal(), dtype=float)
-
-
-class BodyLoad(LinearFilter):
-    """The weight of the material as a linear map ``x_phys -> sum_e x_phys_e f_e``.
-
-    A `topopt.design.LinearFilter` from element values to dofs, so calling
-    it is the primitive `topopt.design.apply_filter` (pullback ``G^T``,
-    forward rule itself, every mode).
-
-    Parameters
-    ----------
-    model : topopt.fem.Model
-        Elasticity model.
-    gravity : (dim,) array_like
-        ``rho g`` of solid material (see `element_loads`).
-
-    Attributes
-    ----------
-    G : scipy.sparse.csc_matrix, (ndof, n_el)
-        Column ``e`` is ``f_e``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topopt import ad, fem
-    >>> from topopt.formulations.selfweight import BodyLoad
-    >>> model = fem.elasticity(fem.rectangle(2, 1))
-    >>> weight = BodyLoad(model, (0.0, -1.0))
-    >>> f = weight(np.array([1.0, 0.5]))          # 1 + 0.5 unit squares of material
-    >>> float(np.sum(f[0::2])), float(np.sum(f[1::2]))
-    (0.0, -1.5)
-    >>> ad.gradient(lambda x: np.sum(weight(x)), np.array([1.0, 0.5]))
-    array([-1., -1.])
-    """
-
-    def __init__(self, model: fem.Model, gravity):
-        _check_model(model)
-        fe = element_loads(model, gravity)
-        dofs = model.basis.element_dofs                         # (n_loc, n_el)
-        self.n, self._n_out = model.n_el, model.ndof
-        cols = np.broadcast_to(np.arange(self.n), dofs.shape)
-        self.G = sps.csc_matrix((fe.T.ravel(), (dofs.ravel(), cols.ravel())),
-                                shape=(self._n_out, self.n))
-        self.G_T = self.G.T.tocsr()
-
-    @property
-    def n_out(self) -> int:
-        return self._n_out
-
-    def _forward(self, x: np.ndarray) -> np.ndarray:
-        return self.G @ x
-
-    def _transpose(self, y: np.ndarray) -> np.ndarray:
-        return self.G_T @ y
 
 
 def load_ratio(x, interpolation: str = "ramp", penal: float = 3.0, q: float = 8.0,
@@ -172,10 +66,10 @@ def load_ratio(x, interpolation: str = "ramp", penal: float = 3.0, q: float = 8.
     return x / E
 
 
-class SelfWeightProblem:
+class SelfWeightProblem(DensityProblem):
     """Minimum compliance under fixed loads and self-weight, subject to a volume fraction.
 
-    The chain of `topopt.formulations.ComplianceProblem` (filter, optional
+    The chain of `topopt.formulations.base.DensityProblem` (filter, optional
     projection, MMA) with ``E = ramp(x_phys, q)`` (or ``simp``) and the load
     ``f(x) = f + BodyLoad(x_phys)``.
 
@@ -216,45 +110,36 @@ class SelfWeightProblem:
     (2421.431, 0.0)
     """
 
+    objective_name = "compliance"
+
     def __init__(self, model: fem.Model, f, gravity, volfrac: float, rmin: float,
                  interpolation: str = "ramp", q: float = 8.0, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None,
                  passive: Passive | None = None):
         _check_model(model)
-        check_choice("interpolation", interpolation, INTERPOLATIONS)
+        self.interpolation = check_choice("interpolation", interpolation, INTERPOLATIONS)
         self.q = check_range("q", q, 0.0, None, what="RAMP penalization")
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,):
             raise ValueError(f"f has shape {f.shape}; expected ({model.ndof},), the fixed loads")
         self.weight = BodyLoad(model, gravity)
         self.gravity = _gravity(model, gravity)
-        # the filter, system and validation of the compliance problem (its load
-        # is the full-solid one here, only checked there, never used)
-        self._base = ComplianceProblem(model, f + self.weight.G @ np.ones(model.n_el), volfrac,
-                                       rmin, penal=penal, filter=filter, Emin=Emin,
-                                       solver=solver, eta=eta, solver_options=solver_options,
-                                       passive=passive)
-        b = self._base
-        self.model, self.f, self.interpolation = model, f, interpolation
-        self.volfrac, self.rmin, self.penal, self.Emin = b.volfrac, b.rmin, b.penal, b.Emin
-        self.filter_name, self.filter, self.system = b.filter_name, b.filter, b.system
-        self.weights, self.n, self.c0 = b.weights, b.n, None
-        self.passive, self.n_el = b.passive, b.n_el
+        self.f, self.c0 = f, None
+        super().__init__(model, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
+                         solver=solver, eta=eta, solver_options=solver_options,
+                         passive=passive)
 
     # ----------------------------------------------------------- the chain
-    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
-        return self._base.check_design(x, name)
-
-    def x_phys(self, x, beta: float | None = None):
-        """Filtered (and projected, with `beta`) densities, as in `ComplianceProblem`."""
-        return self._base.x_phys(x, beta)
-
     def modulus(self, x_phys):
         """``E(x_phys)``: RAMP (Stolpe & Svanberg 2001) or SIMP; differentiable."""
         if self.interpolation == "ramp":
             return ramp(x_phys, self.q, self.Emin)
         return simp(x_phys, self.penal, self.Emin)
+
+    def stiffness(self, x, beta: float | None = None):
+        """Element stiffnesses ``E = modulus(x_phys)``; differentiable."""
+        return self.modulus(self.x_phys(x, beta))
 
     def load(self, x_phys):
         """``f(x) = f_fixed + sum_e x_phys_e f_e`` (B & D 2005, eq. (5)); differentiable."""
@@ -268,9 +153,6 @@ class SelfWeightProblem:
     def compliance(self, x, beta: float | None = None):
         """``c = f(x)^T K(E(x))^{-1} f(x)``; differentiable, the load's derivative included."""
         return compliance(*self.state(self.x_phys(x, beta)))
-
-    def volume(self, x, beta: float | None = None):
-        return volume(self.x_phys(x, beta), self.weights)
 
     def responses(self, x, beta: float | None = None):
         """``(c / c0, v / volfrac - 1)`` for MMA."""
@@ -286,38 +168,24 @@ class SelfWeightProblem:
         return {"point_load": point, "self_weight": total - point,
                 "self_weight_share": (total - point) / total if total else 0.0}
 
-    def nodal_state(self, u) -> dict:
-        return self._base.nodal_state(u)
+    # ----------------------------------------------------------- the run's hooks
+    prepare = ComplianceProblem.prepare
+    objective_scale = ComplianceProblem.objective_scale
 
-    # ----------------------------------------------------------- the run
-    def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
-            ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
-            checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None) -> RunResult:
-        """Optimize from `x0` (uniform `volfrac`); a `RunResult` as `ComplianceProblem.run`'s.
+    def final(self, x_phys):
+        """The compliance split, volume and weight of the final design; its state.
 
-        Its metrics add the compliance split (``compliance_point_load``,
-        ``compliance_self_weight``, ``self_weight_share``) and
-        ``volume_constraint_active`` (``v >= volfrac - 1e-3``). MMA runs with
+        The run's metrics add to `ComplianceProblem.run`'s the split
+        (``compliance_point_load``, ``compliance_self_weight``,
+        ``self_weight_share``), ``volume_constraint_active`` (``v >= volfrac
+        - 1e-3``), ``weight`` and ``interpolation``. MMA runs with
         `minimize`'s conservative default (inner iterations), not the classic
         MMA of `ComplianceProblem.run`: the load's term makes the compliance
         non-monotonic, and on the arch (40 x 30 half model) classic MMA
         jumped from ``c / c0 = 0.44`` to ``3e5`` at its fourth step and never
         came back; the conservative one recovers in one step (``c = 105.9``).
         """
-        res, seconds, fe_solves = minimize_compliance(
-            self, maxeval, x0, stages, ftol_rel, xtol_abs, verbose, checkpoint, resume,
-            mma_params)
-        beta = stages[-1].params.get("beta") if stages else None
-        x_phys = np.asarray(self.x_phys(res.x, beta))
         u, f = self.state(x_phys)
-        return RunResult.from_record(
-            run_record(res, checkpoint),
-            self._metrics(x_phys, u, f, fe_solves, res.evaluations, seconds),
-            x=self.passive.expand(res.x), x_phys=x_phys, history=res.history,
-            arrays={"u": np.asarray(u)})
-
-    def _metrics(self, x_phys, u, f, fe_solves, evaluations, seconds) -> dict:
         c, point = float(f @ u), float(self.f @ u)
         v = float(volume(x_phys, self.weights))
         return {
@@ -326,11 +194,10 @@ class SelfWeightProblem:
             "self_weight_share": (c - point) / c if c else 0.0,
             "volume": v, "volume_constraint_active": bool(v >= self.volfrac - 1e-3),
             "weight": float(np.linalg.norm(self.gravity) * v * np.sum(self.weights)),
-            "grey_level": grey_level(x_phys), "fe_solves": fe_solves,
-            "fe_solves_per_iteration": fe_solves / max(evaluations, 1),
-            "seconds": seconds, "solver": self.system.solver, "filter": self.filter_name,
-            "interpolation": self.interpolation,
-        } | self._base.cg_metrics()
+        }, u
+
+    def run_metrics(self) -> dict:
+        return {"interpolation": self.interpolation}
 
 
 def save_load_ratio(path: str, penal: float = 3.0, q: float = 8.0, Emin: float = 1e-9,

@@ -3,12 +3,14 @@
 
 from .result import RunResult, RUN_KEYS, run_record
 from .._files import OutputPathError, check_writable_file, check_writable_folder
-from .folder import (run_label, check_run_label, write_run_label, run_label_path, SIZE_OPTIONS)
+from .folder import (run_label, check_run_label, write_run_label, run_label_path, SIZE_OPTIONS,
+                     write_results, plot_record, write_json, run_compliance, signals_held)
 from .designs import (save_design, load_design, write_vtu, write_stl, iso_surface, enclosed_volume,
                       signed_volume, DesignFileError, MESH_TYPES)
 
 __all__ = ['RunResult', 'RUN_KEYS', 'run_record', 'OutputPathError', 'check_writable_file',
            'check_writable_folder', 'run_label', 'check_run_label', 'write_run_label',
-           'run_label_path', 'SIZE_OPTIONS', 'save_design', 'load_design', 'write_vtu',
+           'run_label_path', 'SIZE_OPTIONS', 'write_results', 'plot_record', 'write_json',
+           'run_compliance', 'signals_held', 'save_design', 'load_design', 'write_vtu',
            'write_stl', 'iso_surface', 'enclosed_volume', 'signed_volume', 'DesignFileError',
            'MESH_TYPES']

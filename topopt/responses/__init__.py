@@ -1,10 +1,11 @@
-"""Responses of a design, one per file: compliance and volume, stresses.
+"""Responses of a design, one per file: compliance and volume, stresses, design-dependent loads.
 """
 
 from .structural import (compliance, volume, output_displacement, compliance_coefficients)
+from .loads import (element_loads, BodyLoad)
 from .stress import (ElementStress, relaxed_stress, stress_pnorm, AdaptiveNormalization,
-                     MinimumVolumeStress, von_mises_matrix)
+                     von_mises_matrix)
 
 __all__ = ['compliance', 'volume', 'output_displacement', 'compliance_coefficients',
            'ElementStress', 'relaxed_stress', 'stress_pnorm', 'AdaptiveNormalization',
-           'MinimumVolumeStress', 'von_mises_matrix']
+           'von_mises_matrix', 'element_loads', 'BodyLoad']

@@ -1,0 +1,303 @@
+"""The density problem: ``x -> x_tilde = F x -> x_phys`` and the run template.
+
+Every formulation of this package optimizes element densities ``x`` through
+the chain of top88 (Andreassen et al. 2011, eqs. (1)-(3)): a filter ``F``
+(density or Helmholtz), optionally the tanh projection of a stage's ``beta``
+(Wang, Lazarov & Sigmund 2011, eq. (1)), passive elements fixed after both
+(top99 sect. 5.3). `DensityProblem` holds that chain and the run of MMA
+around the formulation's responses; a subclass holds only its physics: its
+responses, its objective's scale and name, its constraints, its MMA defaults
+and its metrics (the hooks of `DensityProblem.run`). `timed_run` is the part
+of the run that code driving `minimize` itself shares (`robust_run`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import fem
+from .._files import check_writable_file
+from .._validate import check_choice, check_mapping, check_positive, check_range
+from ..design.filters import DensityFilter, HelmholtzFilter
+from ..design.interpolation import DENSITY_TOL, project, simp
+from ..design.measures import grey_level
+from ..design.passive import Passive
+from ..fem.models import _check_model
+from ..fem.solvers.auto import describe
+from ..io.result import RunResult, run_record
+from ..optimize.driver import Result, Stage, minimize
+from ..optimize.progress import show
+from ..responses.structural import volume
+
+__all__ = ["DensityProblem", "timed_run", "announce", "FILTERS"]
+
+FILTERS = ("density", "helmholtz")
+
+
+def announce(system, verbose: bool) -> None:
+    """Print the linear solver of a run (`topopt.fem.solvers.describe`) when `verbose`."""
+    if verbose:
+        show(describe(system))
+
+
+def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
+              prepare: Callable | None = None) -> tuple[Result, float, int]:
+    """The frame of a run: checkpoint path, solve count, solver line, time.
+
+    The checkpoint path is tested before the first solve; then ``start =
+    prepare()`` (the solves that scale the responses, counted), the solver
+    is announced, and ``drive(start)`` runs `minimize` and is timed.
+    Returns ``(result, seconds of drive, solves before prepare)``: the
+    caller counts the solves it wants (`problem.solves()` minus these).
+    """
+    if checkpoint is not None:                   # before the first solve
+        check_writable_file(checkpoint, "checkpoint")
+    solves0 = problem.solves()
+    start = None if prepare is None else prepare()
+    problem.announce(verbose)
+    t0 = time.perf_counter()
+    res = drive(start)
+    return res, time.perf_counter() - t0, solves0
+
+
+class DensityProblem:
+    """Element densities through a filter (and projection) to ``x_phys``, and their run.
+
+    Parameters
+    ----------
+    model : topopt.fem.Model
+        The model with its supports.
+    volfrac : float in (0, 1) or None
+        The volume fraction (of the whole domain, passive solid included);
+        None for a formulation without a volume limit (`MinimumVolumeStress`).
+    rmin : float > 0
+        Filter radius in length units; the Helmholtz filter uses ``r = rmin
+        / (2 sqrt(3))``.
+    penal : float >= 1
+        SIMP exponent.
+    filter : {"density", "helmholtz"}
+    Emin : float in [0, 1)
+        Void stiffness (``E0 = 1``).
+    solver : str
+        Linear-solver backend (`topopt.fem.solvers`).
+    eta : float
+        Threshold of the projection when a stage sets ``beta``.
+    solver_options : dict, optional
+        Options of an iterative solver.
+    passive : topopt.design.Passive, optional
+        Passive elements: MMA sees the ``n = passive.n_free`` free variables,
+        ``x_phys`` holds the fixed values, a result's ``x`` is the full vector.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import fem
+    >>> from topopt.formulations.base import DensityProblem
+    >>> p = DensityProblem(fem.elasticity(fem.rectangle(4, 2)), volfrac=0.5, rmin=1.5)
+    >>> p.n, round(float(p.volume(np.full(8, 0.5))), 12)
+    (8, 0.5)
+    """
+
+    #: The objective's name in the progress lines and the history.
+    objective_name = "objective"
+    #: MMA's options of `run` (`mma_params` overrides them).
+    mma_defaults: dict = {}
+
+    def __init__(self, model: fem.Model, volfrac: float, rmin: float, penal: float = 3.0,
+                 filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
+                 eta: float = 0.5, solver_options: dict | None = None,
+                 passive: Passive | None = None):
+        _check_model(model)
+        self.volfrac = None if volfrac is None else check_range(
+            "volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True)
+        self.rmin = check_positive("rmin", rmin, "filter radius")
+        self.penal = check_range("penal", penal, 1.0, None, what="SIMP exponent")
+        check_choice("filter", filter, FILTERS)
+        self.Emin = check_range("Emin", Emin, 0.0, 1.0, hi_open=True,
+                                what="void stiffness; E0 = 1")
+        self.eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
+        self.model, self.filter_name = model, filter
+        mesh = model.mesh
+        self.weights = fem.element_volumes(mesh)
+        self.passive = Passive.of(passive, model.n_el)
+        if self.volfrac is not None:
+            self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
+        self.n_el = model.n_el
+        self.n = self.passive.n_free               # design variables of MMA
+        self._pde_solver, self._filters = ("petsc" if solver == "petsc" else None), {}
+        self.filter = self._filter(self.rmin)
+        if self.volfrac is not None:
+            self.passive.check_filtered_volume(self.volfrac,
+                                               lambda: self.volume(np.zeros(self.n)))
+        self.system = self._system(solver, solver_options)
+
+    def _filter(self, rmin: float):
+        """The density or Helmholtz filter of radius `rmin`, built once (a stage may set one)."""
+        rmin = check_positive("rmin", rmin, "filter radius")
+        if rmin not in self._filters:
+            mesh = self.model.mesh
+            self._filters[rmin] = (
+                DensityFilter(mesh, rmin) if self.filter_name == "density"
+                else HelmholtzFilter.from_rmin(mesh, rmin, solver=self._pde_solver))
+        return self._filters[rmin]
+
+    def _system(self, solver: str, solver_options: dict | None):
+        """The linear system of the state equation (`topopt.fem.Model.system`)."""
+        return self.model.system(solver, solver_options=solver_options)
+
+    # ----------------------------------------------------------- the chain
+    def check_design(self, x, name: str = "the design vector") -> np.ndarray:
+        """The free design variables of `x` (``(n,)``, or the full element vector)."""
+        return self.passive.free_design(x, name)
+
+    def x_phys(self, x, beta: float | None = None):
+        """Physical densities: filtered, then projected if `beta` is given.
+
+        With passive elements `x` is the free variables (or the full element
+        vector holding the fixed values); the passive entries of the result
+        are their fixed values.
+        """
+        x_tilde = self.filtered(x)
+        x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
+        return self.passive.fix(x_phys)
+
+    def filtered(self, x, rmin: float | None = None):
+        """``x_tilde``: the filter (radius `rmin`, else the problem's) of the elements of `x`."""
+        x_tilde = self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
+        if self.filter_name == "helmholtz":
+            # The PDE filter (Lazarov & Sigmund 2011, eq. (5)) is not bound
+            # preserving: at rmin ~ 1.5 h it returns -2e-4 .. 1.003 near sharp
+            # edges. Clipped just outside [0, 1], so that values off by rounding
+            # keep their derivative and simp sees a density in its range.
+            x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
+        return x_tilde
+
+    def stiffness(self, x, beta: float | None = None):
+        """Element stiffnesses ``E = simp(x_phys)`` (top88 eq. (1)); differentiable."""
+        return simp(self.x_phys(x, beta), self.penal, self.Emin)
+
+    def volume(self, x, beta: float | None = None):
+        """``v(x_phys) = sum_e w_e x_phys,e / sum_e w_e``; differentiable."""
+        return volume(self.x_phys(x, beta), self.weights)
+
+    def nodal_state(self, u) -> dict:
+        """A solution `u` (one column per load case) as point fields for ``design.vtu``.
+
+        ``{"displacement": (n_points, dim)}`` (``"temperature"`` for a heat
+        model); several load cases give ``displacement_1``, ``_2``, ...
+        """
+        u = np.asarray(u)
+        name = "displacement" if self.model.components > 1 else "temperature"
+        nodal = self.model.basis.nodal_dofs                  # (components, n_points)
+        fields = u[:, None] if u.ndim == 1 else u
+        out = {}
+        for k in range(fields.shape[1]):
+            key = name if fields.shape[1] == 1 else f"{name}_{k + 1}"
+            v = fields[nodal, k].T                            # (n_points, components)
+            out[key] = v[:, 0] if v.shape[1] == 1 else v
+        return out
+
+    def solves(self) -> int:
+        """The factorizations of the problem's system so far (a run counts its own)."""
+        return self.system.counts["factorizations"]
+
+    def announce(self, verbose: bool) -> None:
+        """Print the linear solver of a run when `verbose` (`announce`)."""
+        announce(self.system, verbose)
+
+    def cg_metrics(self) -> dict:
+        """CG iterations per solve and the most in one solve (iterative solvers only)."""
+        counts = self.system.counts
+        if not counts.get("cg_solves"):
+            return {}
+        return {"cg_iterations_per_solve": counts["cg_iterations"] / counts["cg_solves"],
+                "cg_iterations_max": int(max(self.system._iterative.log))}
+
+    # ----------------------------------------------------------- the run's hooks
+    def start(self, x0=None) -> np.ndarray:
+        """`x0` checked, or the uniform design (the free variables) at `volfrac`."""
+        if x0 is None:
+            return np.full(self.n, self.volfrac)
+        return self.check_design(x0, "x0")
+
+    def prepare(self, x0, stages) -> np.ndarray:
+        """Set the responses' scales at the start `x0` (solves counted); MMA's start."""
+        return x0
+
+    @property
+    def constraint_names(self) -> list:
+        """The labels of the constraints of `responses`."""
+        return ["volume"]
+
+    @property
+    def objective_scale(self) -> float:
+        """The minimized objective times this is the metric (`minimize`'s)."""
+        return 1.0
+
+    def bounds(self):
+        """MMA's bounds of the design variables."""
+        return (0.0, 1.0)
+
+    def final(self, x_phys) -> tuple[dict, np.ndarray]:
+        """``(metrics, u)`` of the final physical design: the physics' metrics, its state."""
+        raise NotImplementedError
+
+    def run_metrics(self) -> dict:
+        """The metrics after the solver and filter (the problem's parameters)."""
+        return {}
+
+    def final_design(self, res: Result, stages) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, x_phys)``: the full element vector and the physical design of `res`."""
+        beta = stages[-1].params.get("beta") if stages else None
+        return self.passive.expand(res.x), np.asarray(self.x_phys(res.x, beta))
+
+    def metrics(self, res: Result, x_phys, seconds: float, solves0: int):
+        """``(metrics, arrays)`` of the run; `final`'s state is ``arrays["u"]``."""
+        fe_solves = self.solves() - solves0             # before the final state's solve
+        physics, u = self.final(x_phys)
+        metrics = physics | {
+            "grey_level": grey_level(x_phys),
+            "fe_solves": fe_solves,
+            "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
+            "seconds": seconds, "solver": self.system.solver, "filter": self.filter_name,
+        } | self.run_metrics() | self.cg_metrics()
+        return metrics, {"u": np.asarray(u)}
+
+    def history(self, res: Result) -> list:
+        """The run's history as ``result.json`` keeps it."""
+        return res.history
+
+    # ----------------------------------------------------------- the run
+    def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
+            ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
+            checkpoint: str | None = None, resume: str | None = None,
+            mma_params: dict | None = None) -> RunResult:
+        """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
+
+        It says how the run ended (`topopt.io.run_record`: ``status``,
+        ``signal``, ``evaluations``, ``checkpoint``, ``resume``) and holds the
+        formulation's metrics (`metrics`), the design ``x`` (the full element
+        vector), ``x_phys`` and the history; an interrupted run
+        (``status="interrupted"``) returns the last good design. MMA runs
+        with the formulation's `mma_defaults` updated by `mma_params`.
+        """
+        x0 = self.start(x0)
+        options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
+
+        def drive(z0):
+            return minimize(
+                self.responses, z0, n_constraints=len(self.constraint_names),
+                bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
+                ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
+                resume=resume, mma_params=options, count_solves=self.solves,
+                objective_scale=self.objective_scale, objective_name=self.objective_name)
+
+        res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
+                                          lambda: self.prepare(x0, stages))
+        x, x_phys = self.final_design(res, stages)
+        metrics, arrays = self.metrics(res, x_phys, seconds, solves0)
+        return RunResult.from_record(run_record(res, checkpoint), metrics, x=x, x_phys=x_phys,
+                                     history=self.history(res), arrays=arrays)
