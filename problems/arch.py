@@ -80,7 +80,7 @@ def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
                       weight=weight, gamma=-gravity[1], point_load=1.0,
                       interpolation=interpolation, q=q, penal=penal, maxeval=maxeval,
                       model="half, symmetric about x = 0")
-        from topopt.plot.figures import boundary_markers
+        from topopt.plot.markers import boundary_markers
         supports, loads = boundary_markers(model, f)
         write_results(out, mesh, result, setup_, title=f"Arch {2 * nelx}x{nely}, "
                       f"weight {weight:g} P, {interpolation}", mirror=True,

@@ -99,7 +99,7 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
-        from topopt.plot.figures import boundary_markers
+        from topopt.plot.markers import boundary_markers
         setup_record = dict(problem="eigen_beam", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_rmin=[f * rmin for f in RADII], mass=mass,
                             supports=supports, penal=problem.penal, Emin=problem.Emin,

@@ -42,7 +42,8 @@ import numpy as np
 from topopt import cli
 from topopt import fem
 from topopt.cli.script import Option, at_least
-from topopt.formulations.compliance import ComplianceProblem, compliance_options
+from topopt.cli.script import compliance_options
+from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.robust_compliance import (RobustCompliance, check_robust,  # noqa: F401
                                                    run_robust)
 from topopt.io.result import RunResult

@@ -68,7 +68,7 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
 
 def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -> None:
     """The intermediate design (`write_results`), the eroded and dilated blueprints' pictures."""
-    from topopt.plot.figures import boundary_markers
+    from topopt.plot.markers import boundary_markers
     supports, loads = boundary_markers(problem.model, problem.f)
     pictures = {name: (result["blueprint_designs"][k], f"{name} blueprint: u_out = "
                        f"{result['blueprints'][name]['u_out']:.4g}")

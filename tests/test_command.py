@@ -212,7 +212,7 @@ def test_show_draws_the_runs_own_history_and_markers(mbb_run):
     the compliance of the history's first design (c0 * 1), the constraint is named,
     and the supports and loads are the model's."""
     from topopt.cli import command
-    from topopt.plot.figures import boundary_markers
+    from topopt.plot.markers import boundary_markers
     from problems.mbb_beam import setup
     out, _ = mbb_run
     record = json.loads((out / "result.json").read_text())

@@ -141,6 +141,7 @@ def test_classes_are_short():
 
 def test_formulations_hold_only_their_physics():
     long = [(m, name, n) for m, tree in TREES.items() if m.startswith("topopt.formulations.")
+            and m != "topopt.formulations.base"      # the base: a class, <= MAX_CLASS_LINES
             for name, n in _class_lines(tree) if n > MAX_FORMULATION_LINES]
     assert long == []
 
@@ -161,7 +162,8 @@ def test_few_modules_at_the_top():
                                    "topopt.optimize", "topopt.reliability", "topopt.robust",
                                    "topopt.formulations"])
 def test_physics_imports_nothing_of_the_command_line_or_pictures(layer):
-    outer = OUTER if layer != "topopt.formulations" else ("topopt.cli", "topopt.plot")
+    # a formulation's run writes its folder (topopt.io, topopt.plot), never the command line
+    outer = OUTER if layer != "topopt.formulations" else ("topopt.cli",)
     bad = [(m, t) for m, targets in import_graph().items() if m.startswith(layer)
            for t in targets if t.startswith(outer)]
     assert bad == []

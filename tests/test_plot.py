@@ -20,7 +20,8 @@ from topopt import fem
 from topopt import plot
 from topopt.fem.mesh import element_centroids
 from topopt.plot.design3d import _projected_box
-from topopt.formulations.compliance import ComplianceProblem, plot_record
+from topopt.formulations.compliance import ComplianceProblem
+from topopt.io.folder import plot_record
 
 
 def markers_drawn(ax):
@@ -305,7 +306,7 @@ def test_plot_record_refuses_a_zero_scale():
 
 def test_write_results_refuses_mirror_in_3d(tmp_path):
     """A 3-D design is never mirrored: refused before anything is written."""
-    from topopt.formulations.compliance import write_results
+    from topopt.io.folder import write_results
     from topopt.io.result import RunResult
     mesh = fem.box(2, 1, 1)
     result = RunResult("success", None, 1, None, None, {"compliance": 1.0},

@@ -11,6 +11,13 @@ from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechan
 from .eigen import (du_olhoff_mass, EigenProblem, eigen_summary)
 from .stress import MinimumVolumeStress
 from .selfweight import (SelfWeightProblem, load_ratio, save_load_ratio, INTERPOLATIONS)
+from .focus import FocusSetup, FocusProblem, intensity, enhancement, run_focus
+from .focus_output import write_focus, field_map
+from .reliable import ReliableCompliance, pf_summary, deterministic_checkpoint, phase_checkpoints
+from .reliable_run import run_reliable, write_reliable
+from .robust_compliance import RobustCompliance, check_robust, run_robust, write_robust
+from .stress_reference import (StressSchedule, stress_figures, run_stress_reference,
+                               write_stress_reference)
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
 
@@ -19,4 +26,9 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'robust_constraint_names', 'MMA_OPTIONS', 'ROBUST_MMA_OPTIONS', 'du_olhoff_mass',
            'EigenProblem', 'eigen_summary', 'SelfWeightProblem', 'MinimumVolumeStress', 'load_ratio',
            'save_load_ratio', 'INTERPOLATIONS', 'write_results', 'plot_record', 'write_json',
-           'run_compliance', 'element_loads', 'BodyLoad']
+           'run_compliance', 'element_loads', 'BodyLoad',
+           'FocusSetup', 'FocusProblem', 'intensity', 'enhancement', 'run_focus', 'write_focus',
+           'field_map', 'ReliableCompliance', 'pf_summary', 'deterministic_checkpoint',
+           'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
+           'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
+           'run_stress_reference', 'write_stress_reference']

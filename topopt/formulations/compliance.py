@@ -121,15 +121,3 @@ class ComplianceProblem(DensityProblem):
         u = fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f)
         return {"compliance": float(compliance(u, self.f)),
                 "volume": float(volume(x_phys, self.weights))}, u
-
-
-def __getattr__(name: str):
-    """The command-line helpers that lived here, now `topopt.cli.script`'s (PEP 562).
-
-    Looked up by name, not imported: the formulations import nothing from
-    `topopt.cli`; a script should import them from `topopt.cli`.
-    """
-    if name in ("compliance_options", "compliance_summary"):
-        import importlib
-        return getattr(importlib.import_module("topopt.cli.script"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

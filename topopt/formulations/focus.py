@@ -261,7 +261,7 @@ def run_focus(setup: FocusSetup, h: float = 4.0, maxeval: int = 100, out: str | 
     result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
                                    x_phys=p_phys, history=res.history)
     if out is not None:
-        from ..cli.script import signals_held
+        from ..io.folder import signals_held
         with signals_held():                     # a signal waits for complete files
             write_focus(out, prob, result, u)
     return result

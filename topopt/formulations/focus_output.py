@@ -8,7 +8,7 @@ import numpy as np
 
 from ..design.interpolation import permittivity
 from ..io.result import RunResult
-from .compliance import plot_record, write_json
+from ..io.folder import plot_record, write_json
 
 __all__ = ["write_focus", "field_map"]
 
@@ -39,7 +39,8 @@ def write_focus(out: str, prob, result: RunResult, u) -> None:
     ``design`` marks it), ``E_abs`` = |E|/|E_inc| per element and the field
     ``u`` at the points (``u_real``, ``u_imag``, ``u_abs``).
     """
-    from ..plot.figures import save_design, save_history
+    from ..plot.figures import save_design
+    from ..plot.history import save_history
     os.makedirs(out, exist_ok=True)
     s = prob.setup
     density = _whole(prob, result.x_phys)

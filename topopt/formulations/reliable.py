@@ -13,9 +13,14 @@ import os
 
 import numpy as np
 
-from .. import reliability as rel
 from ..responses.structural import compliance_coefficients
 from .compliance import ComplianceProblem
+
+
+def _rel():
+    """`topopt.reliability`, imported on first use (``import topopt`` stays light)."""
+    from .. import reliability
+    return reliability
 
 __all__ = ["ReliableCompliance", "pf_summary", "deterministic_checkpoint",
            "phase_checkpoints"]
@@ -54,15 +59,15 @@ class ReliableCompliance:
 
     def __init__(self, mesh, model, f0, G, pa: float, K: float, rmin: float = 1.5,
                  penal: float = 3.0, method: str = "sorm", solver: str = "auto"):
-        if method not in rel.ASYMPTOTIC:
-            raise ValueError(f"method must be one of {rel.ASYMPTOTIC}, got {method!r}")
+        if method not in _rel().ASYMPTOTIC:
+            raise ValueError(f"method must be one of {_rel().ASYMPTOTIC}, got {method!r}")
         self.mesh, self.model, self.f0, self.G = mesh, model, f0, G
         self.pa, self.K = pa, K
         self.compliance = ComplianceProblem(self.model, self.f0, 0.5, rmin, penal=penal,
                                             solver=solver)
         self.system = self.compliance.system
         self.method = method
-        self.limit_state = rel.QuadraticLimitState(self.coefficients)
+        self.limit_state = _rel().QuadraticLimitState(self.coefficients)
         self.c_allow = None
 
     def coefficients(self, x):
@@ -71,20 +76,20 @@ class ReliableCompliance:
                                        self.G)
 
     def ln_pf(self, x, method: str | None = None):
-        return rel.ln_pf(self.limit_state, x, self.c_allow, method=method or self.method)
+        return _rel().ln_pf(self.limit_state, x, self.c_allow, method=method or self.method)
 
     def responses(self, x, c_det: float, volfrac: float):
         """``(c / c_det + K [(ln pf - ln pa)^+]^2, v / volfrac - 1)``."""
         c = self.compliance.compliance(x) / c_det
-        penalty = rel.failure_penalty(self.ln_pf(x), np.log(self.pa), self.K)
+        penalty = _rel().failure_penalty(self.ln_pf(x), np.log(self.pa), self.K)
         return c + penalty, self.compliance.volume(x) / volfrac - 1.0
 
     def monte_carlo(self, x, samples: int, seed: int):
-        return rel.sampling_estimate(self.limit_state, x, self.c_allow, method="mc",
+        return _rel().sampling_estimate(self.limit_state, x, self.c_allow, method="mc",
                                      n_samples=samples, seed=seed)
 
     def importance_sampling(self, x, samples: int, seed: int):
-        return rel.sampling_estimate(self.limit_state, x, self.c_allow, method="is",
+        return _rel().sampling_estimate(self.limit_state, x, self.c_allow, method="is",
                                      n_samples=samples, seed=seed)
 
 

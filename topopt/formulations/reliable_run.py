@@ -16,7 +16,8 @@ import numpy as np
 from ..io.result import RunResult, run_record
 from ..optimize.driver import minimize
 from .._files import check_writable_file, check_writable_folder
-from .compliance import ComplianceProblem, plot_record, write_json
+from ..io.folder import plot_record, write_json
+from .compliance import ComplianceProblem
 from .reliable import ReliableCompliance, pf_summary, phase_checkpoints
 
 __all__ = ["run_reliable", "write_reliable"]
@@ -89,7 +90,7 @@ def run_reliable(build: Callable[[], ReliableCompliance], volfrac: float = 0.3, 
         arrays={"x_reliable": res.x, "x_deterministic": x_det,
                 "x_phys_deterministic": det_result.x_phys})
     if out is not None:
-        from ..cli.script import signals_held
+        from ..io.folder import signals_held
         with signals_held():                     # a signal waits for complete files
             write_reliable(out, prob, result)
     return result
@@ -106,7 +107,7 @@ def _interrupted_deterministic(out: str | None, prob: ReliableCompliance,
         x=det_result.x, x_phys=det_result.x_phys, history=det_result.history,
         arrays={"x_deterministic": det_result.x})
     if out is not None:
-        from ..cli.script import signals_held
+        from ..io.folder import signals_held
         from ..plot.figures import save_design
         with signals_held():                     # a signal waits for complete files
             save_design(prob.mesh, det_result.x_phys, os.path.join(out, "deterministic.png"),
@@ -125,7 +126,9 @@ def write_reliable(out: str, prob: ReliableCompliance, result: RunResult,
     load, and the deterministic design as ``x_deterministic``,
     ``x_phys_deterministic``; `name` is the problem's in their setup.
     """
-    from ..plot.figures import boundary_markers, save_design, save_history
+    from ..plot.markers import boundary_markers
+    from ..plot.figures import save_design
+    from ..plot.history import save_history
     os.makedirs(out, exist_ok=True)
     r, d = result["reliability_based"], result["deterministic"]
     supports, loads = boundary_markers(prob.model, prob.f0)           # the nominal load

@@ -24,7 +24,8 @@ from ..optimize.driver import load_checkpoint, minimize
 from ..responses.structural import compliance
 from ..robust.moments import mean_std, monte_carlo_moments
 from .._files import check_writable_file, check_writable_folder
-from .compliance import ComplianceProblem, write_results
+from ..io.folder import write_results
+from .compliance import ComplianceProblem
 
 __all__ = ["RobustCompliance", "check_robust", "run_robust", "write_robust"]
 
@@ -169,7 +170,8 @@ def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int,
 
 def write_robust(out: str, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
     """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
-    from ..plot.figures import boundary_markers, save_design
+    from ..plot.markers import boundary_markers
+    from ..plot.figures import save_design
     mesh = det.model.mesh
     supports, loads = boundary_markers(det.model, det.f)
     for name in ("mean_optimal", "deterministic"):

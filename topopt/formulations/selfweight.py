@@ -217,7 +217,7 @@ def save_load_ratio(path: str, penal: float = 3.0, q: float = 8.0, Emin: float =
     b'PNG'
     """
     from matplotlib.figure import Figure
-    from ..plot.figures import _save
+    from ..plot.canvas import _save
     x = np.logspace(-4, 0, 400)
     fig = Figure(figsize=(5.5, 3.8))
     ax = fig.add_subplot()

@@ -21,7 +21,8 @@ from ..io.result import RunResult, grey_level, run_record
 from ..optimize.driver import Stage
 from ..responses.stress import MinimumVolumeStress
 from .._files import check_writable_folder
-from .compliance import ComplianceProblem, write_results
+from ..io.folder import write_results
+from .compliance import ComplianceProblem
 
 __all__ = ["StressSchedule", "stress_figures", "run_stress_reference", "write_stress_reference"]
 
@@ -123,8 +124,9 @@ def run_stress_reference(build: Callable, schedule: StressSchedule, sigma_allow:
 def write_stress_reference(out: str, mesh, problem: MinimumVolumeStress, result: RunResult,
                            setup: dict, beta) -> None:
     """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
-    from ..cli.script import signals_held
-    from ..plot.figures import boundary_markers, save_design
+    from ..io.folder import signals_held
+    from ..plot.markers import boundary_markers
+    from ..plot.figures import save_design
     ref = result["compliance_design"]
     u = problem.analysis(result.x, beta)[1]
     supports, loads = boundary_markers(problem.model, problem.f)

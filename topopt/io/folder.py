@@ -214,7 +214,9 @@ def _write_pictures(out: str, mesh, pictures: dict, mirror: bool) -> None:
 
 def _write_results(out, mesh, result, setup, title, point_data, objective, symbol, record):
     from .designs import save_design as keep_design
-    from ..plot.figures import save_design, save_design_3d, save_history
+    from ..plot.figures import save_design
+    from ..plot.design3d import save_design_3d
+    from ..plot.history import save_history
 
     os.makedirs(out, exist_ok=True)
     if result.status == "interrupted":
@@ -293,7 +295,7 @@ def run_compliance(name: str, problem, *, title: str, sizes: dict,
         setup = dict(problem=name, **sizes, volfrac=problem.volfrac, rmin=problem.rmin,
                      penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
                      **(notes or {}))
-        from ..plot.figures import boundary_markers
+        from ..plot.markers import boundary_markers
         supports, loads = boundary_markers(problem.model, problem.f)
         labels = dict(constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
                       objective_scale=problem.objective_scale, objective_label=None
