@@ -1,20 +1,20 @@
 """topopt: adjoint-method topology optimization on scikit-fem.
 
-The subpackages are `ad` (reverse/forward differentiation on numpy),
-`fem` (meshes, finite-element models, the design-dependent solve) and
-`reliability` (failure probabilities with gradients); the modules above them
-hold the filters (`filters`), the material interpolations and projection
-(`interpolation`), responses (`objectives`), the MMA driver (`optimize`),
-the compliance problem (`problem`), passive elements (`design`), the gallery's
-responses (`mechanism`, `robust` projection, `eigenproblem`, `stress`,
-`selfweight`), robust moments under Gaussian inputs (`robust_stats`), work on many
-workers (`parallel`) and run
-results (`result`, `measures`, `checkpoint`). The main names of each are importable from here; the problem
-scripts' command line and figures are the modules `topopt.cli` and
-`topopt.plot` (the latter imports matplotlib, so ``import topopt`` does not).
+One package per concept, each importing only those before it: `ad`
+(reverse/forward differentiation on numpy), `fem` (meshes, models, the
+design-dependent solve; `fem.solvers`, `fem.petsc`), `design` (x -> x_phys:
+passive regions, filters, interpolations, projection, grey levels),
+`responses` (compliance, volume, stresses, body loads), `optimize` (the MMA
+driver and its checkpoints), `formulations` (`DensityProblem` and the
+problems built on it), `robust` (eroded/dilated projections, moments under
+Gaussian inputs), `reliability` (failure probabilities with gradients),
+`io` (a run's result, folder and design files), `plot` (pictures) and
+`cli` (the problem scripts' command line and the ``topopt`` command);
+`parallel` runs sweeps and multi-starts on any executor. The main names of
+each are importable from here.
 
 ``import topopt`` stays light: `reliability` (which needs ``scipy.stats``) and
-the output modules (`command`, `io`, `plot`) are
+the command line and the pictures (`cli`, `plot`) are
 imported on first use, by attribute (``topopt.reliability``) or by an
 ``import topopt.reliability`` of their own (PEP 562, `__getattr__` below);
 ``scripts/benchmark_import.py`` measures the import.

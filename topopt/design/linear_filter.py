@@ -124,12 +124,12 @@ def _check_filter(flt) -> None:
                         f"got {type(flt).__name__}")
 
 
-def _timed(flt, apply, v, name: str, nan: bool) -> np.ndarray:
-    """``apply(v)`` for the checked argument `name` of a filter primitive, its time added
-    to ``flt.seconds``."""
+def _timed(flt, method: str, v, name: str, nan: bool) -> np.ndarray:
+    """``flt.<method>(v)`` for the checked argument `name` of a filter primitive, its time
+    added to ``flt.seconds`` (`flt` checked first: a non-filter is a TypeError naming it)."""
     _check_filter(flt)
     t0 = time.perf_counter()
-    out = apply(flt._check(v, name, nan=nan))
+    out = getattr(flt, method)(flt._check(v, name, nan=nan))
     flt.seconds += time.perf_counter() - t0
     return out
 
@@ -152,7 +152,7 @@ def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     >>> report["arg 1 reverse"] < 1e-8
     True
     """
-    return _timed(flt, flt._forward, x, "x", nan=True)
+    return _timed(flt, "_forward", x, "x", nan=True)
 
 
 @ad.primitive
@@ -171,7 +171,7 @@ def apply_filter_transpose(flt: LinearFilter, y: ArrayLike) -> np.ndarray:
     >>> bool(np.isclose(apply_filter(flt, x) @ y, x @ apply_filter_transpose(flt, y)))
     True
     """
-    return _timed(flt, flt._transpose, y, "y", nan=False)
+    return _timed(flt, "_transpose", y, "y", nan=False)
 
 
 def _linear_rules(primitive, transpose):
