@@ -12,7 +12,13 @@ supports and loads) is compared at 1e-12 relative (1e-300 absolute, for exact
 zeros), every string exactly. Wall-clock fields (``seconds``) and the scratch
 paths (``checkpoint``, ``resume``) are left out. The 14 default runs take about
 6 minutes on 2 cores. Issue 24 (the package restructuring) was checked this way:
-the record made on the code before it, the comparison on the code after it.
+the record made on the code before it, the comparison on the code after it::
+
+    git worktree add /tmp/before 20afe20 && cp scripts/check_unchanged.py /tmp/before/scripts/
+    PYTHONPATH=/tmp/before python /tmp/before/scripts/check_unchanged.py --write /tmp/before.json
+    python scripts/check_unchanged.py --compare /tmp/before.json     # unchanged: 17318 numbers
+
+(the record, 0.8 MB, is not committed: it is remade in 6 minutes).
 """
 
 from __future__ import annotations
