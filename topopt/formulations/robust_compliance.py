@@ -10,7 +10,6 @@ come from nested AD. `run_robust` compares the deterministic, mean-optimal
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Callable
 
@@ -171,14 +170,13 @@ def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int,
 def write_robust(out: str, det: ComplianceProblem, result: RunResult, setup: dict) -> None:
     """The robust design (`write_results`), ``mean_optimal.png`` and ``deterministic.png``."""
     from ..plot.markers import boundary_markers
-    from ..plot.figures import save_design
     mesh = det.model.mesh
     supports, loads = boundary_markers(det.model, det.f)
-    for name in ("mean_optimal", "deterministic"):
-        f = result[name]
-        save_design(mesh, result[f"x_phys_{name}"], os.path.join(out, f"{name}.png"),
-                    title=f"{name.replace('_', '-')}: E[c] = {f['mean']:.4g}, "
-                          f"std[c] = {f['std']:.4g}, c(mu) = {f['nominal_compliance']:.4g}")
+    pictures = {name: (result[f"x_phys_{name}"],
+                       f"{name.replace('_', '-')}: E[c] = {result[name]['mean']:.4g}, "
+                       f"std[c] = {result[name]['std']:.4g}, "
+                       f"c(mu) = {result[name]['nominal_compliance']:.4g}")
+                for name in ("mean_optimal", "deterministic")}
     r = result["robust"]
     write_results(out, mesh, result, setup,
                   title=f"robust (k = {setup['k']:g}): E[c] = {r['mean']:.4g}, "
@@ -187,4 +185,4 @@ def write_robust(out: str, det: ComplianceProblem, result: RunResult, setup: dic
                   symbol="E + k std", constraint_names=[f"volume V / {det.volfrac:g} - 1"],
                   objective_scale=result["objective_scale"],
                   objective_label=f"E[c] + {setup['k']:g} std[c]",
-                  supports=supports, loads=loads)
+                  supports=supports, loads=loads, pictures=pictures)

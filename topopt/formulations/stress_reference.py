@@ -10,7 +10,6 @@ filter and blocks, has its stresses evaluated the same way
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -124,9 +123,7 @@ def run_stress_reference(build: Callable, schedule: StressSchedule, sigma_allow:
 def write_stress_reference(out: str, mesh, problem: MinimumVolumeStress, result: RunResult,
                            setup: dict, beta) -> None:
     """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
-    from ..io.folder import signals_held
     from ..plot.markers import boundary_markers
-    from ..plot.figures import save_design
     ref = result["compliance_design"]
     u = problem.analysis(result.x, beta)[1]
     supports, loads = boundary_markers(problem.model, problem.f)
@@ -136,8 +133,8 @@ def write_stress_reference(out: str, mesh, problem: MinimumVolumeStress, result:
                   point_data={"displacement": np.asarray(u)[problem.model.basis.nodal_dofs].T},
                   objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"],
                   objective_scale=1.0, objective_label="volume fraction V",
-                  supports=supports, loads=loads)
-    with signals_held():
-        save_design(mesh, result["x_phys_compliance"], os.path.join(out, "compliance_design.png"),
-                    title=f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
-                          f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")
+                  supports=supports, loads=loads,
+                  pictures={"compliance_design": (
+                      result["x_phys_compliance"],
+                      f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
+                      f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")})
