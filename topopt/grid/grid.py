@@ -1,0 +1,160 @@
+"""A structured grid of equal square or cubic elements: numbering without index arrays.
+
+Elements ``(i, j[, k])`` and nodes ``(i, j[, k])`` are numbered in C order
+(x slowest, the last axis fastest): element ``e = (i * nely + j) * nelz + k``,
+node ``n = (i * (nely + 1) + j) * (nelz + 1) + k``; a field with ``c``
+components per node has dof ``n * c + component``. So a nodal field is a
+C-ordered array of shape ``nodes_shape + (c,)`` and the nodes of corner
+``(a, b, c)`` of every element are the slice ``[a:a + nelx, b:b + nely,
+c:c + nelz]`` of it: the grid's operators gather and scatter element
+vectors by slices, never by a stored connectivity.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .._validate import check_positive
+
+__all__ = ["Grid"]
+
+
+class Grid:
+    """``nelx x nely [x nelz]`` elements of side `h`, corner at the origin.
+
+    Parameters
+    ----------
+    shape : tuple of 2 or 3 ints >= 1
+        Elements per axis ``(nelx, nely[, nelz])``.
+    h : float > 0
+        Element side.
+
+    Examples
+    --------
+    >>> from topopt.grid import Grid
+    >>> g = Grid((4, 2, 2))
+    >>> g.n_el, g.n_nodes, g.nodes_shape
+    (16, 45, (5, 3, 3))
+    >>> g.corners[:3].tolist()       # local node q = binary (a, b, c), x bit first
+    [[0, 0, 0], [0, 0, 1], [0, 1, 0]]
+    >>> g.element_index((3, 1, 1)), g.node_index((4, 2, 2))
+    (15, 44)
+    """
+
+    def __init__(self, shape, h: float = 1.0):
+        shape = tuple(shape) if np.ndim(shape) == 1 else shape
+        if not isinstance(shape, tuple) or len(shape) not in (2, 3) or not all(
+                isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1
+                for n in shape):
+            raise ValueError(f"shape must be 2 or 3 positive integers (elements per axis), "
+                             f"got {shape!r}")
+        self.shape = tuple(int(n) for n in shape)
+        self.h = check_positive("h", h, "element side")
+        self.dim = len(self.shape)
+        self.nodes_shape = tuple(n + 1 for n in self.shape)
+        self.n_el = int(np.prod(self.shape, dtype=np.int64))
+        self.n_nodes = int(np.prod(self.nodes_shape, dtype=np.int64))
+        #: (2**dim, dim) corner offsets of the local nodes, in local order.
+        self.corners = np.array(list(itertools.product((0, 1), repeat=self.dim)))
+
+    def __repr__(self):
+        return f"Grid({self.shape}, h={self.h:g})"
+
+    def __eq__(self, other):
+        return isinstance(other, Grid) and other.shape == self.shape and other.h == self.h
+
+    __hash__ = None
+
+    # ------------------------------------------------------------ numbering
+    def element_index(self, ijk) -> int | np.ndarray:
+        """Element number(s) of the element grid index `ijk` (C order)."""
+        return np.ravel_multi_index(tuple(ijk), self.shape)
+
+    def node_index(self, ijk) -> int | np.ndarray:
+        """Node number(s) of the node grid index `ijk` (C order)."""
+        return np.ravel_multi_index(tuple(ijk), self.nodes_shape)
+
+    def corner_slice(self, q: int, rows: slice = slice(None)) -> tuple:
+        """Slice of the node array holding corner `q` of the elements (of the x-rows `rows`).
+
+        ``nodal[grid.corner_slice(q)]`` has the element grid's shape: entry
+        ``(i, j, k)`` is the node of corner `q` of element ``(i, j, k)``.
+        """
+        start, stop, _ = rows.indices(self.shape[0])
+        c = self.corners[q]
+        return (slice(start + c[0], stop + c[0]),) + tuple(
+            slice(c[d], c[d] + self.shape[d]) for d in range(1, self.dim))
+
+    def element_nodes(self, elements=None) -> np.ndarray:
+        """``(n, 2**dim)`` node numbers of the elements (all by default), local order.
+
+        Built on demand for small grids, tests and outputs; the operators do
+        not use it.
+        """
+        idx = np.arange(self.n_el) if elements is None else np.asarray(elements)
+        ijk = np.array(np.unravel_index(idx, self.shape))              # (dim, n)
+        return np.stack([self.node_index(ijk + c[:, None]) for c in self.corners], axis=1)
+
+    # ------------------------------------------------------------ geometry
+    def node_axes(self) -> list:
+        """The node coordinates of each axis, ``[h * arange(n + 1), ...]``."""
+        return [self.h * np.arange(n + 1.0) for n in self.shape]
+
+    def center_axes(self) -> list:
+        """The element-centre coordinates of each axis, ``[h * (arange(n) + 1/2), ...]``."""
+        return [self.h * (np.arange(n) + 0.5) for n in self.shape]
+
+    def node_coordinates(self, nodes=None) -> np.ndarray:
+        """``(dim, n)`` coordinates of the nodes (all by default)."""
+        idx = np.arange(self.n_nodes) if nodes is None else np.asarray(nodes)
+        return self.h * np.array(np.unravel_index(idx, self.nodes_shape), dtype=float)
+
+    def element_centers(self, elements=None) -> np.ndarray:
+        """``(n, dim)`` element centres (all by default)."""
+        idx = np.arange(self.n_el) if elements is None else np.asarray(elements)
+        return self.h * (np.array(np.unravel_index(idx, self.shape), dtype=float).T + 0.5)
+
+    def nodes_where(self, where) -> np.ndarray:
+        """Node numbers whose coordinates satisfy ``where(x) -> bool array``.
+
+        `where` gets a ``(dim, ...)`` array of coordinates (as scikit-fem's
+        node predicates do); it is evaluated one x-plane of nodes at a time,
+        so a predicate on a 10-million-node grid needs no full coordinate array.
+        """
+        axes = self.node_axes()
+        rest = np.meshgrid(*axes[1:], indexing="ij")
+        plane = int(np.prod(self.nodes_shape[1:]))
+        out = []
+        for i, xi in enumerate(axes[0]):
+            x = np.stack([np.full_like(rest[0], xi)] + rest)
+            hit = np.asarray(where(x), dtype=bool)
+            if hit.shape != x.shape[1:]:
+                hit = np.broadcast_to(hit, x.shape[1:])
+            out.append(i * plane + np.flatnonzero(hit.ravel()))
+        return np.concatenate(out)
+
+    @property
+    def volume(self) -> float:
+        """The volume (area) of one element, ``h**dim``."""
+        return self.h ** self.dim
+
+    def coarsened(self, factor: int = 2) -> "Grid":
+        """The grid of `factor`-times larger elements (every count divisible by `factor`)."""
+        if any(n % factor for n in self.shape):
+            raise ValueError(f"the grid {self.shape} cannot be coarsened by {factor}: every "
+                             f"element count must be divisible by it")
+        return Grid(tuple(n // factor for n in self.shape), self.h * factor)
+
+    def to_mesh(self):
+        """The scikit-fem mesh of this grid (small grids: tests and plots) and the map
+        ``perm`` with ``mesh element perm[e] = grid element e``."""
+        from ..fem.mesh import box, rectangle
+        mesh = (rectangle if self.dim == 2 else box)(*self.shape, h=self.h)
+        centers = mesh.p[:, mesh.t].mean(axis=1)                 # (dim, n_el)
+        ijk = np.floor(centers / self.h + 1e-9).astype(np.int64)
+        order = np.ravel_multi_index(tuple(ijk), self.shape)     # grid number of mesh element
+        perm = np.empty(self.n_el, dtype=np.int64)
+        perm[order] = np.arange(self.n_el)
+        return mesh, perm
