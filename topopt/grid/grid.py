@@ -3,11 +3,12 @@
 Elements ``(i, j[, k])`` and nodes ``(i, j[, k])`` are numbered in C order
 (x slowest, the last axis fastest): element ``e = (i * nely + j) * nelz + k``,
 node ``n = (i * (nely + 1) + j) * (nelz + 1) + k``; a field with ``c``
-components per node has dof ``n * c + component``. So a nodal field is a
-C-ordered array of shape ``nodes_shape + (c,)`` and the nodes of corner
-``(a, b, c)`` of every element are the slice ``[a:a + nelx, b:b + nely,
-c:c + nelz]`` of it: the grid's operators gather and scatter element
-vectors by slices, never by a stored connectivity.
+components per node is component-major, dof ``component * n_nodes + n``.
+So a nodal field is a C-ordered array of shape ``(c,) + nodes_shape`` and
+the nodes of corner ``(a, b, c)`` of every element are the slice ``[:, a:a
++ nelx, b:b + nely, c:c + nelz]`` of it, in runs contiguous along the last
+axis: the grid's operators gather and scatter element vectors by slices,
+never by a stored connectivity.
 """
 
 from __future__ import annotations
@@ -70,11 +71,13 @@ class Grid:
     # ------------------------------------------------------------ numbering
     def element_index(self, ijk) -> int | np.ndarray:
         """Element number(s) of the element grid index `ijk` (C order)."""
-        return np.ravel_multi_index(tuple(ijk), self.shape)
+        out = np.ravel_multi_index(tuple(ijk), self.shape)
+        return int(out) if np.ndim(out) == 0 else out
 
     def node_index(self, ijk) -> int | np.ndarray:
         """Node number(s) of the node grid index `ijk` (C order)."""
-        return np.ravel_multi_index(tuple(ijk), self.nodes_shape)
+        out = np.ravel_multi_index(tuple(ijk), self.nodes_shape)
+        return int(out) if np.ndim(out) == 0 else out
 
     def corner_slice(self, q: int, rows: slice = slice(None)) -> tuple:
         """Slice of the node array holding corner `q` of the elements (of the x-rows `rows`).

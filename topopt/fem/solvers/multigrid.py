@@ -320,7 +320,7 @@ class GeometricMultigrid:
             if self._element_bound is None:
                 self._element_bound = element_lmax_bound(self._system.Ke)
             bound0 = self._element_bound
-        return IterativeFactor(A, _VCycle(self, self.galerkin(A, a), options, bound0), options,
+        return IterativeFactor(A, _VCycle.of(self, self.galerkin(A, a), options, bound0), options,
                                self.counts, self.warm, self.log)
 
 
@@ -331,22 +331,27 @@ class _VCycle:
     finest level (error propagation ``(I - C A)^2``, still symmetric).
     """
 
-    def __init__(self, hierarchy: GeometricMultigrid, operators, options: dict,
-                 bound0: float = np.inf):
-        self.cycle = options["cycle"]
+    def __init__(self, P, R, operators, smoothers, coarse, cycle: str = "V"):
+        self.cycle = cycle
         self.gamma = 2 if self.cycle == "W" else 1
-        self.P = [lvl.P for lvl in hierarchy.levels[1:]]
-        self.R = [lvl.R for lvl in hierarchy.levels[1:]]
-        self.A = operators
+        self.P, self.R, self.A = P, R, operators
+        self.smoothers, self.coarse = smoothers, coarse
+
+    @classmethod
+    def of(cls, hierarchy: GeometricMultigrid, operators, options: dict,
+           bound0: float = np.inf) -> "_VCycle":
+        """The cycle of a lattice hierarchy with its Galerkin `operators` (CSR)."""
         # the coarse levels' Gershgorin bounds exceed their spectra by ~40 % (the finest
         # level's element bound by ~25 %): one more Chebyshev step there, at a quarter of
         # the cost, makes up for it (1200 x 400 MBB: 64 CG iterations instead of 92 with
         # the same degree, 66 with the exact top eigenvalue)
         degree = int(options["degree"])
-        self.smoothers = [_Chebyshev(A, degree if level == 0 else degree + 1,
-                                     float(options["eig_ratio"]), bound0 if level == 0 else np.inf)
-                          for level, A in enumerate(operators[:-1])]
-        self.coarse = _CoarseSolver(operators[-1])
+        smoothers = [_Chebyshev(A, degree if level == 0 else degree + 1,
+                                float(options["eig_ratio"]), bound0 if level == 0 else np.inf)
+                     for level, A in enumerate(operators[:-1])]
+        return cls([lvl.P for lvl in hierarchy.levels[1:]],
+                   [lvl.R for lvl in hierarchy.levels[1:]], operators, smoothers,
+                   _CoarseSolver(operators[-1]), options["cycle"])
 
     def __call__(self, b: np.ndarray, level: int = 0) -> np.ndarray:
         if level == len(self.A) - 1:

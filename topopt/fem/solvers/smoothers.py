@@ -88,14 +88,20 @@ class _Chebyshev:
     the 1200 x 400 MBB beam (4.3 % low on the finest level, ``r^T M r < 0``
     in CG). So ``lmax`` is the smaller of two bounds: Gershgorin's on the
     scaled matrix (`scaled_lmax_bound`, per design) and `upper` (the
-    element bound `element_lmax_bound` on the finest level).
+    element bound `element_lmax_bound` on the finest level). A matrix-free
+    ``A`` (only ``A @ x``) comes with its ``dinv`` and its bound `upper`.
     """
 
-    def __init__(self, A, degree: int, ratio: float, upper: float = np.inf):
+    def __init__(self, A, degree: int, ratio: float, upper: float = np.inf, dinv=None):
         self.A = A
-        d = A.diagonal()
-        self.dinv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
-        lmax = min(upper, scaled_lmax_bound(A, self.dinv))
+        if dinv is None:
+            d = A.diagonal()
+            self.dinv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+            lmax = min(upper, scaled_lmax_bound(A, self.dinv))
+        else:                   # a matrix-free A: the caller's inverse diagonal and bound
+            if not np.isfinite(upper):
+                raise ValueError("a Chebyshev smoother given dinv needs a finite bound upper")
+            self.dinv, lmax = dinv, upper
         self.lmax = lmax
         lmin = lmax / ratio
         self.theta, self.delta = (lmax + lmin) / 2, (lmax - lmin) / 2

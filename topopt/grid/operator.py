@@ -1,0 +1,184 @@
+"""``K(E) u = sum_e E_e K0 u_e`` on a grid, matrix-free, in slabs of elements.
+
+The element vectors of a slab of x-rows are gathered from the nodal array
+by the corner slices of `topopt.grid.Grid` (no connectivity is stored),
+multiplied by the one stored ``K0`` in one dense product, scaled by the
+element coefficients ``E_e`` and added back by the same slices (the
+element-by-element product of TOP3D_XL, Wang et al. 2025, sect. 3.2). Its
+diagonal and the element products ``v_e^T K0 w_e`` (the sensitivities
+``-u_e^T K0 u_e``) use the same gather.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .grid import Grid
+
+__all__ = ["GridOperator", "CellOperator", "BLOCK_ELEMENTS"]
+
+#: Elements per slab: 2^14, whose (24, n) work arrays (3 MB) stay in cache; 2^17 took
+#: twice as long (``scripts/benchmark_scale.py`` measures the product).
+BLOCK_ELEMENTS = 1 << 14
+
+
+class GridOperator:
+    """``K(E) = sum_e E_e K0`` of a `Grid`, with `components` unknowns per node.
+
+    Parameters
+    ----------
+    grid : Grid
+    K0 : (2**dim * components,) * 2 float array
+        The element matrix at unit coefficient, node-major local dofs
+        (`topopt.grid.element`).
+    components : int
+        Unknowns per node (``dim`` for elasticity, 1 for heat).
+    block : int
+        Elements per slab (rounded to whole x-rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt.grid import Grid
+    >>> from topopt.grid.element import heat_matrix
+    >>> g = Grid((3, 2))
+    >>> A = GridOperator(g, heat_matrix(g), 1)
+    >>> bool(np.allclose(A.apply(np.ones(6), np.ones(12)), 0.0))     # constants: no flux
+    True
+    """
+
+    def __init__(self, grid: Grid, K0: np.ndarray, components: int, block: int = BLOCK_ELEMENTS):
+        self.grid, self.components = grid, int(components)
+        self.n_loc = grid.corners.shape[0] * self.components
+        K0 = np.asarray(K0, dtype=float)
+        if K0.shape != (self.n_loc, self.n_loc):
+            raise ValueError(f"K0 has shape {K0.shape}; expected ({self.n_loc}, {self.n_loc}) "
+                             f"for {components} components on a {grid.dim}-D grid")
+        self.K0 = np.ascontiguousarray(K0)
+        self.cells = None
+        self.ndof = grid.n_nodes * self.components
+        plane = int(np.prod(grid.shape[1:]))
+        self.rows = max(1, int(block) // plane)            # x-rows of elements per slab
+
+    def __repr__(self):
+        return f"GridOperator({self.grid!r}, {self.components} components)"
+
+    # ------------------------------------------------------------ slabs
+    def slabs(self):
+        """The x-row ranges of the slabs: ``slice(i0, i1)``."""
+        n = self.grid.shape[0]
+        for i0 in range(0, n, self.rows):
+            yield slice(i0, min(n, i0 + self.rows))
+
+    def nodal(self, u: np.ndarray) -> np.ndarray:
+        """The dof vector `u` as the nodal array ``(components,) + nodes_shape`` (a view)."""
+        return np.asarray(u).reshape((self.components,) + self.grid.nodes_shape)
+
+    def gather(self, nodal: np.ndarray, rows: slice) -> np.ndarray:
+        """``(n_loc, n_slab)`` element vectors of the slab `rows`, local dof ``q c + i``."""
+        g = self.grid
+        n_rows = rows.stop - rows.start
+        out = np.empty((g.corners.shape[0], self.components, n_rows) + g.shape[1:],
+                       dtype=nodal.dtype)
+        for q in range(g.corners.shape[0]):
+            out[q] = nodal[(slice(None),) + g.corner_slice(q, rows)]
+        return out.reshape(self.n_loc, -1)
+
+    def scatter_add(self, nodal: np.ndarray, local: np.ndarray, rows: slice) -> None:
+        """Add the element vectors `local` of the slab `rows` into `nodal` (transpose of `gather`)."""
+        g = self.grid
+        n_rows = rows.stop - rows.start
+        local = local.reshape((g.corners.shape[0], self.components, n_rows) + g.shape[1:])
+        for q in range(g.corners.shape[0]):
+            nodal[(slice(None),) + g.corner_slice(q, rows)] += local[q]
+
+    def _coefficients(self, E, rows: slice) -> np.ndarray:
+        plane = int(np.prod(self.grid.shape[1:]))
+        return E[rows.start * plane:rows.stop * plane]
+
+    # ------------------------------------------------------------ products
+    def apply(self, E: np.ndarray, u: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``K(E) u`` (`out`, overwritten, may be given to save an allocation)."""
+        E = self.cells if E is None else np.asarray(E)
+        y = np.zeros(self.ndof, dtype=np.result_type(u, E)) if out is None else out
+        if out is not None:
+            y[...] = 0.0
+        un, yn = self.nodal(u), self.nodal(y)
+        for rows in self.slabs():
+            self.scatter_add(yn, self._local(E, self.gather(un, rows), rows), rows)
+        return y
+
+    def _local(self, E, X: np.ndarray, rows: slice) -> np.ndarray:
+        """``K_e X_e`` for the element vectors `X` (columns) of the slab `rows`."""
+        local = self.K0 @ X
+        local *= self._coefficients(E, rows)
+        return local
+
+    def diagonal(self, E: np.ndarray) -> np.ndarray:
+        """The diagonal of ``K(E)``, ``sum_e E_e diag(K0)`` at each dof."""
+        E = self.cells if E is None else np.asarray(E)
+        d = np.zeros(self.ndof, dtype=E.dtype if np.iscomplexobj(E) else float)
+        dn = self.nodal(d)
+        for rows in self.slabs():
+            self.scatter_add(dn, self._local_diagonal(E, rows), rows)
+        return d
+
+    def _local_diagonal(self, E, rows: slice) -> np.ndarray:
+        return np.diagonal(self.K0)[:, None] * self._coefficients(E, rows)[None, :]
+
+    def products(self, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Per element ``conj(v_e)^T K0 w_e`` (without the coefficient), ``(n_el,)``."""
+        vn, wn = self.nodal(v), self.nodal(w)
+        out = np.empty(self.grid.n_el, dtype=np.result_type(v, w))
+        plane = int(np.prod(self.grid.shape[1:]))
+        for rows in self.slabs():
+            ve = self.gather(vn, rows)
+            kw = self.K0 @ self.gather(wn, rows)
+            out[rows.start * plane:rows.stop * plane] = np.einsum(
+                "ie,ie->e", np.conj(ve) if np.iscomplexobj(ve) else ve, kw)
+        return out
+
+
+class CellOperator(GridOperator):
+    """``A = sum_c A_c`` with one stored matrix per cell: a Galerkin coarse level.
+
+    `cells` is ``(n_el, n_loc, n_loc)`` (the cells of `grid`, C order); the
+    products ignore `E` (``apply(None, u)``). The coarse levels of
+    `topopt.grid.multigrid` hold these (`topopt.grid.galerkin` forms them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt.grid import Grid
+    >>> from topopt.grid.element import heat_matrix
+    >>> g = Grid((3, 2))
+    >>> E, u = np.arange(1.0, 7.0), np.arange(12.0)
+    >>> A = CellOperator(g, E[:, None, None] * heat_matrix(g), 1)
+    >>> bool(np.allclose(A.apply(None, u), GridOperator(g, heat_matrix(g), 1).apply(E, u)))
+    True
+    """
+
+    def __init__(self, grid: Grid, cells: np.ndarray, components: int,
+                 block: int = BLOCK_ELEMENTS):
+        n_loc = grid.corners.shape[0] * int(components)
+        if cells.shape != (grid.n_el, n_loc, n_loc):
+            raise ValueError(f"cells has shape {cells.shape}; expected "
+                             f"({grid.n_el}, {n_loc}, {n_loc})")
+        super().__init__(grid, np.zeros((n_loc, n_loc)), components, block)
+        self.cells = cells
+
+    def _local(self, E, X: np.ndarray, rows: slice) -> np.ndarray:
+        return np.einsum("bij,jb->ib", self._coefficients(self.cells, rows), X)
+
+    def _local_diagonal(self, E, rows: slice) -> np.ndarray:
+        return np.diagonal(self._coefficients(self.cells, rows), axis1=1, axis2=2).T
+
+    def abs_apply(self, u: np.ndarray) -> np.ndarray:
+        """``|A| u`` with ``|A| = sum_c |A_c|`` entrywise: Gershgorin's bound (`lmax_bound`)."""
+        y = np.zeros(self.ndof)
+        un, yn = self.nodal(u), self.nodal(y)
+        for rows in self.slabs():
+            X = self.gather(un, rows)
+            local = np.einsum("bij,jb->ib", np.abs(self._coefficients(self.cells, rows)), X)
+            self.scatter_add(yn, local, rows)
+        return y
