@@ -15,8 +15,10 @@ to the end-node weights.) Minimum compliance subject to volume fraction
 
 writes ``results/cantilever3d/{design.png, history.png, result.json}`` and the
 design (`topopt.io`): ``design.npz``, ``design.vtu`` (ParaView) and ``design.stl``.
-``auto`` picks multigrid-preconditioned CG (``mg-cg``) from a few thousand
-dofs on and a direct solver below (`topopt.fem.solvers.auto`); the run prints which.
+``auto`` picks the matrix-free voxel path (`topopt.grid`, ``--solver voxel``:
+no mesh, no assembled matrix) on large grids, multigrid-preconditioned CG
+(``mg-cg``) from a few thousand dofs on and a direct solver below
+(`topopt.fem.solvers.auto`); the run prints which.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import numpy as np
 from topopt import cli
 from topopt import fem
 from topopt.cli.script import compliance_options, compliance_summary
+from topopt.fem.solvers.auto import auto_voxel
 from topopt.formulations.compliance import ComplianceProblem
+from topopt.grid import Grid, grid_elasticity
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 
@@ -38,12 +42,18 @@ OPTIONS = compliance_options(dict(nelx=60, nely=20, nelz=4), volfrac=0.3, rmin=1
 LOAD = "total -1 (y) on the edge x=nelx, y=0, consistent nodal forces"
 
 
-def setup(nelx: int, nely: int, nelz: int):
-    """Mesh, elasticity model clamped at x = 0, and the end-edge line load.
+def setup(nelx: int, nely: int, nelz: int, voxel: bool = False):
+    """Mesh (or grid), elasticity model clamped at x = 0, and the end-edge line load.
+
+    With `voxel` the model is a `topopt.grid.GridModel` on a `Grid` (the
+    matrix-free path) instead of scikit-fem's.
 
     Examples
     --------
     >>> mesh, model, f = setup(4, 2, 2)
+    >>> model.fixed.size, float(f.sum())
+    (27, -1.0)
+    >>> grid, model, f = setup(4, 2, 2, voxel=True)
     >>> model.fixed.size, float(f.sum())
     (27, -1.0)
     """
@@ -51,15 +61,22 @@ def setup(nelx: int, nely: int, nelz: int):
                                             for n in (nelx, nely, nelz)):
         raise ValueError(f"nelx, nely, nelz must be positive integers, got "
                          f"{(nelx, nely, nelz)!r}")
-    mesh = fem.box(nelx, nely, nelz)
-    model = fem.elasticity(mesh, nu=0.3, E0=1.0)
+    end_edge = lambda x: np.isclose(x[0], nelx) & np.isclose(x[1], 0.0)   # noqa: E731
+    if voxel:
+        mesh = Grid((nelx, nely, nelz))
+        model = grid_elasticity(mesh, nu=0.3, E0=1.0)
+        edge = mesh.nodes_where(end_edge)
+        z, y_dofs = mesh.node_coordinates(edge)[2], mesh.n_nodes + edge
+    else:
+        mesh = fem.box(nelx, nely, nelz)
+        model = fem.elasticity(mesh, nu=0.3, E0=1.0)
+        edge = np.flatnonzero(end_edge(mesh.p))
+        z, y_dofs = mesh.p[2, edge], model.basis.nodal_dofs[1, edge]
     model.fix(nodes=lambda x: np.isclose(x[0], 0.0))                    # clamped face
     f = np.zeros(model.ndof)
-    p = mesh.p
-    edge = np.flatnonzero(np.isclose(p[0], nelx) & np.isclose(p[1], 0.0))
     weight = np.full(edge.size, 1.0 / nelz)                          # trapezoid rule
-    weight[np.isclose(p[2, edge], 0.0) | np.isclose(p[2, edge], nelz)] *= 0.5
-    f[model.basis.nodal_dofs[1, edge]] = -weight                     # total load -1 in y
+    weight[np.isclose(z, 0.0) | np.isclose(z, nelz)] *= 0.5
+    f[y_dofs] = -weight                                              # total load -1 in y
     return mesh, model, f
 
 
@@ -75,7 +92,12 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
     multigrid solvers start from the previous solution (``warm_start``:
     compliance stays second-order accurate from a warm start).
     """
-    mesh, model, f = setup(nelx, nely, nelz)
+    voxel = solver == "voxel" or (solver == "auto" and auto_voxel(
+        3, 3 * (nelx + 1) * (nely + 1) * (nelz + 1)))
+    if voxel:
+        solver_options = dict(solver_options or {})
+        solver_options.setdefault("warm_start", True)
+    mesh, model, f = setup(nelx, nely, nelz, voxel=voxel)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver, solver_options=solver_options)
     if problem.system.solver in ("mg-cg", "amg-cg"):

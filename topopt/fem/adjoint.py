@@ -14,7 +14,9 @@ derivatives all work (element matrices are real symmetric; `S` is a
   load cases), the vectorised sensitivity ``-lambda_e^T K_e u_e``.
 
 `solve` is the public entry: it factorizes ``K(a)`` (`LinearSystem.factorize`)
-and calls ``_solve``.
+and calls ``_solve``. A system provides ``restrict`` / ``expand`` (free dofs of a
+full vector and back), ``free_solve``, ``factorize``, ``element_matvec`` and
+``element_products`` (`LinearSystem`, `topopt.grid.GridSystem`).
 """
 
 from __future__ import annotations
@@ -44,14 +46,14 @@ def _check_rhs(S: "LinearSystem", f):
 def _solve(S: "LinearSystem", a, f, F):
     """``u = K(a)^{-1} f`` on the free dofs, zeros on the fixed ones."""
     f = np.asarray(f)
-    return S.expand(S.free_solve(F, f[S.free]), f)
+    return S.expand(S.free_solve(F, S.restrict(f)), f)
 
 
 @ad.primitive
 def _solve_adjoint(S: "LinearSystem", a, g, F):
     """``K(a)^{-H} g`` on the free dofs, zeros on the fixed ones."""
     g = np.asarray(g)
-    return S.expand(S.free_solve(F, g[S.free], adjoint=True), g)
+    return S.expand(S.free_solve(F, S.restrict(g), adjoint=True), g)
 
 
 def _self_adjoint(S: "LinearSystem", f, u, ubar):
@@ -63,7 +65,7 @@ def _self_adjoint(S: "LinearSystem", f, u, ubar):
     """
     if not (S.real and S.symmetric) or any(map(ad.is_traced, (f, u, ubar))):
         return None
-    fb, ub = np.asarray(f)[S.free], np.asarray(ubar)[S.free]
+    fb, ub = S.restrict(np.asarray(f)), S.restrict(np.asarray(ubar))
     if fb.shape != ub.shape or np.iscomplexobj(ub):
         return None
     ff = np.sum(fb * fb, axis=0)
@@ -127,10 +129,7 @@ ad.frule(_solve_adjoint)(_solve_tangent(_solve_adjoint, conj=True))
 def matvec(S: "LinearSystem", a, w):
     """``sum_e a_e K_e w_e``: the design part of ``K(a) w`` on all dofs."""
     t0 = time.perf_counter()
-    a, w = np.asarray(a), np.asarray(w)
-    local = S.apply_Ke(S.gather(w))
-    local = local * (a[:, None] if local.ndim == 2 else a[:, None, None])
-    y = S.scatter(local).reshape(w.shape)
+    y = S.element_matvec(np.asarray(a), np.asarray(w))
     S.timers["sensitivity"] += time.perf_counter() - t0
     return y
 
@@ -163,12 +162,7 @@ ad.frule(matvec)(_bilinear_frule(matvec))
 def products(S: "LinearSystem", v, w):
     """Per element ``conj(v_e)^T K_e w_e``, summed over load cases."""
     t0 = time.perf_counter()
-    if S._distributed and not (np.iscomplexobj(v) or np.iscomplexobj(w)):
-        y = S._iterative.products(v, w)         # on the ranks that own the elements
-    else:
-        ve, Kw = S.gather(v), S.apply_Ke(S.gather(w))
-        ve = np.conj(ve) if np.iscomplexobj(ve) else ve
-        y = np.sum((ve * Kw).reshape(S.n_el, -1), axis=1)
+    y = S.element_products(v, w)
     S.timers["sensitivity"] += time.perf_counter() - t0
     return y
 

@@ -23,7 +23,36 @@ __all__ = ["Model", "elasticity", "heat"]
 Where = Callable[[np.ndarray], np.ndarray] | Sequence[float] | np.ndarray
 
 
-class Model:
+class _Selection:
+    """Component names and load values checked against a model's ``components``
+    (shared by `Model` and the grid's `topopt.grid.GridModel`)."""
+
+    components: int
+
+    def _names(self, components):
+        if self.components == 1:
+            if components not in (None, (0,), [0], 0):
+                raise ValueError(f"components of a scalar problem must be 0 or None, "
+                                 f"got {components!r}")
+            return None
+        comps = range(self.components) if components is None else np.atleast_1d(components)
+        if np.asarray(comps).dtype.kind not in "iu":
+            raise TypeError(f"components must be integers in [0, {self.components}), "
+                            f"got {components!r}")
+        for c in comps:
+            if not 0 <= int(c) < self.components:
+                raise ValueError(f"components must lie in [0, {self.components}), got {c}")
+        return [f"u^{int(c) + 1}" for c in comps]
+
+    def _value(self, value) -> np.ndarray:
+        value = np.atleast_1d(check_finite_array("value", value))
+        if value.shape != (self.components,):
+            raise ValueError(f"a load value needs {self.components} component(s), "
+                             f"got {value.shape}")
+        return value
+
+
+class Model(_Selection):
     """A scikit-fem basis, its unit-coefficient element matrices, supports and loads.
 
     ``K(E) = sum_e E_e K_e`` with ``K_e`` computed once at construction by
@@ -56,21 +85,6 @@ class Model:
                 f"{self.ndof} dofs, {self.fixed.size} fixed)")
 
     # ---------------------------------------------------------- selection
-    def _names(self, components):
-        if self.components == 1:
-            if components not in (None, (0,), [0], 0):
-                raise ValueError(f"components of a scalar problem must be 0 or None, "
-                                 f"got {components!r}")
-            return None
-        comps = range(self.components) if components is None else np.atleast_1d(components)
-        if np.asarray(comps).dtype.kind not in "iu":
-            raise TypeError(f"components must be integers in [0, {self.components}), "
-                            f"got {components!r}")
-        for c in comps:
-            if not 0 <= int(c) < self.components:
-                raise ValueError(f"components must lie in [0, {self.components}), got {c}")
-        return [f"u^{int(c) + 1}" for c in comps]
-
     def _nodes(self, where: Where) -> np.ndarray:
         p = self.mesh.p
         if callable(where):
@@ -184,13 +198,6 @@ class Model:
         return sps.csr_matrix((self._springs[dofs], (dofs, dofs)), shape=(self.ndof, self.ndof))
 
     # --------------------------------------------------------------- loads
-    def _value(self, value) -> np.ndarray:
-        value = np.atleast_1d(check_finite_array("value", value))
-        if value.shape != (self.components,):
-            raise ValueError(f"a load value needs {self.components} component(s), "
-                             f"got {value.shape}")
-        return value
-
     def point_load(self, nodes: Where, value) -> np.ndarray:
         """Load vector with `value` (one entry per component) at each selected node.
 
@@ -227,6 +234,10 @@ class Model:
             form = skfem.LinearForm(lambda v, w: dot(value[:, None, None], v))
         return form.assemble(self.basis)
 
+    def nodal_values(self, u) -> np.ndarray:
+        """One solution column `u` per node: ``(n_points, components)``."""
+        return np.asarray(u)[self.basis.nodal_dofs].T
+
     # --------------------------------------------------------------- solve
     def system(self, solver: str = "auto", solver_options: dict | None = None) -> LinearSystem:
         """The `LinearSystem` for the current supports and springs (built once per solver
@@ -257,7 +268,8 @@ class Model:
 
 
 def _check_model(model) -> "Model":
-    """`model` if it is a `Model` (what every problem class is built on).
+    """`model` if it is a `Model` or a grid's `topopt.grid.GridModel` (what every problem
+    class is built on).
 
     Examples
     --------
@@ -265,10 +277,11 @@ def _check_model(model) -> "Model":
     >>> _check_model(None)
     Traceback (most recent call last):
     ...
-    TypeError: model must be a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh)), got NoneType
+    TypeError: model must be a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh)) or a topopt.grid.GridModel, got NoneType
     """
-    return check_type("model", model, Model,
-                      "a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh))")
+    return check_type("model", model, _Selection,
+                      "a topopt.fem.Model (topopt.fem.elasticity(mesh) or topopt.fem.heat(mesh)) "
+                      "or a topopt.grid.GridModel")
 
 
 def _as_point(point) -> np.ndarray:

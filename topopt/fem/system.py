@@ -253,6 +253,10 @@ class LinearSystem:
                     "rigid-body motion?)")
         return x
 
+    def restrict(self, f) -> np.ndarray:
+        """The free-dof entries of a full-dof vector (or ``(ndof, k)`` array) `f`."""
+        return np.asarray(f)[self.free]
+
     def expand(self, x_free, like):
         """Full-dof vector with zeros at the fixed dofs."""
         shape = (self.ndof,) + np.shape(like)[1:]
@@ -270,6 +274,20 @@ class LinearSystem:
         if self.uniform:
             return we @ self._KeT if we.ndim == 2 else np.matmul(self.Ke, we)
         return np.einsum("eij,ej...->ei...", self.Ke, we, optimize=True)
+
+    def element_matvec(self, a, w) -> np.ndarray:
+        """``sum_e a_e K_e w_e`` on all dofs (the primitive `matvec`)."""
+        local = self.apply_Ke(self.gather(w))
+        local = local * (a[:, None] if local.ndim == 2 else a[:, None, None])
+        return self.scatter(local).reshape(w.shape)
+
+    def element_products(self, v, w) -> np.ndarray:
+        """Per element ``conj(v_e)^T K_e w_e``, summed over load cases (`products`)."""
+        if self._distributed and not (np.iscomplexobj(v) or np.iscomplexobj(w)):
+            return self._iterative.products(v, w)     # on the ranks that own the elements
+        ve, Kw = self.gather(v), self.apply_Ke(self.gather(w))
+        ve = np.conj(ve) if np.iscomplexobj(ve) else ve
+        return np.sum((ve * Kw).reshape(self.n_el, -1), axis=1)
 
     def scatter(self, local):
         """Sum element vectors into a global vector (transpose of `gather`)."""

@@ -27,6 +27,8 @@ from ..design.measures import grey_level
 from ..design.passive import Passive
 from ..fem.models import _check_model
 from ..fem.solvers.auto import describe
+from ..grid.filters import GridDensityFilter, GridHelmholtzFilter
+from ..grid.model import GridModel
 from ..io.result import RunResult, run_record
 from ..optimize.driver import Result, Stage, minimize
 from ..optimize.progress import show
@@ -121,7 +123,8 @@ class DensityProblem:
         self.eta = check_range("eta", eta, 0.0, 1.0, what="projection threshold")
         self.model, self.filter_name = model, filter
         mesh = model.mesh
-        self.weights = fem.element_volumes(mesh)
+        self.weights = (np.full(model.n_el, mesh.volume) if isinstance(model, GridModel)
+                        else fem.element_volumes(mesh))
         self.passive = Passive.of(passive, model.n_el)
         if self.volfrac is not None:
             self.passive.check_volume(self.volfrac, self.weights)   # before filter and system
@@ -139,9 +142,13 @@ class DensityProblem:
         rmin = check_positive("rmin", rmin, "filter radius")
         if rmin not in self._filters:
             mesh = self.model.mesh
-            self._filters[rmin] = (
-                DensityFilter(mesh, rmin) if self.filter_name == "density"
-                else HelmholtzFilter.from_rmin(mesh, rmin, solver=self._pde_solver))
+            if isinstance(self.model, GridModel):
+                self._filters[rmin] = (GridDensityFilter(mesh, rmin) if self.filter_name ==
+                                       "density" else GridHelmholtzFilter.from_rmin(mesh, rmin))
+            else:
+                self._filters[rmin] = (
+                    DensityFilter(mesh, rmin) if self.filter_name == "density"
+                    else HelmholtzFilter.from_rmin(mesh, rmin, solver=self._pde_solver))
         return self._filters[rmin]
 
     def _system(self, solver: str, solver_options: dict | None):
@@ -191,12 +198,11 @@ class DensityProblem:
         """
         u = np.asarray(u)
         name = "displacement" if self.model.components > 1 else "temperature"
-        nodal = self.model.basis.nodal_dofs                  # (components, n_points)
         fields = u[:, None] if u.ndim == 1 else u
         out = {}
         for k in range(fields.shape[1]):
             key = name if fields.shape[1] == 1 else f"{name}_{k + 1}"
-            v = fields[nodal, k].T                            # (n_points, components)
+            v = self.model.nodal_values(fields[:, k])          # (n_points, components)
             out[key] = v[:, 0] if v.shape[1] == 1 else v
         return out
 

@@ -1,9 +1,24 @@
 """Structured voxel grids: the matrix-free path for large 2-D and 3-D designs.
 
 Modules, each importing only those above it: `grid` (`Grid`: numbering by
-strides), `element` (the one element matrix ``K0``).
+strides), `element` (the one element matrix ``K0``), `operator` (``K(E) u``
+matrix-free in slabs, cell operators), `transfer` (multilinear interpolation
+by slices), `galerkin` (coarse cells from the fine coefficients),
+`multigrid` (`GridMultigrid`), `system` (`GridSystem`, the system
+`topopt.fem.solve` takes), `model` (`GridModel`: supports and loads).
 """
 
 from .grid import Grid
+from .element import elasticity_matrix, heat_matrix, mass_matrix, shape_gradients
+from .operator import BLOCK_ELEMENTS, CellOperator, GridOperator
+from .transfer import prolong, restrict
+from .galerkin import cells_from_cells, cells_from_coefficients, child_interpolations
+from .multigrid import GRID_OPTIONS, GridMultigrid
+from .system import GridSystem
+from .model import GridModel, grid_elasticity, grid_heat
 
-__all__ = ["Grid"]
+__all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gradients",
+           "BLOCK_ELEMENTS", "CellOperator", "GridOperator", "prolong", "restrict",
+           "cells_from_cells", "cells_from_coefficients", "child_interpolations",
+           "GRID_OPTIONS", "GridMultigrid", "GridSystem", "GridModel", "grid_elasticity",
+           "grid_heat"]

@@ -127,7 +127,7 @@ class Grid:
         so a predicate on a 10-million-node grid needs no full coordinate array.
         """
         axes = self.node_axes()
-        rest = np.meshgrid(*axes[1:], indexing="ij")
+        rest = list(np.meshgrid(*axes[1:], indexing="ij"))
         plane = int(np.prod(self.nodes_shape[1:]))
         out = []
         for i, xi in enumerate(axes[0]):

@@ -14,7 +14,9 @@ medians of several runs; the figures are in that script's docstring and
 * otherwise the fastest installed direct backend (CHOLMOD, else SuperLU);
   `auto_reanalysis` (from `AUTO_MIN_DOFS` free dofs in 3-D) decides whether
   its designs reuse an earlier factor (`topopt.fem.solvers.reanalysis`);
-* on ``solver="petsc"``, ``pc="auto"`` is `auto_pc`: PCMG on lattices, else GAMG.
+* on ``solver="petsc"``, ``pc="auto"`` is `auto_pc`: PCMG on lattices, else GAMG;
+* a problem on a structured 3-D grid from `VOXEL_MIN_DOFS` dofs on takes the
+  matrix-free voxel path (`auto_voxel`: `topopt.grid`, solver ``"voxel"``).
 
 Every threshold of ``"auto"`` is here.
 
@@ -27,8 +29,8 @@ import numpy as np
 
 from .lattice import lattice
 
-__all__ = ["ITERATIVE_MIN_DOFS", "AUTO_MIN_DOFS", "auto_solver", "auto_reanalysis", "auto_pc",
-           "describe"]
+__all__ = ["ITERATIVE_MIN_DOFS", "AUTO_MIN_DOFS", "VOXEL_MIN_DOFS", "auto_solver",
+           "auto_reanalysis", "auto_pc", "auto_voxel", "describe"]
 
 ITERATIVE_MIN_DOFS = {3: 7_000}
 """``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices.
@@ -51,6 +53,24 @@ Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
 of 100; ``maxiter`` 8: 92, 40: 59 and no faster), 24 x 12 x 12 (12 168)
 1.00 times; the MBB beam 600 x 200 (241 k dofs) 1.02 times (a 2-D
 factorization costs only ~5 pairs of triangular solves): never in 2-D."""
+
+
+VOXEL_MIN_DOFS = {3: 100_000}
+"""``"auto"`` takes the voxel path (`topopt.grid`) on structured grids from these dof counts.
+
+Measured by ``scripts/benchmark_voxel_auto.py`` (the figures are in its docstring and
+``results/benchmark_voxel_auto.json``)."""
+
+
+def auto_voxel(dim: int, ndof: int) -> bool:
+    """Whether ``solver="auto"`` means the voxel path for a `dim`-D grid of `ndof` dofs.
+
+    Examples
+    --------
+    >>> auto_voxel(3, 25_000_000), auto_voxel(3, 1_000), auto_voxel(2, 10**7)
+    (True, False, False)
+    """
+    return dim in VOXEL_MIN_DOFS and ndof >= VOXEL_MIN_DOFS[dim]
 
 
 def _on_lattice(geometry, n_loc: int) -> bool:
@@ -134,6 +154,12 @@ def describe(system) -> str:
     >>> describe(model.system("superlu"))
     'solver superlu (24 free dofs, 2-D)'
     """
+    summary = getattr(system, "summary", None)
+    if summary is not None:                          # the voxel path's own line
+        line = summary()
+        if getattr(system, "requested_solver", None) == "auto":
+            line = line[:-1] + ", picked by solver='auto': a structured grid)"
+        return line
     geometry = system.geometry
     dim = "" if geometry is None else f", {np.shape(geometry[0])[0]}-D"
     line = f"solver {system.solver} ({system.free.size} free dofs{dim}"
