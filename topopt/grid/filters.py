@@ -58,21 +58,24 @@ def density_kernel(grid: Grid, rmin: float) -> np.ndarray:
     """The weights ``max(0, rmin - |k| h)`` of top88 eq. (6) at the element offsets ``k``.
 
     An array of odd side ``2 m_d + 1`` per axis, centred on offset 0, with
-    ``m_d = min(floor(rmin / h), n_d - 1)`` (an offset beyond the grid
-    reaches no element). Symmetric under every flip of an axis.
+    ``m_d = min(m, n_d - 1)``, ``m`` the largest integer with ``m h < rmin``
+    (an offset beyond the grid reaches no element). Symmetric under every
+    flip of an axis.
 
     Examples
     --------
     >>> from topopt.grid import Grid
     >>> from topopt.grid.filters import density_kernel
     >>> density_kernel(Grid((4, 3)), 1.5).round(4)
-    array([[0.    , 0.5   , 0.    ],
+    array([[0.0858, 0.5   , 0.0858],
            [0.5   , 1.5   , 0.5   ],
-           [0.    , 0.5   , 0.    ]])
+           [0.0858, 0.5   , 0.0858]])
     """
     grid = _grid(grid)
     rmin = check_positive("rmin", rmin, "filter radius, in the grid's length unit")
-    m = int(np.floor(rmin / grid.h))
+    m = int(np.ceil(rmin / grid.h))          # the largest m with m h < rmin: weight > 0
+    while m > 0 and m * grid.h >= rmin:
+        m -= 1
     offsets = [np.arange(-min(m, n - 1), min(m, n - 1) + 1) * grid.h for n in grid.shape]
     dist2 = sum(np.meshgrid(*[o ** 2 for o in offsets], indexing="ij"))
     return np.maximum(0.0, rmin - np.sqrt(dist2))       # top88 eq. (6)
