@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.fft
-from scipy import ndimage
 
 from .._validate import check_positive, check_type, warn
 from ..design.helmholtz_filter import helmholtz_radius
@@ -147,6 +146,7 @@ class GridDensityFilter(_GridFilter):
         self.Hs = self._correlate(np.ones(self.n))
 
     def _correlate(self, v: np.ndarray) -> np.ndarray:
+        from scipy import ndimage     # here: scipy.ndimage stays out of `import topopt.grid`
         # (W v)_e = sum_k kernel[k] v[e + k], zero outside the box
         return ndimage.correlate(v.reshape(self.grid.shape), self.kernel, mode="constant",
                                  cval=0.0).ravel()
@@ -188,9 +188,12 @@ class GridHelmholtzFilter(_GridFilter):
         Lambda_k = r^2 sum_d lam_kd prod_(d' != d) mu_kd' + prod_d mu_kd,
 
     two `scipy.fft.dctn` of the node array per solve and no factor stored
-    (exact to rounding; at 64x32x32 elements it is about 200x faster than
-    the SuperLU factor and solve of the assembled filter,
-    `scripts/benchmark_grid_filters.py`). ``F^T = T^T Kf^-1 T D^-1``.
+    (exact to rounding). Measured (`scripts/benchmark_grid_filters.py`, one
+    core): at 48x24x24 elements ``F x`` takes 0.9 ms with no setup, against
+    the assembled filter's 50 ms SuperLU solve after a 12 s factorization
+    (1.4 GB peak); at 64x32x32, 2 ms against 0.7 s after 63 s (4.1 GB); at
+    320x160x160 (8.2 M elements) 0.4-0.5 s and 34 bytes per element.
+    ``F^T = T^T Kf^-1 T D^-1``.
 
     Parameters
     ----------
