@@ -19,7 +19,6 @@ the mesh filters. Each is the same linear map as its mesh counterpart on
 from __future__ import annotations
 
 import numpy as np
-import scipy.fft
 
 from .._validate import check_positive, check_type, warn
 from ..design.helmholtz_filter import helmholtz_radius
@@ -265,6 +264,7 @@ class GridHelmholtzFilter(_GridFilter):
 
     def _solve_scaled(self, b: np.ndarray) -> np.ndarray:
         """``Kf^-1 W b`` from ``W^-1``-scaled ``b`` (overwritten): the DCT-I solve."""
+        import scipy.fft              # here, as scipy.ndimage: out of `import topopt.grid`
         c = scipy.fft.dctn(b, type=1, overwrite_x=True)
         plane = max(1, _SLAB // max(1, self._a.size))
         for i in range(0, c.shape[0], plane):      # c /= Lambda, in slabs of x-planes
