@@ -24,7 +24,8 @@ LAYERS = {"topopt.ad": ("topopt.ad",),
           "topopt.design": ("topopt.ad", "topopt.fem", "topopt.design") + _UTILS,
           "topopt.responses": ("topopt.ad", "topopt.fem", "topopt.design",
                                "topopt.responses") + _UTILS,
-          "topopt.optimize": ("topopt.ad", "topopt.design", "topopt.optimize") + _UTILS}
+          "topopt.optimize": ("topopt.ad", "topopt.design", "topopt.optimize") + _UTILS,
+          "topopt.grid": ("topopt.ad", "topopt.fem", "topopt.design", "topopt.grid") + _UTILS}
 # what no physics, design, response or optimizer module may import
 OUTER = ("topopt.cli", "topopt.io", "topopt.plot")
 

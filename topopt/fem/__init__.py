@@ -5,7 +5,8 @@ backend table, ``auto`` with every threshold, direct factorizations, the one
 CG loop in `solvers.krylov`, multigrid, AMG, reanalysis), `petsc/` (the
 ``"petsc"`` backend across MPI ranks), `supports` (rigid-body modes),
 `singular` (the singularity checks of a solve), `adjoint` (the
-differentiable `solve`, `matvec`, `products`), `system` (`LinearSystem`),
+differentiable `solve`, `matvec`, `products`), `kernels` (gather and
+scatter of element vectors), `system` (`LinearSystem`),
 `models`, `modal` (mass matrices, eigenvalues), `waves` (time-harmonic wave
 models), `mesh`, `shapes` (L-shape, plate with a hole), `refine` (nested
 grids), `budget` (memory estimates).
@@ -23,6 +24,7 @@ from .refine import nested_elements
 from .shapes import l_shape, plate_with_hole
 from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers.table import BACKENDS, ITERATIVE, Backend, available_solvers
+from .kernels import ElementKernels
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENERATE_TOL",
@@ -34,4 +36,4 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "ModalSystem", "eigenmodes", "eigenvalues", "element_mass", "point_mass",
            "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
-           "reanalysis_policy"]
+           "reanalysis_policy", "ElementKernels"]

@@ -24,6 +24,7 @@ import scipy.sparse as sps
 from .. import ad
 from .._validate import check_finite_values, check_indices
 from .adjoint import matvec, products, solve
+from .kernels import ElementKernels
 from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive_definite
 from .solvers.csr import build_pattern, csr_structure
 from .solvers.direct import cvxopt_full_of, cvxopt_lower_of
@@ -46,7 +47,7 @@ working precision.
 """
 
 
-class LinearSystem:
+class LinearSystem(ElementKernels):
     """``K(a) = K0 + sum_e a_e K_e`` restricted to the free dofs.
 
     Parameters
@@ -262,43 +263,6 @@ class LinearSystem:
         shape = (self.ndof,) + np.shape(like)[1:]
         out = np.zeros(shape, dtype=np.result_type(x_free, like, float))
         out[self.free] = x_free
-        return out
-
-    # ------------------------------------------------------ element kernels
-    def gather(self, w):
-        """Element vectors ``w_e``: (n_el, n_loc) or (n_el, n_loc, n_load)."""
-        return np.asarray(w)[self.element_dofs]
-
-    def apply_Ke(self, we):
-        """``K_e w_e`` for every element."""
-        if self.uniform:
-            return we @ self._KeT if we.ndim == 2 else np.matmul(self.Ke, we)
-        return np.einsum("eij,ej...->ei...", self.Ke, we, optimize=True)
-
-    def element_matvec(self, a, w) -> np.ndarray:
-        """``sum_e a_e K_e w_e`` on all dofs (the primitive `matvec`)."""
-        local = self.apply_Ke(self.gather(w))
-        local = local * (a[:, None] if local.ndim == 2 else a[:, None, None])
-        return self.scatter(local).reshape(w.shape)
-
-    def element_products(self, v, w) -> np.ndarray:
-        """Per element ``conj(v_e)^T K_e w_e``, summed over load cases (`products`)."""
-        if self._distributed and not (np.iscomplexobj(v) or np.iscomplexobj(w)):
-            return self._iterative.products(v, w)     # on the ranks that own the elements
-        ve, Kw = self.gather(v), self.apply_Ke(self.gather(w))
-        ve = np.conj(ve) if np.iscomplexobj(ve) else ve
-        return np.sum((ve * Kw).reshape(self.n_el, -1), axis=1)
-
-    def scatter(self, local):
-        """Sum element vectors into a global vector (transpose of `gather`)."""
-        idx = self.element_dofs.ravel()
-        local = local.reshape(idx.size, -1)
-        out = np.empty((self.ndof, local.shape[1]), dtype=local.dtype)
-        for k in range(local.shape[1]):
-            col = local[:, k]
-            out[:, k] = np.bincount(idx, col.real, self.ndof)
-            if np.iscomplexobj(col):
-                out[:, k] += 1j * np.bincount(idx, col.imag, self.ndof)
         return out
 
 

@@ -5,20 +5,22 @@ strides), `element` (the one element matrix ``K0``), `operator` (``K(E) u``
 matrix-free in slabs, cell operators), `transfer` (multilinear interpolation
 by slices), `galerkin` (coarse cells from the fine coefficients),
 `multigrid` (`GridMultigrid`), `system` (`GridSystem`, the system
-`topopt.fem.solve` takes), `model` (`GridModel`: supports and loads).
+`topopt.fem.solve` takes), `model` (`GridModel`: supports and loads),
+`filters` (density and Helmholtz filters on the grid).
 """
 
 from .grid import Grid
-from .element import elasticity_matrix, heat_matrix, mass_matrix, shape_gradients
+from .element import elasticity_matrix, heat_matrix, mass_matrix, shape_gradients, shape_values
 from .operator import BLOCK_ELEMENTS, CellOperator, GridOperator
 from .transfer import prolong, restrict
 from .galerkin import cells_from_cells, cells_from_coefficients, child_interpolations
 from .multigrid import GRID_OPTIONS, GridMultigrid
 from .system import GridSystem
 from .model import GridModel, grid_elasticity, grid_heat
+from .filters import GridDensityFilter, GridHelmholtzFilter, density_kernel
 
-__all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gradients",
+__all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gradients", "shape_values",
            "BLOCK_ELEMENTS", "CellOperator", "GridOperator", "prolong", "restrict",
            "cells_from_cells", "cells_from_coefficients", "child_interpolations",
            "GRID_OPTIONS", "GridMultigrid", "GridSystem", "GridModel", "grid_elasticity",
-           "grid_heat"]
+           "grid_heat", "GridDensityFilter", "GridHelmholtzFilter", "density_kernel"]

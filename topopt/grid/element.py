@@ -18,7 +18,7 @@ import numpy as np
 from .._validate import check_choice, check_positive, check_range
 from .grid import Grid
 
-__all__ = ["shape_gradients", "elasticity_matrix", "heat_matrix", "mass_matrix"]
+__all__ = ["shape_values", "shape_gradients", "elasticity_matrix", "heat_matrix", "mass_matrix"]
 
 _GAUSS = (0.5 - 0.5 / np.sqrt(3.0), 0.5 + 0.5 / np.sqrt(3.0))     # on [0, 1]
 

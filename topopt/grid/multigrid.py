@@ -37,7 +37,7 @@ __all__ = ["GridMultigrid", "GRID_OPTIONS"]
 GRID_OPTIONS = {"coarse": "galerkin", "first_factor": 4}
 
 
-def split_options(options: dict | None) -> tuple[dict, dict]:
+def _split_options(options: dict | None) -> tuple[dict, dict]:
     """``(krylov options with defaults, grid options with defaults)``, each checked."""
     options = dict(options or {})
     grid = {k: options.pop(k) for k in list(options) if k in GRID_OPTIONS}
@@ -146,7 +146,7 @@ class GridMultigrid:
 
     def __init__(self, grid: Grid, K0: np.ndarray, components: int, free: np.ndarray,
                  springs: np.ndarray | None, options: dict | None = None):
-        self.options, self.grid_options = split_options(options)
+        self.options, self.grid_options = _split_options(options)
         self.grid, self.K0, self.components = grid, np.asarray(K0, dtype=float), components
         self.fine = GridOperator(grid, self.K0, components)
         self.grids, self.factors = [grid], []
