@@ -29,7 +29,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import compliance_options, compliance_summary
+from topopt.cli.script import GRID_SOLVERS, compliance_options, compliance_summary
 from topopt.fem.solvers.auto import auto_voxel
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.grid import Grid, grid_elasticity
@@ -110,7 +110,7 @@ def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmi
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=150,
-                    summary=compliance_summary)
+                    summary=compliance_summary, solvers=GRID_SOLVERS)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
            "compliance_summary",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
-           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS"]
+           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS", "GRID_SOLVERS"]
 
 #: The largest ``--maxeval``: NLopt counts evaluations in a C int.
 MAXEVAL_LIMIT = 2**31 - 1
@@ -58,6 +58,8 @@ MAXEVAL_LIMIT = 2**31 - 1
 #: The linear-solver backends a script may name (`topopt.fem.solvers`).
 DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
 SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
+#: ... and on a structured grid the matrix-free voxel path (`topopt.grid`; numpy only).
+GRID_SOLVERS = SOLVERS + ("voxel",)
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +205,7 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     """
     parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     args = parser.parse_args(argv)
-    if solvers is not None and args.solver != "auto":
+    if solvers is not None and args.solver not in ("auto", "voxel"):
         from ..fem import available_solvers
         if args.solver not in available_solvers(iterative=True):
             parser.error(f"argument --solver: {args.solver!r} is not installed here; "

@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import ad
 from .._validate import check_finite_values, check_indices
 from ..fem.errors import SingularSystemError
 from .grid import Grid
@@ -101,7 +102,8 @@ class GridSystem:
     # ------------------------------------------------------------ solves
     def factorize(self, a, exact: bool = False):
         """The preconditioned CG of ``K(a)``; reused for an equal `a`."""
-        a = np.asarray(a)
+        a = np.asarray(ad.value(a), dtype=float) if not np.iscomplexobj(ad.value(a)) \
+            else np.asarray(ad.value(a))
         if a.shape != (self.n_el,):
             raise ValueError(f"the coefficient vector has shape {a.shape}; expected "
                              f"({self.n_el},), one entry per grid element")
