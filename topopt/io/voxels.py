@@ -115,9 +115,9 @@ def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None) 
     if not isinstance(cell_data, dict) or not isinstance(point_data or {}, dict):
         raise TypeError("cell_data and point_data must be dicts {name: array}")
     fields = []
-    for kind, data, rows, what, shape in (
-            ("CellData", cell_data, grid.n_el, "element", grid.shape),
-            ("PointData", point_data or {}, grid.n_nodes, "node", grid.nodes_shape)):
+    for kind, data, rows, what, shape in (           # in the order the header lists them
+            ("PointData", point_data or {}, grid.n_nodes, "node", grid.nodes_shape),
+            ("CellData", cell_data, grid.n_el, "element", grid.shape)):
         for name, v in data.items():
             if not isinstance(name, str) or not name:
                 raise ValueError(f"{kind} names must be non-empty strings, got {name!r}")
