@@ -213,7 +213,8 @@ def _write_pictures(out: str, mesh, pictures: dict, mirror: bool) -> None:
     from ..plot.canvas import _as_drawn
     from ..plot.figures import save_design
     for name, (x_phys, title) in pictures.items():
-        save_design(_as_drawn(mesh), x_phys, os.path.join(out, f"{name}.png"), title=title, mirror=mirror)
+        save_design(_as_drawn(mesh), x_phys, os.path.join(out, f"{name}.png"), title=title,
+                    mirror=mirror)
 
 
 def _write_results(out, mesh, result, setup, title, point_data, objective, symbol, record):
@@ -232,7 +233,8 @@ def _write_results(out, mesh, result, setup, title, point_data, objective, symbo
     markers = {k: plot[k] for k in ("supports", "loads") if k in plot}
     path = os.path.join(out, "design.png")
     if _dim(mesh) == 2:
-        save_design(_as_drawn(mesh), result.x_phys, path, title=label, mirror=plot["mirror"], **markers)
+        save_design(_as_drawn(mesh), result.x_phys, path, title=label, mirror=plot["mirror"],
+                    **markers)
     else:
         save_design_3d(mesh, result.x_phys, path, title=label, **markers)
     save_history(result.history, os.path.join(out, "history.png"), title=title,

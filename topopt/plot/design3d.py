@@ -94,7 +94,8 @@ def _draw_solid(ax, mesh, x, level: float):
     grid = _grid_of(mesh)
     if not np.any(x >= level):
         lo, hi = (_to_view(np.zeros(3)), _to_view(np.array(grid.shape) * grid.h)) \
-            if grid is not None else (_to_view(mesh.p.T.min(axis=0)), _to_view(mesh.p.T.max(axis=0)))
+            if grid is not None else (_to_view(mesh.p.T.min(axis=0)),
+                                      _to_view(mesh.p.T.max(axis=0)))
         corners = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
         edges = [(i, j) for i in range(8) for j in range(i + 1, 8)
                  if np.sum(corners[i] != corners[j]) == 1]
