@@ -82,8 +82,11 @@ def test_vti_contents(tmp_path, shape, h):
     kji = np.unravel_index(np.arange(grid.n_nodes), grid.nodes_shape[::-1])
     np.testing.assert_array_equal(vtk_order(grid.node_coordinates().T, grid.nodes_shape),
                                   h * np.stack(kji[::-1], axis=1))
-    vtk = pytest.importorskip("vtk") if os.environ.get("TOPOPT_VTK") else None
-    if vtk is not None:
+    try:                                                 # not a dependency: when installed
+        import vtk
+    except ImportError:
+        return
+    if True:
         r = vtk.vtkXMLImageDataReader()
         r.SetFileName(path)
         r.Update()
