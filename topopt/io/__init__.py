@@ -1,4 +1,4 @@
-"""The files of a run: its result, its output folder, and design files (npz, vtu, stl).
+"""The files of a run: its result, its output folder, and design files (npz, vtu or vti, stl).
 """
 
 from .result import RunResult, RUN_KEYS, run_record
@@ -7,10 +7,13 @@ from .folder import (run_label, check_run_label, write_run_label, run_label_path
                      write_results, plot_record, write_json, run_compliance, signals_held)
 from .designs import (save_design, load_design, write_vtu, write_stl, iso_surface, enclosed_volume,
                       signed_volume, DesignFileError, MESH_TYPES)
+from .voxels import (write_vti, grid_iso_surface, write_grid_stl, surface_faces, save_grid_design,
+                     load_grid_design, SLAB_VOXELS)
 
 __all__ = ['RunResult', 'RUN_KEYS', 'run_record', 'OutputPathError', 'check_writable_file',
            'check_writable_folder', 'run_label', 'check_run_label', 'write_run_label',
            'run_label_path', 'SIZE_OPTIONS', 'write_results', 'plot_record', 'write_json',
            'run_compliance', 'signals_held', 'save_design', 'load_design', 'write_vtu',
            'write_stl', 'iso_surface', 'enclosed_volume', 'signed_volume', 'DesignFileError',
-           'MESH_TYPES']
+           'MESH_TYPES', 'write_vti', 'grid_iso_surface', 'write_grid_stl', 'surface_faces',
+           'save_grid_design', 'load_grid_design', 'SLAB_VOXELS']

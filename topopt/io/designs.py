@@ -1,20 +1,17 @@
 """Designs you can keep: ``design.npz``, ``design.vtu`` (ParaView) and ``design.stl``.
 
-`save_design` writes, in a results folder,
-
-* ``design.npz``: ``x``, ``x_phys``, the mesh (``points``, ``cells``, its
-  scikit-fem class in ``mesh_type`` and meshio cell type in ``cell_type``),
-  the problem's setup as JSON text in ``setup``, and the state fields
-  (``point_<name>``). Always written (numpy only); read back with
-  `load_design`, which rebuilds the scikit-fem mesh so that a saved design
-  can be re-analysed or used as ``x0``. Nothing is unpickled.
-* ``design.vtu`` through meshio (the ``io`` extra): cell data ``x`` and
-  ``x_phys``, point data for the state (displacement, ``|E|``, ...); 2-D
-  points and vectors get a zero third component, as VTK expects.
-* ``design.stl`` for 3-D hexahedral grids (``io`` extra: meshio and
-  scikit-image): the surface of the elements with ``x_phys >= 0.5`` by
-  marching cubes on the (refined) element grid padded with a layer of zeros,
-  so the surface is closed (`iso_surface`).
+`save_design` writes, in a results folder, ``design.npz``: ``x``, ``x_phys``,
+the mesh (``points``, ``cells``, its scikit-fem class in ``mesh_type`` and
+meshio cell type in ``cell_type``), the setup as JSON text in ``setup``, and
+the state fields (``point_<name>``); always written (numpy only), read back
+with `load_design` (which rebuilds the mesh; nothing is unpickled).
+``design.vtu`` through meshio (the ``io`` extra): cell data ``x`` and
+``x_phys``, point data for the state; 2-D points and vectors get a zero third
+component, as VTK expects. ``design.stl`` for 3-D hexahedral grids (``io``
+extra: meshio and scikit-image): the surface of the elements ``x_phys >= 0.5``
+by marching cubes on the refined element grid padded with zeros, so it is
+closed (`iso_surface`). A `topopt.grid.Grid` given as the mesh is written by
+`topopt.io.voxels` instead (a float32 npz, ``design.vti``, a blocked STL).
 
 Without the extra, `save_design` still writes ``design.npz`` and says in one
 line which files need ``pip install 'topopt[io]'``; `write_vtu` and
@@ -40,7 +37,6 @@ EXTRA = "pip install 'topopt[io]'"
 # scikit-fem mesh class -> meshio cell type (first-order meshes only)
 MESH_TYPES = {"MeshTri1": "triangle", "MeshQuad1": "quad", "MeshTet1": "tetra",
               "MeshHex1": "hexahedron"}
-
 
 # the names of design.npz that are not cell data
 _NOT_CELL = {"points", "cells", "mesh_type", "cell_type", "setup"}
@@ -127,8 +123,8 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     ----------
     out : str
         Results folder (created).
-    mesh : skfem.Mesh
-        First-order triangles, quadrilaterals, tetrahedra or hexahedra.
+    mesh : skfem.Mesh or topopt.grid.Grid
+        First-order triangles, quadrilaterals, tetrahedra, hexahedra; a grid: `save_grid_design`.
     x, x_phys : (n_el,) arrays
         Design variables and physical densities.
     setup : dict
@@ -148,6 +144,10 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
         grid) the STL, each with one printed line; a ``design.vtu`` or
         ``design.stl`` of an earlier run is removed first.
     """
+    from ..grid import Grid
+    if isinstance(mesh, Grid):          # design.vti, a blocked STL: topopt.io.voxels
+        from .voxels import save_grid_design
+        return save_grid_design(out, mesh, x, x_phys, setup, point_data, cell_data, stl)
     mesh_type = _mesh_type(mesh)
     arrays, points = _check_fields(mesh, x, x_phys, point_data, cell_data)
     if not isinstance(setup, dict):
@@ -169,7 +169,7 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
                    **{f"point_{k}": v for k, v in points.items()})
     atomic_write_bytes(path, lambda fh: np.savez(fh, **payload))
     written = [path]
-    for stale in ("design.vtu", "design.stl"):      # never beside another run's npz
+    for stale in ("design.vtu", "design.vti", "design.stl"):    # never beside another npz
         if os.path.exists(os.path.join(out, stale)):
             os.unlink(os.path.join(out, stale))
     try:
@@ -209,9 +209,7 @@ def write_vtu(path: str, mesh, cell_data: dict, point_data: dict | None = None) 
 
 def _pad3(v: np.ndarray) -> np.ndarray:
     """2-D points and vectors with a zero third component, as VTK (and ParaView) expect."""
-    if v.ndim == 2 and v.shape[1] == 2:
-        return np.column_stack([v, np.zeros(len(v))])
-    return v
+    return np.column_stack([v, np.zeros(len(v))]) if v.ndim == 2 and v.shape[1] == 2 else v
 
 
 def _voxels(mesh, values):
@@ -441,9 +439,9 @@ def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
     ----------
     path : str
         The file, or a results folder holding ``design.npz``.
-    mesh : skfem.Mesh, optional
+    mesh : skfem.Mesh or topopt.grid.Grid, optional
         The mesh the design is loaded for: the file's must be the same (type,
-        nodes, elements).
+        nodes, elements; a grid design's: `load_grid_design`).
     problem : str, optional
         The problem the design is loaded for: the file's ``setup["problem"]``.
 
@@ -468,6 +466,9 @@ def load_design(path: str, mesh=None, problem: str | None = None) -> dict:
     if os.path.isdir(path):
         path = os.path.join(path, "design.npz")
     data = _read_npz(path)
+    if "grid_shape" in data:
+        from .voxels import load_grid_design
+        return load_grid_design(path, data, mesh, problem)
     missing = {"x", "x_phys", "points", "cells", "mesh_type", "setup"} - set(data)
     if missing:
         raise DesignFileError(path, f"missing {sorted(missing)}")

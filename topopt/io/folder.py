@@ -38,6 +38,7 @@ from typing import Sequence
 import numpy as np
 
 from .._files import atomic_write_text, check_writable_folder
+from ..grid import Grid
 from ..optimize.checkpoint import CheckpointError
 from .result import RunResult
 
@@ -119,8 +120,9 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     Parameters
     ----------
     out, mesh, result, setup, title
-        The folder, the mesh, the run, the problem's parameters and the
-        pictures' title.
+        The folder, the mesh (or `topopt.grid.Grid`: design.vti, a blocked
+        STL, projections of a large 3-D design), the run, the problem's
+        parameters and the pictures' title.
     mirror : bool
         Draw the whole structure of a half-symmetric model (`topopt.plot.design_figure`).
     point_data : dict, optional
@@ -155,9 +157,10 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     the last good design. A SIGINT/SIGTERM while they are written takes
     effect once they are complete (`topopt.cli.signals_held`).
     """
-    if mirror and mesh.p.shape[0] != 2:
+    dim = mesh.dim if isinstance(mesh, Grid) else mesh.p.shape[0]
+    if mirror and dim != 2:
         raise ValueError(f"mirror=True draws a 2-D half model whole; the mesh is "
-                         f"{mesh.p.shape[0]}-D")
+                         f"{dim}-D")
     if objective_label is None:
         name = objective.replace("_", " ")
         objective_label = ("objective as minimized" if objective_scale is None else
@@ -207,9 +210,11 @@ def plot_record(history: Sequence[dict], objective_label: str, objective_scale: 
 
 
 def _write_pictures(out: str, mesh, pictures: dict, mirror: bool) -> None:
+    from ..plot.canvas import _as_drawn
     from ..plot.figures import save_design
     for name, (x_phys, title) in pictures.items():
-        save_design(mesh, x_phys, os.path.join(out, f"{name}.png"), title=title, mirror=mirror)
+        save_design(_as_drawn(mesh), x_phys, os.path.join(out, f"{name}.png"), title=title,
+                    mirror=mirror)
 
 
 def _write_results(out, mesh, result, setup, title, point_data, objective, symbol, record):
@@ -217,6 +222,7 @@ def _write_results(out, mesh, result, setup, title, point_data, objective, symbo
     from ..plot.figures import save_design
     from ..plot.design3d import save_design_3d
     from ..plot.history import save_history
+    from ..plot.canvas import _as_drawn, _dim
 
     os.makedirs(out, exist_ok=True)
     if result.status == "interrupted":
@@ -226,8 +232,9 @@ def _write_results(out, mesh, result, setup, title, point_data, objective, symbo
     label = f"{title}{half}: {symbol} = {result[objective]:.4g}"
     markers = {k: plot[k] for k in ("supports", "loads") if k in plot}
     path = os.path.join(out, "design.png")
-    if mesh.p.shape[0] == 2:
-        save_design(mesh, result.x_phys, path, title=label, mirror=plot["mirror"], **markers)
+    if _dim(mesh) == 2:
+        save_design(_as_drawn(mesh), result.x_phys, path, title=label, mirror=plot["mirror"],
+                    **markers)
     else:
         save_design_3d(mesh, result.x_phys, path, title=label, **markers)
     save_history(result.history, os.path.join(out, "history.png"), title=title,
@@ -300,7 +307,9 @@ def run_compliance(name: str, problem, *, title: str, sizes: dict,
         labels = dict(constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
                       objective_scale=problem.objective_scale, objective_label=None
                       if problem.model.components > 1 else "thermal compliance c")
-        write_results(out, problem.model.mesh, result, setup=setup, mirror=mirror,
+        model = problem.model
+        write_results(out, model.grid if isinstance(getattr(model, "grid", None), Grid)
+                      else model.mesh, result, setup=setup, mirror=mirror,
                       title=f"{title}, {problem.filter_name} filter",
                       point_data=problem.nodal_state(result["u"]), supports=supports,
                       loads=loads, **(labels | (plot or {})))

@@ -1,6 +1,9 @@
 """What every figure shares: the grid of a mesh, the design values checked, the PNG write.
 
-Every PNG is written atomically and readable by others (0644).
+A `topopt.grid.Grid` stands for its mesh: `grid_indices` numbers its
+elements without one, and a 2-D grid is drawn by the mesh figures as
+`_as_drawn` gives it (its bounding box as ``p``). Every PNG is written
+atomically and readable by others (0644).
 """
 
 from __future__ import annotations
@@ -14,8 +17,36 @@ from ..fem.mesh import element_centroids
 __all__ = ["grid_indices"]
 
 
+class _GridFrame:
+    """A 2-D grid as `topopt.plot.design_figure` reads a mesh: ``p`` its two opposite
+    corners (the bounding box), the element image by `grid_indices`; no node arrays."""
+
+    def __init__(self, grid):
+        self.grid = grid
+        self.p = np.array([[0.0, n * grid.h] for n in grid.shape])     # (dim, 2)
+
+
+def _grid_of(mesh):
+    """The `topopt.grid.Grid` of a Grid or of its `_GridFrame`, else None."""
+    from ..grid import Grid
+    grid = mesh.grid if isinstance(mesh, _GridFrame) else mesh
+    return grid if isinstance(grid, Grid) else None
+
+
+def _as_drawn(mesh):
+    """What the figures are given for `mesh`: a 2-D Grid's `_GridFrame`, else `mesh`."""
+    grid = _grid_of(mesh)
+    return _GridFrame(grid) if grid is not None and grid.dim == 2 else mesh
+
+
+def _dim(mesh) -> int:
+    """The dimension of a mesh, a Grid or a `_GridFrame`."""
+    grid = _grid_of(mesh)
+    return grid.dim if grid is not None else int(mesh.p.shape[0])
+
+
 def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
-    """Integer grid position of each element of a structured mesh, else None.
+    """Integer grid position of each element of a structured mesh (or a Grid), else None.
 
     Examples
     --------
@@ -24,6 +55,9 @@ def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
     >>> int(ix.max()), int(iy.max())
     (2, 1)
     """
+    grid = _grid_of(mesh)
+    if grid is not None:                    # C order: element e at unravel_index(e, shape)
+        return np.unravel_index(np.arange(grid.n_el), grid.shape)
     c = element_centroids(mesh)
     out = []
     for axis in range(c.shape[1]):
@@ -38,10 +72,12 @@ def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
 def _element_values(mesh, x, dim: int, name: str, other: str) -> np.ndarray:
     """`x` as one float per element of a `dim`-D mesh, or the error naming the fix."""
     x = np.asarray(x, dtype=float)
-    if mesh.p.shape[0] != dim:
+    grid = _grid_of(mesh)
+    if _dim(mesh) != dim:
         raise ValueError(f"{name} draws {dim}-D meshes; use {other}")
-    if x.shape != (mesh.t.shape[1],):
-        raise ValueError(f"x has shape {x.shape}; expected ({mesh.t.shape[1]},), one value "
+    n_el = grid.n_el if grid is not None else mesh.t.shape[1]
+    if x.shape != (n_el,):
+        raise ValueError(f"x has shape {x.shape}; expected ({n_el},), one value "
                          "per element")
     return x
 

@@ -3,6 +3,9 @@
 `design_figure_3d` (`save_design_3d`): the shaded iso-surface
 ``x_phys = 0.5`` of a 3-D grid design (`topopt.io.iso_surface`, the surface
 of ``design.stl``), equal axes, the frame set to the surface's bounding box.
+A `topopt.grid.Grid` design is drawn the same way (`topopt.io.grid_iso_surface`)
+when its surface has at most `MAX_SURFACE_TRIANGLES`, else as three orthogonal
+mean-density projections; the title says which.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LightSource
 from matplotlib.figure import Figure
 
-from .canvas import _element_values, _save, grid_indices
+from .canvas import _element_values, _grid_of, _save, grid_indices
 from .markers import ARROW, LOAD_COLOR, SUPPORT_COLOR, _marker_array
 
 __all__ = ["design_figure_3d", "save_design_3d"]
+
+#: A grid design's picture is its iso-surface up to about this many triangles (drawing
+#: costs about 1 kB and 30 us a triangle), else three mean-density projections.
+MAX_SURFACE_TRIANGLES = 150_000
 
 
 def _to_view(a: np.ndarray) -> np.ndarray:
@@ -34,7 +41,9 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     the box) are `boundary_markers`' arrays. The surface needs scikit-image
     (the ``io`` extra): without it the elements ``x >= level`` are drawn as
     voxels, and a design without such an element as the domain's edges, each
-    said in the title.
+    said in the title. `mesh` may be a 3-D `topopt.grid.Grid` (`x` in its
+    element numbering): a surface of more than `MAX_SURFACE_TRIANGLES` (or
+    no scikit-image) gives three mean-density projections instead.
 
     Examples
     --------
@@ -46,6 +55,11 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     [(0.0, 4.0), (0.0, 2.0), (0.0, 2.0)]
     """
     x = _element_values(mesh, x, 3, "design_figure_3d", "design_figure")
+    grid = _grid_of(mesh)
+    why = _projection_reason(grid, x, level) if grid is not None else None
+    if why:
+        return _projection_figure(grid, x, f"{title} ({why})" if title else why, supports,
+                                  loads)
     fig = Figure(figsize=(8, 8))
     FigureCanvasAgg(fig)
     ax = fig.add_axes((0, 0, 1, 1), projection="3d")
@@ -77,8 +91,11 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
 
 def _draw_solid(ax, mesh, x, level: float):
     """The shaded iso-surface (or voxels, or the domain's edges): (artists, lo, hi, note)."""
+    grid = _grid_of(mesh)
     if not np.any(x >= level):
-        lo, hi = _to_view(mesh.p.T.min(axis=0)), _to_view(mesh.p.T.max(axis=0))
+        lo, hi = (_to_view(np.zeros(3)), _to_view(np.array(grid.shape) * grid.h)) \
+            if grid is not None else (_to_view(mesh.p.T.min(axis=0)),
+                                      _to_view(mesh.p.T.max(axis=0)))
         corners = np.array([[a, b, c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
         edges = [(i, j) for i in range(8) for j in range(i + 1, 8)
                  if np.sum(corners[i] != corners[j]) == 1]
@@ -86,8 +103,10 @@ def _draw_solid(ax, mesh, x, level: float):
         lines = [ax.plot(*box[[i, j]].T, color="0.6", lw=0.8)[0] for i, j in edges]
         return lines, lo, hi, f"no element has x_phys >= {level:g}"
     from ..io.designs import iso_surface
+    from ..io.voxels import grid_iso_surface
     try:
-        verts, faces = iso_surface(mesh, x, level, refine=2)
+        verts, faces = (grid_iso_surface(grid, x, level, refine=2) if grid is not None
+                        else iso_surface(mesh, x, level, refine=2))
     except ImportError as e:
         return _draw_voxels(ax, mesh, x, level) + (f"voxels; {e}",)
     v = _to_view(verts)
@@ -95,7 +114,46 @@ def _draw_solid(ax, mesh, x, level: float):
     surface = ax.plot_trisurf(v[:, 0], v[:, 1], v[:, 2], triangles=faces, color="0.78",
                               shade=True, lightsource=LightSource(azdeg=300, altdeg=50),
                               linewidth=0, antialiased=False)
-    return [surface], v.min(axis=0), v.max(axis=0), ""
+    note = f"iso-surface x_phys = {level:g}, {len(faces)} triangles" if grid is not None else ""
+    return [surface], v.min(axis=0), v.max(axis=0), note
+
+
+def _projection_reason(grid, x, level: float):
+    """None (the surface is drawn) or why a grid design is drawn as projections."""
+    try:
+        import skimage.measure  # noqa: F401
+    except ImportError:
+        return "mean-density projections: the surface needs scikit-image (pip install " \
+               "'topopt[io]')"
+    from ..io.voxels import surface_faces
+    n = 2 * 2**2 * surface_faces(grid, x, level)          # refine=2: 2 per sub-face
+    if n > MAX_SURFACE_TRIANGLES:
+        return (f"mean-density projections: the surface would have about {n} triangles, "
+                f"more than {MAX_SURFACE_TRIANGLES} drawn")
+    return None
+
+
+def _projection_figure(grid, x, title: str, supports=None, loads=None) -> Figure:
+    """Three orthogonal projections of a 3-D grid design: the mean of `x` along z, y, x."""
+    x3 = x.reshape(grid.shape)
+    fig = Figure(layout="constrained", figsize=(13, 4.5))
+    FigureCanvasAgg(fig)
+    marks = [(a[:, :3], c) for a, c in ((supports, SUPPORT_COLOR), (loads, LOAD_COLOR))
+             if a is not None and len(a)]
+    for ax, (u, v, w) in zip(fig.subplots(1, 3), ((0, 1, 2), (0, 2, 1), (2, 1, 0))):
+        img = x3.mean(axis=w)                                 # axes (min(u,v), max(u,v))
+        art = ax.imshow(img.T if u < v else img, origin="lower", cmap="gray_r", vmin=0,
+                        vmax=1, interpolation="nearest",
+                        extent=(0, grid.shape[u] * grid.h, 0, grid.shape[v] * grid.h))
+        for a, color in marks:
+            ax.plot(a[:, u], a[:, v], ls="none", marker=".", ms=3, color=color)
+        ax.set_xlabel("xyz"[u])
+        ax.set_ylabel("xyz"[v])
+        ax.set_title(f"mean x_phys along {'xyz'[w]}", fontsize=9)
+    fig.colorbar(art, ax=fig.axes, label="mean x_phys", shrink=0.8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
 
 
 def _draw_voxels(ax, mesh, x, level: float):

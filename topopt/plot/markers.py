@@ -27,8 +27,10 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
 
     Parameters
     ----------
-    model : topopt.fem.Model
-        Its fixed dofs (``model.fixed``) give the supports.
+    model : topopt.fem.Model or a grid model
+        Its fixed dofs (``model.fixed``) give the supports. A model with a
+        `topopt.grid.Grid` ``model.grid`` (dof ``node * components + c``)
+        is read from its dofs alone: only the marked nodes get coordinates.
     f : (ndof,) or (ndof, n_loads) array, optional
         Load vector(s): every node with a non-zero nodal force is a load point
         (each load case's nodes, one row each).
@@ -52,6 +54,9 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
     >>> s.tolist(), l.tolist()
     ([[0.0, 0.0, 1.0, 1.0]], [[2.0, 1.0, 0.0, -1.0]])
     """
+    from ..grid import Grid
+    if isinstance(getattr(model, "grid", None), Grid):
+        return _grid_markers(model, f, max_points)
     p = np.asarray(model.mesh.p, dtype=float)
     nodal = np.asarray(model.basis.nodal_dofs)                 # (components, n_points)
     fixed = np.isin(nodal, model.fixed)
@@ -71,6 +76,34 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
         hit = np.flatnonzero(np.any(v != 0, axis=0))
         if len(hit) <= max_points:
             rows.append(np.column_stack([p[:, hit].T, v[:, hit].T]))
+    return supports, np.concatenate(rows).astype(float)
+
+
+def _grid_markers(model, f, max_points: int):
+    """`boundary_markers` of a grid model: by dof arithmetic, coordinates of marked nodes."""
+    grid, c = model.grid, int(model.components)
+    if int(model.ndof) != grid.n_nodes * c:
+        raise ValueError(f"model.ndof = {model.ndof}; a grid of {grid.n_nodes} nodes with {c} "
+                         f"components has {grid.n_nodes * c}")
+    fixed = np.unique(np.asarray(model.fixed, dtype=np.int64))
+    nodes, row = np.unique(fixed // c, return_inverse=True)
+    mask = np.zeros((len(nodes), c))
+    mask[row, fixed % c] = 1.0
+    supports = np.column_stack([grid.node_coordinates(nodes).T, mask])
+    rows = [np.zeros((0, grid.dim + c))]
+    if f is None:
+        return supports, rows[0]
+    f = np.asarray(f)
+    if np.iscomplexobj(f) or f.ndim not in (1, 2) or f.shape[0] != model.ndof:
+        raise ValueError(f"f has shape {f.shape} and dtype {f.dtype}; expected real "
+                         f"({model.ndof},) or ({model.ndof}, n_loads)")
+    max_points = check_int("max_points", max_points, 1)
+    cols = f[:, None] if f.ndim == 1 else f
+    for k in range(cols.shape[1]):
+        hit = np.unique(np.flatnonzero(cols[:, k]) // c)
+        if len(hit) <= max_points:
+            v = cols[hit[:, None] * c + np.arange(c), k]
+            rows.append(np.column_stack([grid.node_coordinates(hit).T, v]))
     return supports, np.concatenate(rows).astype(float)
 
 
