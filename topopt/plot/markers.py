@@ -29,7 +29,7 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
     ----------
     model : topopt.fem.Model or a grid model
         Its fixed dofs (``model.fixed``) give the supports. A model with a
-        `topopt.grid.Grid` ``model.grid`` (dof ``node * components + c``)
+        `topopt.grid.Grid` ``model.grid`` (component-major: dof ``c * n_nodes + node``)
         is read from its dofs alone: only the marked nodes get coordinates.
     f : (ndof,) or (ndof, n_loads) array, optional
         Load vector(s): every node with a non-zero nodal force is a load point
@@ -86,9 +86,10 @@ def _grid_markers(model, f, max_points: int):
         raise ValueError(f"model.ndof = {model.ndof}; a grid of {grid.n_nodes} nodes with {c} "
                          f"components has {grid.n_nodes * c}")
     fixed = np.unique(np.asarray(model.fixed, dtype=np.int64))
-    nodes, row = np.unique(fixed // c, return_inverse=True)
+    n = grid.n_nodes                                  # dof = component * n + node
+    nodes, row = np.unique(fixed % n, return_inverse=True)
     mask = np.zeros((len(nodes), c))
-    mask[row, fixed % c] = 1.0
+    mask[row, fixed // n] = 1.0
     supports = np.column_stack([grid.node_coordinates(nodes).T, mask])
     rows = [np.zeros((0, grid.dim + c))]
     if f is None:
@@ -100,9 +101,9 @@ def _grid_markers(model, f, max_points: int):
     max_points = check_int("max_points", max_points, 1)
     cols = f[:, None] if f.ndim == 1 else f
     for k in range(cols.shape[1]):
-        hit = np.unique(np.flatnonzero(cols[:, k]) // c)
+        hit = np.unique(np.flatnonzero(cols[:, k]) % n)
         if len(hit) <= max_points:
-            v = cols[hit[:, None] * c + np.arange(c), k]
+            v = cols[hit[:, None] + n * np.arange(c), k]
             rows.append(np.column_stack([grid.node_coordinates(hit).T, v]))
     return supports, np.concatenate(rows).astype(float)
 
