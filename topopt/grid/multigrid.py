@@ -19,6 +19,9 @@ fixed where its fine node is. CG is the library's one loop
 
 from __future__ import annotations
 
+import time
+from collections import defaultdict
+
 import numpy as np
 import scipy.sparse as sps
 
@@ -50,14 +53,23 @@ def _split_options(options: dict | None) -> tuple[dict, dict]:
     return _options(options), out
 
 
+def _timed(timers: dict, key: str, fun, *args):
+    t0 = time.perf_counter()
+    out = fun(*args)
+    timers[key] += time.perf_counter() - t0
+    return out
+
+
 class _Level:
     """A level's operator on full-length vectors: ``M (A x + s x) + (1 - M) x``."""
 
-    def __init__(self, apply, free: np.ndarray, springs: np.ndarray | None):
+    def __init__(self, apply, free: np.ndarray, springs: np.ndarray | None, timers: dict,
+                 key: str):
         self.apply, self.free, self.springs = apply, free, springs
+        self.timers, self.key = timers, key
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
-        y = self.apply(x)
+        y = _timed(self.timers, self.key, self.apply, x)
         if self.springs is not None:
             y += self.springs * x
         y *= self.free
@@ -69,12 +81,15 @@ class _Transfer:
     """``P`` (``prolong``) or ``P^T`` between a level and the next coarser one, masked."""
 
     def __init__(self, fine: Grid, coarse: Grid, factor: int, components: int,
-                 free_f: np.ndarray, free_c: np.ndarray, transpose: bool):
+                 free_f: np.ndarray, free_c: np.ndarray, transpose: bool, timers: dict):
         self.shapes = ((components,) + fine.nodes_shape, (components,) + coarse.nodes_shape)
         self.factor, self.transpose = factor, transpose
-        self.free_f, self.free_c = free_f, free_c
+        self.free_f, self.free_c, self.timers = free_f, free_c, timers
 
     def __matmul__(self, v: np.ndarray) -> np.ndarray:
+        return _timed(self.timers, "transfer", self._apply, v)
+
+    def _apply(self, v: np.ndarray) -> np.ndarray:
         if self.transpose:
             return restrict((v * self.free_f).reshape(self.shapes[0]),
                             self.factor).ravel() * self.free_c
@@ -86,7 +101,8 @@ class _Coarsest:
     """The coarsest level factorized on its free dofs, as a map of full-length vectors."""
 
     def __init__(self, grid: Grid, cells: np.ndarray, components: int, free: np.ndarray,
-                 springs: np.ndarray | None):
+                 springs: np.ndarray | None, timers: dict):
+        self.timers = timers
         nodes = grid.element_nodes()                                    # (n_c, nq)
         dofs = (np.arange(components)[None, None, :] * grid.n_nodes
                 + nodes[:, :, None]).reshape(nodes.shape[0], -1)        # local q c + i
@@ -101,8 +117,10 @@ class _Coarsest:
         self.solver = _CoarseSolver(sps.csr_matrix(A[self.free][:, self.free]))
 
     def __call__(self, b: np.ndarray) -> np.ndarray:
+        t0 = time.perf_counter()
         x = np.zeros(self.n)
         x[self.free] = self.solver(b[self.free])
+        self.timers["coarse_solve"] += time.perf_counter() - t0
         return x
 
 
@@ -174,6 +192,8 @@ class GridMultigrid:
         self.bound0 = max(1.0, element_lmax_bound(self.K0))
         self.log: list[int] = []
         self.warm: dict = {}
+        #: seconds by phase: fine_operator, coarse_operators, transfer, coarse_solve, setup
+        self.timers: dict = defaultdict(float)
 
     def _finer(self, g: Grid, f: int) -> Grid:
         return self.grids[self.grids.index(g) - 1]
@@ -199,19 +219,22 @@ class GridMultigrid:
 
     def factor(self, E: np.ndarray, counts=None) -> IterativeFactor:
         """The preconditioned CG of ``K(E)`` (`topopt.fem.solvers.krylov.IterativeFactor`)."""
+        t0 = time.perf_counter()
         E = np.asarray(E, dtype=float)
         degree, ratio = int(self.options["degree"]), float(self.options["eig_ratio"])
-        cells = self._cells(E)
+        cells, T = self._cells(E), self.timers
         ops, smoothers = [], []
         for level, g in enumerate(self.grids):
             free, springs = self.free[level], self.springs[level]
             if level == 0:
                 A = self.fine
-                ops.append(_Level(lambda x, A=A: A.apply(E, x), free, springs))
+                ops.append(_Level(lambda x, A=A: A.apply(E, x), free, springs, T,
+                                  "fine_operator"))
                 d = A.diagonal(E)
             else:
                 A = CellOperator(g, cells[level - 1], self.components)
-                ops.append(_Level(lambda x, A=A: A.apply(None, x), free, springs))
+                ops.append(_Level(lambda x, A=A: A.apply(None, x), free, springs, T,
+                                  "coarse_operators"))
                 d = A.diagonal(None)
             if springs is not None:
                 d = d + springs
@@ -225,10 +248,11 @@ class GridMultigrid:
         last = len(self.grids) - 1
         coarse = _Coarsest(self.grids[last], cells[-1] if last else
                            E[:, None, None] * self.K0, self.components, self.free[last],
-                           self.springs[last])
+                           self.springs[last], T)
         P = [_Transfer(self.grids[k], self.grids[k + 1], f, self.components, self.free[k],
-                       self.free[k + 1], transpose=False) for k, f in enumerate(self.factors)]
+                       self.free[k + 1], False, T) for k, f in enumerate(self.factors)]
         R = [_Transfer(self.grids[k], self.grids[k + 1], f, self.components, self.free[k],
-                       self.free[k + 1], transpose=True) for k, f in enumerate(self.factors)]
+                       self.free[k + 1], True, T) for k, f in enumerate(self.factors)]
         cycle = _VCycle(P, R, ops, smoothers, coarse, self.options["cycle"])
+        T["setup"] += time.perf_counter() - t0
         return IterativeFactor(ops[0], cycle, self.options, counts, self.warm, self.log)
