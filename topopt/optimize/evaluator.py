@@ -141,7 +141,9 @@ class _Responses:
 
 
 def _key(x: np.ndarray) -> bytes:
-    return hashlib.blake2b(x.tobytes(), digest_size=16).digest()
+    """Digest of the bytes of `x`, read in place (``x.tobytes()`` would copy n floats)."""
+    return hashlib.blake2b(memoryview(np.ascontiguousarray(x)).cast("B"),
+                           digest_size=16).digest()
 
 
 class _Cache:

@@ -39,6 +39,16 @@ may violate a constraint by ~1e-6; MMA recovers from that by itself, and
 elastic variables there would change the iterates of every such run."""
 
 
+_BLOCK = 1 << 16      # entries per block of the loops over n
+
+
+def _bounds(bound: np.ndarray, elastic: np.ndarray):
+    """NLopt's bounds of ``(x, y)``: a float for one value everywhere (no n-array to copy)."""
+    if elastic.size == 0 and bound.size and bound.strides == (0,):
+        return float(bound[0])                  # a broadcast scalar (`Options`)
+    return np.concatenate([bound, elastic])
+
+
 class _NloptStage:
     """MMA for one stage, its callbacks served by the run's ``evaluate`` (a mixin of `_Run`)."""
 
@@ -56,7 +66,7 @@ class _NloptStage:
                 budget -= 1
             violated, y0 = self._violations(x0)
             opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated, y0)
-            x = opt.optimize(np.concatenate([x0, y0]))[:self.n]
+            x = opt.optimize(np.concatenate([x0, y0]) if y0.size else x0)[:self.n]
             status = _STATUS.get(opt.last_optimize_result(), "unknown")
         except nlopt.ForcedStop:
             status = self.stop_reason or "forced_stop"
@@ -77,8 +87,11 @@ class _NloptStage:
         goes below 1e-5. An infinite bound range counts as 1.
         """
         grad = self.evaluate(x0, True)[1][0]            # NLopt asks for it next: a cache hit
-        width = np.where(np.isfinite(self.o.ub - self.o.lb), self.o.ub - self.o.lb, 1.0)
-        return max(0.1 * float(np.mean(np.abs(grad) * width)), RHO_MIN)
+        scaled, lb, ub = np.abs(grad), self.o.lb, self.o.ub
+        for s in range(0, scaled.size, _BLOCK):         # |df/dx_j| (ub_j - lb_j), in blocks
+            width = ub[s:s + _BLOCK] - lb[s:s + _BLOCK]
+            scaled[s:s + _BLOCK] *= np.where(np.isfinite(width), width, 1.0)
+        return max(0.1 * float(np.mean(scaled)), RHO_MIN)
 
     def _violations(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The constraints above `ELASTIC_FROM` at an evaluated `x0`: indices and values."""
@@ -103,8 +116,8 @@ class _NloptStage:
         E[violated, np.arange(violated.size)] = 1.0        # y_j relaxes constraint violated[j]
         n, m = self.n, y0.size
         opt = nlopt.opt(nlopt.LD_MMA, n + m)
-        opt.set_lower_bounds(np.concatenate([self.o.lb, np.zeros(m)]))
-        opt.set_upper_bounds(np.concatenate([self.o.ub, y0]))
+        opt.set_lower_bounds(_bounds(self.o.lb, np.zeros(m)))
+        opt.set_upper_bounds(_bounds(self.o.ub, y0))
         opt.set_maxeval(maxeval)
         ftol, xtol = self.o.tolerances(stage)
         opt.set_ftol_rel(ftol)

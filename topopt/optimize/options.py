@@ -258,14 +258,17 @@ def _check_x0(x0) -> np.ndarray:
     return x
 
 
-def _per_variable(value, n: int, what: str, allow_bool: bool = False) -> np.ndarray:
-    """A real scalar (broadcast) or array of shape ``(n,)``, as floats."""
+def _per_variable(value, n: int, what: str, allow_bool: bool = False,
+                  view: bool = False) -> np.ndarray:
+    """A real scalar (broadcast) or array of shape ``(n,)``, as floats.
+
+    With `view`, a scalar becomes a read-only broadcast view (no memory per variable)."""
     v = np.asarray(value)
     if v.dtype == object or np.iscomplexobj(v) or not (
             np.issubdtype(v.dtype, np.number) or (allow_bool and v.dtype == bool)):
         raise TypeError(f"{what} must be real, got dtype {v.dtype}")
     if v.ndim == 0:
-        return np.full(n, float(v))
+        return np.broadcast_to(np.float64(v), (n,)) if view else np.full(n, float(v))
     if v.shape != (n,):
         raise ValueError(f"{what} must be a scalar or have shape ({n},), got shape {v.shape}")
     return v.astype(float)
@@ -280,7 +283,7 @@ def _check_bounds(bounds, n: int) -> tuple[np.ndarray, np.ndarray]:
     out = []
     for name, b, none in zip(("lower", "upper"), bounds, (-np.inf, np.inf)):
         b = _per_variable(none if b is None else b, n, f"bounds: the {name} bound",
-                          allow_bool=True)
+                          allow_bool=True, view=True)
         if np.any(np.isnan(b)):
             raise ValueError(f"bounds: the {name} bound contains NaN")
         out.append(b)
