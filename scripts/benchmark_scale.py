@@ -162,6 +162,8 @@ def spmv_case(shape: tuple, repeats: int = 7) -> dict:
 
 
 def _child(argv) -> None:
+    import topopt
+    topopt.tune_malloc()                           # as the problem scripts do
     kind, out = argv[0], argv[-1]
     shape = tuple(int(s) for s in argv[1].split("x"))
     result = spmv_case(shape) if kind == "spmv" else run_case(kind, shape, int(argv[2]))

@@ -61,40 +61,53 @@ def _timed(timers: dict, key: str, fun, *args):
 
 
 class _Level:
-    """A level's operator on full-length vectors: ``M (A x + s x) + (1 - M) x``."""
+    """A level's operator on full-length vectors: ``M (A x + s x) + (1 - M) x``.
 
-    def __init__(self, apply, free: np.ndarray, springs: np.ndarray | None, timers: dict,
+    ``M`` zeroes the fixed rows, so the fixed entries of the result are those
+    of `x`: set by index (the fixed dofs are few), not by a pass over a mask.
+    """
+
+    def __init__(self, apply, fixed: np.ndarray, springs: np.ndarray | None, timers: dict,
                  key: str):
-        self.apply, self.free, self.springs = apply, free, springs
+        self.apply, self.fixed, self.springs = apply, fixed, springs
         self.timers, self.key = timers, key
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         y = _timed(self.timers, self.key, self.apply, x)
         if self.springs is not None:
             y += self.springs * x
-        y *= self.free
-        y += (1.0 - self.free) * x
+        y[self.fixed] = x[self.fixed]
         return y
+
+
+def _held(v: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    """`v` with zeros at the `fixed` dofs (a copy only when one is not zero)."""
+    if fixed.size and np.any(v[fixed]):
+        v = v.copy()
+        v[fixed] = 0.0
+    return v
 
 
 class _Transfer:
     """``P`` (``prolong``) or ``P^T`` between a level and the next coarser one, masked."""
 
     def __init__(self, fine: Grid, coarse: Grid, factor: int, components: int,
-                 free_f: np.ndarray, free_c: np.ndarray, transpose: bool, timers: dict):
+                 fixed_f: np.ndarray, fixed_c: np.ndarray, transpose: bool, timers: dict):
         self.shapes = ((components,) + fine.nodes_shape, (components,) + coarse.nodes_shape)
         self.factor, self.transpose = factor, transpose
-        self.free_f, self.free_c, self.timers = free_f, free_c, timers
+        self.fixed_f, self.fixed_c, self.timers = fixed_f, fixed_c, timers
 
     def __matmul__(self, v: np.ndarray) -> np.ndarray:
         return _timed(self.timers, "transfer", self._apply, v)
 
     def _apply(self, v: np.ndarray) -> np.ndarray:
         if self.transpose:
-            return restrict((v * self.free_f).reshape(self.shapes[0]),
-                            self.factor).ravel() * self.free_c
-        return prolong((v * self.free_c).reshape(self.shapes[1]),
-                       self.factor).ravel() * self.free_f
+            out = restrict(_held(v, self.fixed_f).reshape(self.shapes[0]), self.factor).ravel()
+            out[self.fixed_c] = 0.0
+        else:
+            out = prolong(_held(v, self.fixed_c).reshape(self.shapes[1]), self.factor).ravel()
+            out[self.fixed_f] = 0.0
+        return out
 
 
 class _Coarsest:
@@ -189,6 +202,7 @@ class GridMultigrid:
             self.springs.append(None if s is None else restrict(
                 s.reshape((components,) + self._finer(g, f).nodes_shape), f).ravel())
             assert self.free[-1].size == int(np.prod(shape))
+        self.fixed = [np.flatnonzero(free == 0) for free in self.free]
         self.bound0 = max(1.0, element_lmax_bound(self.K0))
         self.log: list[int] = []
         self.warm: dict = {}
@@ -228,13 +242,13 @@ class GridMultigrid:
             free, springs = self.free[level], self.springs[level]
             if level == 0:
                 A = self.fine
-                ops.append(_Level(lambda x, A=A: A.apply(E, x), free, springs, T,
-                                  "fine_operator"))
+                ops.append(_Level(lambda x, A=A: A.apply(E, x), self.fixed[level], springs,
+                                  T, "fine_operator"))
                 d = A.diagonal(E)
             else:
                 A = CellOperator(g, cells[level - 1], self.components)
-                ops.append(_Level(lambda x, A=A: A.apply(None, x), free, springs, T,
-                                  "coarse_operators"))
+                ops.append(_Level(lambda x, A=A: A.apply(None, x), self.fixed[level], springs,
+                                  T, "coarse_operators"))
                 d = A.diagonal(None)
             if springs is not None:
                 d = d + springs
@@ -249,10 +263,9 @@ class GridMultigrid:
         coarse = _Coarsest(self.grids[last], cells[-1] if last else
                            E[:, None, None] * self.K0, self.components, self.free[last],
                            self.springs[last], T)
-        P = [_Transfer(self.grids[k], self.grids[k + 1], f, self.components, self.free[k],
-                       self.free[k + 1], False, T) for k, f in enumerate(self.factors)]
-        R = [_Transfer(self.grids[k], self.grids[k + 1], f, self.components, self.free[k],
-                       self.free[k + 1], True, T) for k, f in enumerate(self.factors)]
+        P, R = ([_Transfer(self.grids[k], self.grids[k + 1], f, self.components,
+                           self.fixed[k], self.fixed[k + 1], transpose, T)
+                 for k, f in enumerate(self.factors)] for transpose in (False, True))
         cycle = _VCycle(P, R, ops, smoothers, coarse, self.options["cycle"])
         T["setup"] += time.perf_counter() - t0
         return IterativeFactor(ops[0], cycle, self.options, counts, self.warm, self.log)

@@ -56,6 +56,7 @@ class GridOperator:
                              f"for {components} components on a {grid.dim}-D grid")
         self.K0 = np.ascontiguousarray(K0)
         self.cells = None
+        self._buffers: dict = {}
         self.ndof = grid.n_nodes * self.components
         plane = int(np.prod(grid.shape[1:]))
         self.rows = max(1, int(block) // plane)            # x-rows of elements per slab
@@ -74,15 +75,22 @@ class GridOperator:
         """The dof vector `u` as the nodal array ``(components,) + nodes_shape`` (a view)."""
         return np.asarray(u).reshape((self.components,) + self.grid.nodes_shape)
 
-    def gather(self, nodal: np.ndarray, rows: slice) -> np.ndarray:
-        """``(n_loc, n_slab)`` element vectors of the slab `rows`, local dof ``q c + i``."""
+    def gather(self, nodal: np.ndarray, rows: slice, out: np.ndarray | None = None) -> np.ndarray:
+        """``(n_loc, n_slab)`` element vectors of the slab `rows`, local dof ``q c + i``.
+
+        `out`, a flat work array of at least ``n_loc * n_slab`` entries, is
+        filled instead of a new array (no allocation per slab).
+        """
         g = self.grid
         n_rows = rows.stop - rows.start
-        out = np.empty((g.corners.shape[0], self.components, n_rows) + g.shape[1:],
-                       dtype=nodal.dtype)
+        shape = (g.corners.shape[0], self.components, n_rows) + g.shape[1:]
+        size = int(np.prod(shape))
+        buf = (np.empty(size, dtype=nodal.dtype) if out is None or out.dtype != nodal.dtype
+               else out[:size])
+        buf = buf.reshape(shape)
         for q in range(g.corners.shape[0]):
-            out[q] = nodal[(slice(None),) + g.corner_slice(q, rows)]
-        return out.reshape(self.n_loc, -1)
+            buf[q] = nodal[(slice(None),) + g.corner_slice(q, rows)]
+        return buf.reshape(self.n_loc, -1)
 
     def scatter_add(self, nodal: np.ndarray, local: np.ndarray, rows: slice) -> None:
         """Add the element vectors `local` of the slab `rows` into `nodal` (transpose of `gather`)."""
@@ -104,13 +112,24 @@ class GridOperator:
         if out is not None:
             y[...] = 0.0
         un, yn = self.nodal(u), self.nodal(y)
+        work = self._work(y.dtype)
         for rows in self.slabs():
-            self.scatter_add(yn, self._local(E, self.gather(un, rows), rows), rows)
+            X = self.gather(un, rows, work[0])
+            self.scatter_add(yn, self._local(E, X, rows, work[1]), rows)
         return y
 
-    def _local(self, E, X: np.ndarray, rows: slice) -> np.ndarray:
+    def _work(self, dtype) -> tuple:
+        """Three flat work arrays of a slab (made once per operator and dtype)."""
+        key = np.dtype(dtype)
+        if key not in self._buffers:
+            n = self.n_loc * self.rows * int(np.prod(self.grid.shape[1:]))
+            self._buffers[key] = tuple(np.empty(n, dtype=key) for _ in range(3))
+        return self._buffers[key]
+
+    def _local(self, E, X: np.ndarray, rows: slice, out: np.ndarray | None = None) -> np.ndarray:
         """``K_e X_e`` for the element vectors `X` (columns) of the slab `rows`."""
-        local = self.K0 @ X
+        local = self.K0 @ X if out is None else np.matmul(
+            self.K0, X, out=out[:X.size].reshape(X.shape))
         local *= self._coefficients(E, rows)
         return local
 
@@ -131,9 +150,11 @@ class GridOperator:
         vn, wn = self.nodal(v), self.nodal(w)
         out = np.empty(self.grid.n_el, dtype=np.result_type(v, w))
         plane = int(np.prod(self.grid.shape[1:]))
+        work = self._work(out.dtype)
         for rows in self.slabs():
-            ve = self.gather(vn, rows)
-            kw = self.K0 @ self.gather(wn, rows)
+            ve = self.gather(vn, rows, work[0])
+            w_e = self.gather(wn, rows, work[1])
+            kw = np.matmul(self.K0, w_e, out=work[2][:w_e.size].reshape(w_e.shape))
             out[rows.start * plane:rows.stop * plane] = np.einsum(
                 "ie,ie->e", np.conj(ve) if np.iscomplexobj(ve) else ve, kw)
         return out
@@ -167,8 +188,9 @@ class CellOperator(GridOperator):
         super().__init__(grid, np.zeros((n_loc, n_loc)), components, block)
         self.cells = cells
 
-    def _local(self, E, X: np.ndarray, rows: slice) -> np.ndarray:
-        return np.einsum("bij,jb->ib", self._coefficients(self.cells, rows), X)
+    def _local(self, E, X: np.ndarray, rows: slice, out: np.ndarray | None = None) -> np.ndarray:
+        cells = self._coefficients(self.cells, rows)
+        return np.matmul(cells, X.T[:, :, None])[:, :, 0].T
 
     def _local_diagonal(self, E, rows: slice) -> np.ndarray:
         return np.diagonal(self._coefficients(self.cells, rows), axis1=1, axis2=2).T
@@ -179,6 +201,7 @@ class CellOperator(GridOperator):
         un, yn = self.nodal(u), self.nodal(y)
         for rows in self.slabs():
             X = self.gather(un, rows)
-            local = np.einsum("bij,jb->ib", np.abs(self._coefficients(self.cells, rows)), X)
+            local = np.matmul(np.abs(self._coefficients(self.cells, rows)),
+                              X.T[:, :, None])[:, :, 0].T
             self.scatter_add(yn, local, rows)
         return y
