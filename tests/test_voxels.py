@@ -129,9 +129,7 @@ def _triangle_set(verts, faces, h):
 @pytest.mark.parametrize("slab", [50, 700, 2**22])
 def test_blocked_surface_is_todays(shape, h, slab):
     grid = Grid(shape, h)
-    # today's _voxels takes spacing 1 on an axis of one element (whatever h): there the
-    # reference is the surface of h = 1 scaled by h (exact: h is a power of 2 here)
-    scale = h if min(shape) == 1 else 1.0
+    scale = 1.0                      # _voxels takes an axis of one element's extent from h
     mesh, perm = Grid(shape, h / scale).to_mesh()
     for name, x in _designs(grid).items():
         on_mesh = np.empty(grid.n_el)

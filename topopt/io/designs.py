@@ -220,8 +220,8 @@ def _voxels(mesh, values):
     axes = [np.unique(np.round(c, 10)) for c in centres]
     shape = tuple(len(a) for a in axes)
     spacing = []
-    for a in axes:
-        d = np.diff(a) if len(a) > 1 else np.ones(1)
+    for k, a in enumerate(axes):                 # one element thick: its own extent
+        d = np.diff(a) if len(a) > 1 else np.array([np.ptp(mesh.p[k])])
         if not np.allclose(d, d[0], rtol=1e-8):
             raise ValueError("an STL needs a uniform grid of hexahedra; the mesh is not one")
         spacing.append(float(d[0]))
