@@ -32,7 +32,7 @@ import numpy as np
 
 from .._files import atomic_write_bytes
 from ..grid import Grid
-from .designs import (DesignFileError, _density_range, _finite, _read_npz, _real_array,
+from .design_file import (DesignFileError, _density_range, _finite, _read_npz, _real_array,
                       _require, signed_volume)
 
 __all__ = ["write_vti", "grid_iso_surface", "write_grid_stl", "surface_faces",
