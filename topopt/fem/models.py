@@ -24,10 +24,19 @@ Where = Callable[[np.ndarray], np.ndarray] | Sequence[float] | np.ndarray
 
 
 class _Selection:
-    """Component names and load values checked against a model's ``components``
+    """Component names, load values and the checked solve of a model
     (shared by `Model` and the grid's `topopt.grid.GridModel`)."""
 
     components: int
+
+    def solve(self, E, f, solver: str = "auto"):
+        """Displacements (temperatures) for element coefficients `E` and loads `f`."""
+        if np.shape(ad.value(E)) != (self.n_el,):
+            raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
+                             "one value per element")
+        check_finite_values("E", E, "element coefficients must be finite", ("element",))
+        check_array_range("E", E, 0.0, None, what="element coefficients")
+        return solve(self.system(solver), E, f)
 
     def _names(self, components):
         if self.components == 1:
@@ -256,15 +265,6 @@ class Model(_Selection):
                 solver=solver, requires_support=True, geometry=(self.mesh.p, self.basis.nodal_dofs),
                 solver_options=solver_options)
         return self._systems[key]
-
-    def solve(self, E, f, solver: str = "auto"):
-        """Displacements (temperatures) for element coefficients `E` and loads `f`."""
-        if np.shape(ad.value(E)) != (self.n_el,):
-            raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
-                             "one value per element")
-        check_finite_values("E", E, "element coefficients must be finite", ("element",))
-        check_array_range("E", E, 0.0, None, what="element coefficients")
-        return solve(self.system(solver), E, f)
 
 
 def _check_model(model) -> "Model":

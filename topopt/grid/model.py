@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ad
-from .._validate import check_array_range, check_finite_array, check_finite_values, check_positive
-from ..fem.adjoint import solve
+from .._validate import check_finite_array, check_positive
 from ..fem.models import _Selection, _as_point
 from .element import elasticity_matrix, heat_matrix
 from .grid import Grid
@@ -154,15 +152,6 @@ class GridModel(_Selection):
                                       solver=solver, solver_options=solver_options)
             self._systems[key] = system
         return self._systems[key]
-
-    def solve(self, E, f, solver: str = "auto"):
-        """Displacements (temperatures) for element coefficients `E` and loads `f`."""
-        if np.shape(ad.value(E)) != (self.n_el,):
-            raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({self.n_el},), "
-                             "one value per element")
-        check_finite_values("E", E, "element coefficients must be finite", ("element",))
-        check_array_range("E", E, 0.0, None, what="element coefficients")
-        return solve(self.system(solver), E, f)
 
 
 def grid_elasticity(grid: Grid, nu: float = 0.3, E0: float = 1.0,
