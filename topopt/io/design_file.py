@@ -45,6 +45,20 @@ def _finite(name: str, v: np.ndarray) -> None:
                          f" (first at row {bad[0]}); a saved design holds finite numbers")
 
 
+def _field_rows(name: str, v, rows: int, what: str, max_ndim: int | None = None) -> np.ndarray:
+    """`v` as finite real numbers with `rows` rows (one per `what`) and at most `max_ndim`
+    axes; else ValueError naming `name`."""
+    v = np.asarray(v)
+    if np.iscomplexobj(v) or v.dtype.kind not in "biuf":
+        raise ValueError(f"{name} has dtype {v.dtype}; expected real numbers (save a complex "
+                         "field's real and imaginary parts)")
+    if v.shape[:1] != (rows,) or (max_ndim is not None and v.ndim > max_ndim):
+        tail = ", c" if max_ndim == 2 else ", ..."
+        raise ValueError(f"{name} has shape {v.shape}; expected ({rows},) or ({rows}{tail}), "
+                         f"one row per {what}")
+    _finite(name, v)
+    return v
+
 
 def signed_volume(verts, faces) -> float:
     """Signed volume of a closed triangle surface (divergence theorem).

@@ -28,7 +28,7 @@ import numpy as np
 import skfem
 
 from .._files import atomic_path, atomic_write_bytes
-from .design_file import (EXTRA, DesignFileError, _density_range, _finite,
+from .design_file import (EXTRA, DesignFileError, _density_range, _field_rows, _finite,
                           _read_npz, _real_array, _require, signed_volume)
 
 __all__ = ["save_design", "load_design", "write_vtu", "write_stl", "iso_surface",
@@ -71,14 +71,7 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
         arrays[name] = v
     points = {}
     for name, v in (point_data or {}).items():
-        v = np.asarray(v)
-        if np.iscomplexobj(v) or v.dtype.kind not in "biuf":
-            raise ValueError(f"point_data[{name!r}] has dtype {v.dtype}; expected real numbers"
-                             " (save a complex field's real and imaginary parts)")
-        if v.shape[:1] != (mesh.p.shape[1],):
-            raise ValueError(f"point_data[{name!r}] has shape {v.shape}; expected "
-                             f"({mesh.p.shape[1]}, ...), one row per mesh point")
-        _finite(f"point_data[{name!r}]", v)
+        v = _field_rows(f"point_data[{name!r}]", v, mesh.p.shape[1], "mesh point")
         points[name] = v
     return arrays, points
 

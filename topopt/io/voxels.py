@@ -32,8 +32,8 @@ import numpy as np
 
 from .._files import atomic_write_bytes
 from ..grid import Grid
-from .design_file import (DesignFileError, _density_range, _finite, _read_npz, _real_array,
-                      _require, signed_volume)
+from .design_file import (DesignFileError, _density_range, _field_rows, _finite, _read_npz,
+                          _real_array, _require, signed_volume)
 
 __all__ = ["write_vti", "grid_iso_surface", "write_grid_stl", "surface_faces",
            "save_grid_design", "load_grid_design", "SLAB_VOXELS"]
@@ -49,19 +49,6 @@ def _check_grid(grid) -> Grid:
     if isinstance(grid, Grid):
         return grid
     raise TypeError(f"grid must be a topopt.grid.Grid, got {type(grid).__name__}")
-
-
-def _real(name: str, v, rows: int, what: str) -> np.ndarray:
-    """`v` as real numbers with `rows` rows (one per `what`), finite; else ValueError."""
-    v = np.asarray(v)
-    if np.iscomplexobj(v) or v.dtype.kind not in "biuf":
-        raise ValueError(f"{name} has dtype {v.dtype}; expected real numbers (save a complex "
-                         "field's real and imaginary parts)")
-    if v.shape[:1] != (rows,) or v.ndim > 2:
-        raise ValueError(f"{name} has shape {v.shape}; expected ({rows},) or ({rows}, c), "
-                         f"one row per {what}")
-    _finite(name, v)
-    return v
 
 
 # --------------------------------------------------------------------------
@@ -121,7 +108,7 @@ def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None) 
         for name, v in data.items():
             if not isinstance(name, str) or not name:
                 raise ValueError(f"{kind} names must be non-empty strings, got {name!r}")
-            v = _real(f"{kind} {name!r}", v, rows, what)
+            v = _field_rows(f"{kind} {name!r}", v, rows, what, 2)
             comps = 1 if v.ndim == 1 else 3 if v.shape[1] == 2 else v.shape[1]
             fields.append((kind, name, v, comps, (tuple(shape) + (1,))[:3]))
     extent = " ".join(f"0 {n}" for n in (tuple(grid.shape) + (0,))[:3])
@@ -376,14 +363,14 @@ def _grid_fields(grid, x, x_phys, point_data, cell_data):
     cells = {}
     for name, v in (("x", x), ("x_phys", x_phys), *(cell_data or {}).items()):
         what = name if name in ("x", "x_phys") else f"cell_data[{name!r}]"
-        v = _real(what, v, grid.n_el, "element")
+        v = _field_rows(what, v, grid.n_el, "element", 2)
         if v.ndim != 1:
             raise ValueError(f"{what} has shape {v.shape}; expected ({grid.n_el},), one per "
                              "element")
         if name in ("x", "x_phys"):
             _density_range(name, v, ValueError)
         cells[name] = v
-    points = {name: _real(f"point_data[{name!r}]", v, grid.n_nodes, "grid node")
+    points = {name: _field_rows(f"point_data[{name!r}]", v, grid.n_nodes, "grid node", 2)
               for name, v in (point_data or {}).items()}
     return cells, points
 
