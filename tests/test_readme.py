@@ -87,3 +87,17 @@ def test_every_problem_with_a_committed_picture_has_an_entry():
                 if os.path.isfile(os.path.join(ROOT, "results", "gallery", n, "design.png"))}
     assert pictured
     assert pictured <= set(entries), "a problem's picture without a gallery entry"
+
+
+def test_grid_example_prints_what_it_says():
+    """The ``topopt.grid`` example runs and prints the compliance and CG count it quotes."""
+    code = next(c for c in EXAMPLES if "from topopt.grid import" in c)
+    quoted = re.search(r"^# (compliance .*)$", code, re.M).group(1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {})
+    mine = [float(v) for v in re.findall(NUMBER, out.getvalue())]
+    said = [float(v) for v in re.findall(NUMBER, quoted)]
+    assert len(mine) == len(said) == 2, (out.getvalue(), quoted)
+    assert mine[0] == pytest.approx(said[0], abs=0.051)       # quoted to 0.1
+    assert mine[1] == pytest.approx(said[1], abs=0.51)        # quoted to 1
