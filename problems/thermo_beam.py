@@ -10,14 +10,16 @@ insulated) carries ``P / 2`` and ``Q / 2``. The heat problem ``K_th(k(x)) T
 depends on the design twice (through ``T`` and through ``beta``). Minimum
 compliance ``c = (f + f_th)^T u`` of ``K(E(x)) u = f + f_th`` subject to the
 volume fraction ``v <= volfrac``; stiffness and conductivity interpolated
-by RAMP with ``q = 2`` (``Emin = kmin = 1e-9``), the thermal stress
-coefficient linearly (``beta = x``, ``--q-beta`` penalizes it), density
-filter of radius `rmin`, NLopt MMA (`topopt.formulations.thermoelastic`).
-The setup of pyMOTO's example (60 x 80 half model, P = 100, Q = 1, alpha =
-1, volfrac 0.25) with ``--nelx 60 --nely 80 --load 100 --alpha 1``;
-``--alpha 0`` drops the heat (pure compliance, for comparison).
+by RAMP with ``q = 2`` (``Emin = 1e-9``; ``kmin = 1e-3``, a poor conductor as
+in ``heat_sink``, which keeps the temperature of a void region bounded), the
+thermal stress coefficient linearly (``beta = x``; ``--q_beta`` penalizes
+it), density filter of radius `rmin`, NLopt MMA
+(`topopt.formulations.thermoelastic`). ``--alpha 0`` drops the heat: pure
+compliance, a V truss. pyMOTO's example is this setup at 60 x 80, P = 100,
+alpha = 1, plane strain and kmin = 1e-9; ``scripts/pymoto_thermoelastic.py``
+compares the analysis there.
 
-    python problems/thermo_beam.py [--nelx 60 --nely 40 --alpha 0.05 --q-beta 0 ...]
+    python problems/thermo_beam.py [--nelx 60 --nely 40 --alpha 0.05 --q_beta 0 ...]
 
 writes ``results/thermo_beam/{design.png, history.png, result.json,
 design.npz, design.vtu}`` (``displacement`` and ``temperature`` in the vtu).
@@ -50,7 +52,7 @@ OPTIONS = (
     Option("q", at_least(0.0), 2.0, "RAMP penalization of stiffness and conductivity"),
     Option("q_beta", at_least(0.0), 0.0, "RAMP penalization of the thermal stress coefficient"),
 )
-NU, E_MIN = 0.3, 1e-9
+NU, E_MIN, K_MIN = 0.3, 1e-9, 1e-3
 
 
 def setup(nelx: int, nely: int, load: float = 1.0, heat: float = 1.0, plane: str = "stress"):
@@ -73,7 +75,7 @@ def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0
     mesh, model, thermal, f, Q = setup(nelx, nely, load, heat)
     if alpha > 0:
         problem = ThermoelasticProblem(model, thermal, f, Q, volfrac, rmin, alpha=alpha,
-                                       nu=NU, q=q, q_beta=q_beta, Emin=E_MIN, kmin=E_MIN,
+                                       nu=NU, q=q, q_beta=q_beta, Emin=E_MIN, kmin=K_MIN,
                                        solver=solver)
     else:
         problem = ComplianceProblem(model, f, volfrac, rmin, Emin=E_MIN, solver=solver)
@@ -81,7 +83,8 @@ def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0
     return run_compliance("thermo_beam", problem, title=title, mirror=True, out=out,
                           sizes=dict(nelx=nelx, nely=nely), maxeval=maxeval, verbose=verbose,
                           notes=dict(alpha=alpha, load=load, heat=heat, q=q, q_beta=q_beta,
-                                     nu=NU, plane="stress", model="half, symmetric about x = 0"),
+                                     nu=NU, kmin=K_MIN, plane="stress",
+                                     model="half, symmetric about x = 0"),
                           **options)
 
 

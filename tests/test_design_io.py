@@ -141,7 +141,8 @@ def _thermo_beam(saved, module):
     s = saved["setup"]
     _, model, thermal, f, q = module.setup(s["nelx"], s["nely"], s["load"], s["heat"])
     problem = ThermoelasticProblem(model, thermal, f, q, s["volfrac"], s["rmin"],
-                                   alpha=s["alpha"], nu=s["nu"], q=s["q"], q_beta=s["q_beta"])
+                                   alpha=s["alpha"], nu=s["nu"], q=s["q"], q_beta=s["q_beta"],
+                                   kmin=s["kmin"])
     return float(compliance(*problem.state(saved["x_phys"])[:2]))
 
 

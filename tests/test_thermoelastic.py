@@ -303,7 +303,8 @@ def test_beam_the_truss_is_not_a_coupled_optimum():
     coupled = thermo_beam.run(nelx=30, nely=20, maxeval=100, x0=truss["x"])
     assert isinstance(coupled, RunResult)
     _, model, thermal, f, q = thermo_beam.setup(30, 20)
-    p = ThermoelasticProblem(model, thermal, f, q, 0.25, 2.0, alpha=0.05, nu=thermo_beam.NU)
+    p = ThermoelasticProblem(model, thermal, f, q, 0.25, 2.0, alpha=0.05, nu=thermo_beam.NU,
+                             kmin=thermo_beam.K_MIN)
     c_truss = float(compliance(*p.state(truss["x_phys"])[:2]))
     assert float(compliance(*p.state(coupled["x_phys"])[:2])) == pytest.approx(
         coupled["compliance"], rel=1e-10)
