@@ -64,6 +64,8 @@ RUNS = {
     "arch": (dict(nelx=8, nely=6, maxeval=6), ("displacement",), False, ("result", "compliance")),
     "robust_cantilever": (dict(nelx=8, nely=4, maxeval=4, samples=100), ("displacement",), False,
                           ("result", "robust_objective")),
+    "thermo_beam": (dict(nelx=8, nely=4, maxeval=6), ("displacement", "temperature"), False,
+                    ("result", "compliance")),
 }
 
 
@@ -133,6 +135,17 @@ def _arch(saved, module):
     return float(compliance(*problem.state(saved["x_phys"])))
 
 
+def _thermo_beam(saved, module):
+    """``c = f(x)^T u`` with the heat field's expansion load (`ThermoelasticProblem`)."""
+    from topopt.formulations.thermoelastic import ThermoelasticProblem
+    s = saved["setup"]
+    _, model, thermal, f, q = module.setup(s["nelx"], s["nely"], s["load"], s["heat"])
+    problem = ThermoelasticProblem(model, thermal, f, q, s["volfrac"], s["rmin"],
+                                   alpha=s["alpha"], nu=s["nu"], q=s["q"], q_beta=s["q_beta"],
+                                   kmin=s["kmin"])
+    return float(compliance(*problem.state(saved["x_phys"])[:2]))
+
+
 def _robust_objective(saved, module):
     """``E[c] + k std[c]`` under ``f = B theta``, ``theta ~ N(MU, diag(sigma^2))`` (SOSM)."""
     s = saved["setup"]
@@ -181,6 +194,7 @@ ANALYSES = {
     "l_bracket": _l_bracket_volume,
     "arch": _arch,
     "robust_cantilever": _robust_objective,
+    "thermo_beam": _thermo_beam,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}

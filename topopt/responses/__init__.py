@@ -3,9 +3,13 @@
 
 from .structural import (compliance, volume, output_displacement, compliance_coefficients)
 from .loads import (element_loads, BodyLoad)
+from .thermoelastic import (TEMPERATURES, thermal_modulus, coupling_matrices, ThermalCoupling,
+                            thermal_load, coupling_products, coupling_transpose)
 from .stress import (ElementStress, relaxed_stress, stress_pnorm, AdaptiveNormalization,
                      von_mises_matrix)
 
 __all__ = ['compliance', 'volume', 'output_displacement', 'compliance_coefficients',
            'ElementStress', 'relaxed_stress', 'stress_pnorm', 'AdaptiveNormalization',
-           'von_mises_matrix', 'element_loads', 'BodyLoad']
+           'von_mises_matrix', 'element_loads', 'BodyLoad', 'TEMPERATURES', 'thermal_modulus',
+           'coupling_matrices', 'ThermalCoupling', 'thermal_load', 'coupling_products',
+           'coupling_transpose']

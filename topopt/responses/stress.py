@@ -116,6 +116,22 @@ def _hooke(dim: int, plane: str, lam: float, mu: float) -> tuple[np.ndarray, np.
     return D, T
 
 
+def _check_material(model: Model, nu: float, E0: float, plane: str) -> None:
+    """`ValueError` unless `nu`, `E0`, `plane` rebuild `model`'s first element matrix."""
+    lam, mu = lame_parameters(E0, nu)
+    if model.mesh.p.shape[0] == 2 and plane == "stress":
+        lam = 2 * lam * mu / (lam + 2 * mu)
+    basis = model.basis
+    mesh = basis.mesh
+    one = type(mesh)(mesh.p[:, mesh.t[:, 0]], np.arange(mesh.t.shape[0])[:, None])
+    Ke = linear_elasticity(lam, mu).elemental(skfem.Basis(one, basis.elem)).tolocal()[0]
+    err = np.max(np.abs(Ke - model.Ke[0])) / np.max(np.abs(Ke))
+    if not err <= KE_RTOL:
+        raise ValueError(f"nu={nu:g}, E0={E0:g}, plane={plane!r} do not describe this model: "
+                         f"its element matrix differs by {err:.2e} (relative); pass those "
+                         "given to fem.elasticity")
+
+
 class ElementStress:
     """Stresses at the element centroids of an elasticity `Model`.
 
@@ -182,17 +198,7 @@ class ElementStress:
         return np.stack([g.reshape(self.dim * self.dim, -1).T for g in grads], axis=-1)
 
     def _check_model(self, lam: float, mu: float) -> None:
-        if self.dim == 2 and self.plane == "stress":
-            lam = 2 * lam * mu / (lam + 2 * mu)
-        basis = self.model.basis
-        mesh = basis.mesh
-        one = type(mesh)(mesh.p[:, mesh.t[:, 0]], np.arange(mesh.t.shape[0])[:, None])
-        Ke = linear_elasticity(lam, mu).elemental(skfem.Basis(one, basis.elem)).tolocal()[0]
-        err = np.max(np.abs(Ke - self.model.Ke[0])) / np.max(np.abs(Ke))
-        if not err <= KE_RTOL:
-            raise ValueError(f"nu={self.nu:g}, E0={self.E0:g}, plane={self.plane!r} do not "
-                             f"describe this model: its element matrix differs by {err:.2e} "
-                             "(relative); pass those given to fem.elasticity")
+        _check_material(self.model, self.nu, self.E0, self.plane)
 
     @property
     def n_el(self) -> int:
