@@ -21,8 +21,8 @@ MMA evaluations in all, split evenly over these stages.
 
     python problems/mesh_bracket.py [--volfrac 0.35 --rmin 6 --maxeval 300 ...]
 
-writes ``results/mesh_bracket/{design.png, history.png, result.json,
-design.npz, design.vtu}``. ``--mesh`` reads another mesh of the same part
+writes ``results/mesh_bracket/{design.png, domain.png (the mesh), history.png,
+result.json, design.npz, design.vtu}``. ``--mesh`` reads another mesh of the same part
 (another element size of the gmsh script).
 """
 
@@ -43,7 +43,8 @@ from topopt.optimize.driver import Stage
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "mesh_bracket")
-MESH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "meshes", "bracket.msh")
+MESH_NAME = os.path.join("problems", "meshes", "bracket.msh")       # in result.json
+MESH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), MESH_NAME)
 BOLTS = ((12.0, 15.0, 6.0), (12.0, 65.0, 6.0))     # (x, y, radius), as in the gmsh script
 PIN = (110.0, 40.0, 8.0)
 CUTOUT = (58.0, 53.0, 9.0)
@@ -94,11 +95,21 @@ def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float
                                 solver=solver, passive=passive)
     return run_compliance(
         "mesh_bracket", problem, title=f"Bracket, {m.t.shape[1]} triangles",
-        sizes=dict(mesh=os.path.basename(mesh), elements=int(m.t.shape[1]),
-                   nodes=int(m.p.shape[1])),
+        sizes=dict(mesh=MESH_NAME if os.path.samefile(mesh, MESH) else os.path.abspath(mesh),
+                   elements=int(m.t.shape[1]), nodes=int(m.p.shape[1])),
         out=out, maxeval=maxeval, verbose=verbose, stages=stages(maxeval),
         notes=dict(bolts=BOLTS, pin=PIN, cutout=CUTOUT, boss=BOSS, betas=BETAS,
-                   passive_solid=int(passive.solid.size)), **options)
+                   passive_solid=int(passive.solid.size)),
+        plot=dict(pictures={"domain": (domain_picture(m, passive), "The design domain: "
+                                       f"{m.t.shape[1]} triangles, the bosses black")}),
+        **options)
+
+
+def domain_picture(mesh, passive) -> np.ndarray:
+    """The part as the mesh file has it: the free triangles light grey, the bosses black."""
+    shade = np.full(mesh.t.shape[1], 0.25)
+    shade[passive.solid] = 1.0
+    return shade
 
 
 def main(argv=None) -> RunResult:

@@ -64,6 +64,7 @@ RUNS = {
     "arch": (dict(nelx=8, nely=6, maxeval=6), ("displacement",), False, ("result", "compliance")),
     "robust_cantilever": (dict(nelx=8, nely=4, maxeval=4, samples=100), ("displacement",), False,
                           ("result", "robust_objective")),
+    "mesh_bracket": (dict(maxeval=5), ("displacement",), False, ("result", "compliance")),
 }
 
 
@@ -181,11 +182,12 @@ ANALYSES = {
     "l_bracket": _l_bracket_volume,
     "arch": _arch,
     "robust_cantilever": _robust_objective,
+    "mesh_bracket": _compliance,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}
 # a single load case whose saved state u gives f^T u = the reported compliance
-WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink"]
+WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink", "mesh_bracket"]
 
 
 def test_every_problem_has_a_run():
