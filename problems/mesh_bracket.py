@@ -75,7 +75,8 @@ def setup(mesh_file: str = MESH):
     pin_edge = lambda x: (distance(x, PIN) < (PIN[2] + LUG) / 2) & (x[1] < PIN[1])  # noqa: E731
     f = model.traction(pin_edge, (0.0, -1.0))
     f /= -f[1::2].sum()                                   # unit total load on the chords
-    boss = lambda c: np.any([distance(c, h) < h[2] + BOSS for h in (*BOLTS, PIN)], axis=0)  # noqa: E731
+    boss = lambda c: np.any([distance(c, h) < h[2] + BOSS  # noqa: E731
+                             for h in (*BOLTS, PIN)], axis=0)
     return mesh, model, f, Passive.from_mesh(mesh, solid=boss)
 
 
