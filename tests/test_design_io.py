@@ -66,6 +66,7 @@ RUNS = {
                           ("result", "robust_objective")),
     "thermo_beam": (dict(nelx=8, nely=4, maxeval=6), ("displacement", "temperature"), False,
                     ("result", "compliance")),
+    "mesh_bracket": (dict(maxeval=5), ("displacement",), False, ("result", "compliance")),
 }
 
 
@@ -195,11 +196,12 @@ ANALYSES = {
     "arch": _arch,
     "robust_cantilever": _robust_objective,
     "thermo_beam": _thermo_beam,
+    "mesh_bracket": _compliance,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}
 # a single load case whose saved state u gives f^T u = the reported compliance
-WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink"]
+WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink", "mesh_bracket"]
 
 
 def test_every_problem_has_a_run():

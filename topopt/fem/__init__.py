@@ -8,8 +8,9 @@ CG loop in `solvers.krylov`, multigrid, AMG, reanalysis), `petsc/` (the
 differentiable `solve`, `matvec`, `products`), `kernels` (gather and
 scatter of element vectors), `system` (`LinearSystem`),
 `models`, `modal` (mass matrices, eigenvalues), `waves` (time-harmonic wave
-models), `mesh`, `shapes` (L-shape, plate with a hole), `refine` (nested
-grids), `budget` (memory estimates).
+models), `mesh`, `meshfile` (`read_mesh`: gmsh and meshio files), `shapes`
+(L-shape, plate with a hole), `refine` (nested grids), `budget` (memory
+estimates).
 """
 
 from .solvers.auto import AUTO_MIN_DOFS, ITERATIVE_MIN_DOFS, auto_solver, describe
@@ -17,6 +18,7 @@ from .errors import ConvergenceError, SingularSystemError
 from .waves import WaveModel, graded_axis
 from .mesh import DEGENERATE_TOL, box, check_mesh, element_centroids, element_volumes, rectangle
 from .models import Model, elasticity, heat
+from .meshfile import read_mesh
 from .modal import ModalSystem, eigenmodes, eigenvalues, element_mass, point_mass
 from .solvers.reanalysis import (Reanalysis, ReanalysisFactor, direct_options,
                                  reanalysis_policy)
@@ -36,4 +38,4 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "ModalSystem", "eigenmodes", "eigenvalues", "element_mass", "point_mass",
            "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
-           "reanalysis_policy", "ElementKernels"]
+           "reanalysis_policy", "ElementKernels", "read_mesh"]
