@@ -1,11 +1,13 @@
-"""Responses of a design, one per file: compliance and volume, stresses, design-dependent loads.
+"""Responses of a design, one per file: compliance and volume, dynamic compliance, stresses,
+design-dependent loads.
 """
 
 from .structural import (compliance, volume, output_displacement, compliance_coefficients)
 from .loads import (element_loads, BodyLoad)
+from .dynamic import dynamic_compliance
 from .stress import (ElementStress, relaxed_stress, stress_pnorm, AdaptiveNormalization,
                      von_mises_matrix)
 
 __all__ = ['compliance', 'volume', 'output_displacement', 'compliance_coefficients',
            'ElementStress', 'relaxed_stress', 'stress_pnorm', 'AdaptiveNormalization',
-           'von_mises_matrix', 'element_loads', 'BodyLoad']
+           'von_mises_matrix', 'element_loads', 'BodyLoad', 'dynamic_compliance']
