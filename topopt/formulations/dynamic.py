@@ -122,6 +122,16 @@ class DynamicComplianceProblem(DensityProblem):
         E, m = self.coefficients(np.asarray(x_phys, dtype=float))
         return np.sqrt(np.asarray(eigenvalues(self._modal, E, m)))
 
+    def frequency_response(self, x_phys, omegas) -> np.ndarray:
+        """``|f^H u|`` of physical densities at each frequency of `omegas` (same damping)."""
+        omegas = np.asarray(omegas, dtype=float)
+        if omegas.ndim != 1 or not np.all(np.isfinite(omegas)) or np.any(omegas < 0):
+            raise ValueError("omegas must be a 1-D array of finite frequencies >= 0")
+        E, m = self.coefficients(np.asarray(x_phys, dtype=float))
+        return np.array([float(dynamic_compliance(HarmonicSystem(
+            self.model, w, *self.damping, rho0=self.rho0, solver=self.system.solver).solve(
+                E, m, self.f), self.f)) for w in omegas])
+
     # ----------------------------------------------------------- the run's hooks
     def prepare(self, x0, stages) -> np.ndarray:
         """``c0``: the dynamic compliance of the start (unless set), the objective's scale."""
