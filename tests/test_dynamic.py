@@ -195,3 +195,17 @@ def test_dynamic_compliance_matches_pymoto(monkeypatch):
     for r in rows:
         assert max(r["err_c"], r["err_dc"], r["err_v"], r["err_dv"]) <= 1e-8
         assert r["hz"][0] < 370.0          # the load lies above each design's first resonance
+
+
+# ------------------------------------------------------------ the problem script
+
+def test_dynamic_beam_moves_the_resonance_above_the_load():
+    from problems import dynamic_beam
+    r = dynamic_beam.run(nelx=24, nely=12, static_maxeval=40, maxeval=30)
+    assert r["omega"] == pytest.approx(0.95 * r["omega1_static"], rel=1e-12)
+    # the static design near resonance responds several times its static compliance
+    assert r["dynamic_compliance_static"] > 3 * r["compliance_static"]
+    assert r["dynamic_compliance"] < 0.5 * r["dynamic_compliance_static"]
+    assert r["eigenfrequencies"][0] > 1.1 * r["omega"]        # the resonance moved up
+    assert r["omega1_uniform"] < r["omega"]                   # why it starts from the static design
+    assert r["volume"] <= 0.5 + 1e-6
