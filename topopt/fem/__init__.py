@@ -7,10 +7,10 @@ CG loop in `solvers.krylov`, multigrid, AMG, reanalysis), `petsc/` (the
 `singular` (the singularity checks of a solve), `adjoint` (the
 differentiable `solve`, `matvec`, `products`), `kernels` (gather and
 scatter of element vectors), `system` (`LinearSystem`),
-`models`, `modal` (mass matrices, eigenvalues), `waves` (time-harmonic wave
-models), `mesh`, `meshfile` (`read_mesh`: gmsh and meshio files), `shapes`
-(L-shape, plate with a hole), `refine` (nested grids), `budget` (memory
-estimates).
+`models`, `modal` (mass matrices, eigenvalues), `harmonic` (forced
+vibration: the dynamic stiffness), `waves` (time-harmonic wave models),
+`mesh`, `meshfile` (`read_mesh`: gmsh and meshio files), `shapes` (L-shape,
+plate with a hole), `refine` (nested grids), `budget` (memory estimates).
 """
 
 from .solvers.auto import AUTO_MIN_DOFS, ITERATIVE_MIN_DOFS, auto_solver, describe
@@ -28,6 +28,7 @@ from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers.table import BACKENDS, ITERATIVE, Backend, available_solvers
 from .kernels import ElementKernels
 from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
+from .harmonic import HarmonicSystem
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENERATE_TOL",
            "element_centroids",
@@ -38,4 +39,5 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "ModalSystem", "eigenmodes", "eigenvalues", "element_mass", "point_mass",
            "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
-           "reanalysis_policy", "ElementKernels", "read_mesh"]
+           "reanalysis_policy", "ElementKernels", "read_mesh",
+           "HarmonicSystem"]

@@ -10,6 +10,7 @@ from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechan
                         robust_constraint_names, MMA_OPTIONS, ROBUST_MMA_OPTIONS)
 from .eigen import (du_olhoff_mass, EigenProblem, eigen_summary)
 from .stress import MinimumVolumeStress
+from .dynamic import DynamicComplianceProblem, MASS_INTERPOLATIONS
 from .selfweight import (SelfWeightProblem, load_ratio, save_load_ratio, INTERPOLATIONS)
 from .focus import FocusSetup, FocusProblem, intensity, enhancement, run_focus
 from .focus_output import write_focus, field_map
@@ -32,4 +33,6 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'field_map', 'ReliableCompliance', 'pf_summary', 'deterministic_checkpoint',
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
-           'run_stress_reference', 'write_stress_reference', 'ThermoelasticProblem']
+           'run_stress_reference', 'write_stress_reference', 'ThermoelasticProblem',
+           'DynamicComplianceProblem',
+           'MASS_INTERPOLATIONS']

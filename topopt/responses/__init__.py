@@ -1,10 +1,12 @@
-"""Responses of a design, one per file: compliance and volume, stresses, design-dependent loads.
+"""Responses of a design, one per file: compliance and volume, dynamic compliance, stresses,
+design-dependent loads.
 """
 
 from .structural import (compliance, volume, output_displacement, compliance_coefficients)
 from .loads import (element_loads, BodyLoad)
 from .thermoelastic import (TEMPERATURES, thermal_modulus, coupling_matrices, ThermalCoupling,
                             thermal_load, coupling_products, coupling_transpose)
+from .dynamic import dynamic_compliance
 from .stress import (ElementStress, relaxed_stress, stress_pnorm, AdaptiveNormalization,
                      von_mises_matrix)
 
@@ -12,4 +14,5 @@ __all__ = ['compliance', 'volume', 'output_displacement', 'compliance_coefficien
            'ElementStress', 'relaxed_stress', 'stress_pnorm', 'AdaptiveNormalization',
            'von_mises_matrix', 'element_loads', 'BodyLoad', 'TEMPERATURES', 'thermal_modulus',
            'coupling_matrices', 'ThermalCoupling', 'thermal_load', 'coupling_products',
-           'coupling_transpose']
+           'coupling_transpose',
+           'dynamic_compliance']
