@@ -15,6 +15,8 @@ import os
 import re
 import stat
 
+import numpy as np
+
 import pytest
 
 import problems
@@ -101,3 +103,20 @@ def test_grid_example_prints_what_it_says():
     assert len(mine) == len(said) == 2, (out.getvalue(), quoted)
     assert mine[0] == pytest.approx(said[0], abs=0.051)       # quoted to 0.1
     assert mine[1] == pytest.approx(said[1], abs=0.51)        # quoted to 1
+
+
+def test_own_mesh_example_runs_on_the_committed_mesh(monkeypatch):
+    """The bring-your-own-mesh example reads the bracket, fixes a bolt circle, loads the
+    lug and optimizes (5 evaluations here): supports and load are where it says."""
+    code = next(c for c in EXAMPLES if "fem.read_mesh(" in c)
+    assert "maxeval=100," in code
+    monkeypatch.chdir(ROOT)
+    scope = {}
+    exec(code.replace("maxeval=100,", "maxeval=5,"), scope)
+    model, f, result = scope["model"], scope["f"], scope["result"]
+    load = model.nodal_values(f)                                  # (points, 2)
+    loaded = np.flatnonzero(np.any(load != 0, axis=1))
+    assert model.fixed.size > 0 and loaded.size > 0
+    assert np.all(load[:, 0] == 0) and np.all(load[:, 1] <= 0)    # downward only
+    assert np.all(model.mesh.p[0, loaded] > 125)                  # on facets beyond x = 129
+    assert result["evaluations"] == 5 and np.isfinite(result["compliance"])
