@@ -37,6 +37,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy", "ElementKernels"]
-from .transient import TransientSystem, transient, transient_vjp
+from .transient import TransientSystem, temperatures, transient, transient_vjp
 
-__all__ += ["TransientSystem", "transient", "transient_vjp"]
+__all__ += ["TransientSystem", "transient", "transient_vjp", "temperatures"]

@@ -51,7 +51,7 @@ from .modal import element_mass
 from .models import Model
 from .system import LinearSystem
 
-__all__ = ["TransientSystem", "transient", "transient_vjp"]
+__all__ = ["TransientSystem", "transient", "transient_vjp", "temperatures"]
 
 DIRECT = ("auto", "cholmod", "umfpack", "superlu")
 _PARAMS = {3: "the sources Q of transient", 4: "the signals s of transient",
@@ -254,6 +254,33 @@ def _backward(S, sweep: _Sweep, Q, s, L, Ybar, Ybardot=None):
                 abardot += S.B.element_products(lam, T0dot) - S.A.element_products(lam, T1dot)
             seg.pop(n)
     return abar, abardot
+
+
+def temperatures(S: TransientSystem, k, c, Q, s, steps) -> np.ndarray:
+    """The temperature fields ``T_n`` at `steps` (plain values, not differentiable).
+
+    Returns ``(ndof, len(steps))``; one sweep, holding only the fields asked for.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import fem
+    >>> model = fem.heat(fem.rectangle(1, 1))
+    >>> S = fem.TransientSystem(model, dt=0.5)
+    >>> T = fem.temperatures(S, np.ones(1), np.ones(1), model.body_load((1.0,)), np.ones(4), [3])
+    >>> T[:, 0].round(12).tolist()
+    [1.5, 1.5, 1.5, 1.5]
+    """
+    a = S.coefficients(k, c)
+    Q, s, _ = S.data(Q, s, np.zeros(S.ndof))
+    N = s.shape[0] - 1
+    steps = [check_int("steps", n, 0, N, what="time step index") for n in steps]
+    F, T, out = S.factor(a), np.zeros(S.ndof), {0: np.zeros(S.ndof)}
+    for n in range(max(steps, default=0)):
+        T = S.solve(F, S.B.element_matvec(a, T) + _load(S, Q, s, n))
+        if n + 1 in steps:
+            out[n + 1] = T
+    return np.stack([out[n] for n in steps], axis=1) if steps else np.zeros((S.ndof, 0))
 
 
 def _split(S, v):
