@@ -116,12 +116,18 @@ class TransientSystem:
         self.model, self.n_el, self.ndof = model, model.n_el, model.ndof
         Ke = np.broadcast_to(model.Ke, (self.n_el,) + model.Ke.shape[-2:])
         Me = np.broadcast_to(element_mass(model, self.capacity), Ke.shape)
-        dofs = np.vstack([model.basis.element_dofs.T] * 2)
-        # a = (k, c): A = sum_e a_e A_e, B = sum_e a_e B_e over the stacked elements
+        edofs = model.basis.element_dofs.T
+        dofs = np.vstack([edofs] * 2)
+        # a = (k, c): A(a) = M(c)/dt + theta K(k), B(a) = M(c)/dt - (1 - theta) K(k), both
+        # stacked over the element matrices (A factorized, B assembled once per design)
         self.A = LinearSystem(dofs, np.concatenate([self.theta * Ke, Me / self.dt]),
                               self.ndof, model.fixed, solver=solver)
         self.B = LinearSystem(dofs, np.concatenate([(self.theta - 1.0) * Ke, Me / self.dt]),
                               self.ndof, model.fixed, solver="superlu")
+        # the element kernels of K_e and M_e (one matrix each) for the sensitivities
+        self.K = LinearSystem(edofs, Ke, self.ndof, model.fixed, solver="superlu")
+        self.M = LinearSystem(edofs, Me, self.ndof, model.fixed, solver="superlu")
+        self.free = self.A.free
         self.counts = {"solves": 0, "recomputed": 0, "states": 0}
 
     def __repr__(self):
@@ -159,25 +165,42 @@ class TransientSystem:
                              ">= 1 steps, one column per source column of Q")
         return Q, s, _columns("L", L, self.ndof)
 
+    def rows(self, Q, s, L):
+        """`data` with the free rows of `Q` and `L` (what the sweeps use)."""
+        Q, s, L = self.data(Q, s, L)
+        return Q[self.free], s, L[self.free]
+
     # ------------------------------------------------------------- the step
-    def factor(self, a):
-        """The one factorization of ``A = M/dt + theta K`` of the design `a`."""
-        return self.A.factorize(a, exact=True)
+    def operators(self, a, adot=None):
+        """``(F, B, Adot, Bdot)`` on the free dofs: the one factorization of ``A`` and
+        the sparse ``B`` of the design `a`, and the matrices of the direction `adot`."""
+        F, B = self.A.factorize(a, exact=True), self.B.matrix(a)
+        if adot is None:
+            return F, B, None, None
+        return F, B, self.A.matrix(adot), self.B.matrix(adot)
 
     def solve(self, F, rhs) -> np.ndarray:
-        """``A^{-1} rhs`` on the free dofs (full vector, zeros at the fixed dofs)."""
+        """``A^{-1} rhs`` on the free dofs."""
         self.counts["solves"] += 1
-        return self.A.expand(self.A.free_solve(F, self.A.restrict(rhs)), rhs)
+        return self.A.free_solve(F, rhs)
 
-    def step(self, F, a, T, r, adot=None, Tdot=None):
-        """``(T_{n+1}, Tdot_{n+1})`` from ``(T_n, Tdot_n)`` and the load ``r_{n+1}``."""
-        T1 = self.solve(F, self.B.element_matvec(a, T) + r)
-        if adot is None:
+    def step(self, ops, T, r, Tdot=None):
+        """``(T_{n+1}, Tdot_{n+1})`` from ``(T_n, Tdot_n)`` and the load ``r_{n+1}``
+        (free dofs): ``A Tdot_{n+1} = B Tdot_n + Bdot T_n - Adot T_{n+1}``."""
+        F, B, Adot, Bdot = ops
+        T1 = self.solve(F, B @ T + r)
+        if Adot is None:
             return T1, None
-        rhs = self.B.element_matvec(adot, T) - self.A.element_matvec(adot, T1)
-        if Tdot is not None:
-            rhs = rhs + self.B.element_matvec(a, Tdot)
-        return T1, self.solve(F, rhs)
+        rhs = Bdot @ T - Adot @ T1
+        return T1, self.solve(F, rhs if Tdot is None else rhs + B @ Tdot)
+
+    def sensitivity(self, lam, T0, T1) -> np.ndarray:
+        """``(B_e T0 - A_e T1)^T lambda`` per stacked element: ``(-lam^T K_e (theta T1 +
+        (1 - theta) T0), -lam^T M_e (T1 - T0) / dt)``."""
+        lam, T0, T1 = (self.A.expand(v, np.empty(self.ndof)) for v in (lam, T0, T1))
+        dk = self.K.element_products(lam, self.theta * T1 + (1.0 - self.theta) * T0)
+        dc = self.M.element_products(lam, T1 - T0)
+        return -np.concatenate([dk, dc / self.dt])
 
 
 def _columns(name: str, X, ndof: int) -> np.ndarray:
@@ -189,36 +212,39 @@ def _columns(name: str, X, ndof: int) -> np.ndarray:
 
 
 def _load(S: TransientSystem, Q, s, n: int) -> np.ndarray:
-    """``r_{n+1} = Q (theta s_{n+1} + (1 - theta) s_n)``."""
+    """``r_{n+1} = Q (theta s_{n+1} + (1 - theta) s_n)`` (`Q` on the free dofs)."""
     return Q @ (S.theta * s[n + 1] + (1.0 - S.theta) * s[n])
 
 
 class _Sweep:
-    """The forward sweep of one design: ``Y`` (and ``Ydot``) and its checkpoints."""
+    """The forward sweep of one design: ``Y`` (and ``Ydot``) and its checkpoints.
+
+    States live on the free dofs; `Q` and `L` are their free rows.
+    """
 
     def __init__(self, S, a, Q, s, L, adot=None, keep=True):
         self.a, self.adot, N = a, adot, s.shape[0] - 1
         self.k = S.interval(N)
-        F = S.factor(a)
-        T = np.zeros(S.ndof)
-        Tdot = None if adot is None else np.zeros(S.ndof)
+        ops = S.operators(a, adot)
+        T = np.zeros(S.free.size)
+        Tdot = None if adot is None else np.zeros(S.free.size)
         self.Y = np.zeros((N + 1, L.shape[1]))
         self.Ydot = None if adot is None else np.zeros_like(self.Y)
         self.points = {0: (T, Tdot)} if keep else {}
         for n in range(N):
-            T, Tdot = S.step(F, a, T, _load(S, Q, s, n), adot, Tdot)
+            T, Tdot = S.step(ops, T, _load(S, Q, s, n), Tdot)
             self.Y[n + 1] = L.T @ T
             if adot is not None:
                 self.Ydot[n + 1] = L.T @ Tdot
             if keep and ((n + 1) % self.k == 0 or n + 1 == N):
                 self.points[n + 1] = (T, Tdot)
 
-    def segment(self, S, F, Q, s, start: int, stop: int) -> dict:
+    def segment(self, S, ops, Q, s, start: int, stop: int) -> dict:
         """``{n: (T_n, Tdot_n)}`` for ``start <= n <= stop``, recomputed from the checkpoint."""
         seg = {start: self.points[start]}
         T, Tdot = self.points[start]
         for n in range(start, stop - 1):
-            T, Tdot = S.step(F, self.a, T, _load(S, Q, s, n), self.adot, Tdot)
+            T, Tdot = S.step(ops, T, _load(S, Q, s, n), Tdot)
             seg[n + 1] = (T, Tdot)
             S.counts["recomputed"] += 1
         seg[stop] = self.points[stop]
@@ -228,30 +254,30 @@ class _Sweep:
 
 def _backward(S, sweep: _Sweep, Q, s, L, Ybar, Ybardot=None):
     """``(abar, abardot)``: the adjoint sweep, segment by segment (second order with tangents)."""
-    a, adot, N = sweep.a, sweep.adot, s.shape[0] - 1
+    adot = sweep.adot
     second = adot is not None or Ybardot is not None
-    F = S.factor(a)
+    ops = S.operators(sweep.a, adot)
+    F, B, Adot, Bdot = ops
     abar = np.zeros(2 * S.n_el)
     abardot = np.zeros(2 * S.n_el) if second else None
-    lam = lamdot = np.zeros(S.ndof)
+    lam = lamdot = np.zeros(S.free.size)
     starts = sorted(sweep.points)
     for start, stop in reversed(list(zip(starts[:-1], starts[1:]))):
-        seg = sweep.segment(S, F, Q, s, start, stop)
+        seg = sweep.segment(S, ops, Q, s, start, stop)
         for n in range(stop, start, -1):
             (T0, T0dot), (T1, T1dot) = seg[n - 1], seg[n]
-            lam_next, lam = lam, S.solve(F, L @ Ybar[n] + S.B.element_matvec(a, lam))
-            abar += S.B.element_products(lam, T0) - S.A.element_products(lam, T1)
-            if not second:
-                continue
-            rhs = S.B.element_matvec(a, lamdot)
-            if Ybardot is not None:
-                rhs = rhs + L @ Ybardot[n]
-            if adot is not None:
-                rhs = rhs + S.B.element_matvec(adot, lam_next) - S.A.element_matvec(adot, lam)
-            lamdot = S.solve(F, rhs)
-            abardot += S.B.element_products(lamdot, T0) - S.A.element_products(lamdot, T1)
-            if adot is not None:
-                abardot += S.B.element_products(lam, T0dot) - S.A.element_products(lam, T1dot)
+            lam_next, lam = lam, S.solve(F, L @ Ybar[n] + B @ lam)
+            abar += S.sensitivity(lam, T0, T1)
+            if second:
+                rhs = B @ lamdot
+                if Ybardot is not None:
+                    rhs = rhs + L @ Ybardot[n]
+                if adot is not None:
+                    rhs = rhs + Bdot @ lam_next - Adot @ lam
+                lamdot = S.solve(F, rhs)
+                abardot += S.sensitivity(lamdot, T0, T1)
+                if adot is not None:
+                    abardot += S.sensitivity(lam, T0dot, T1dot)
             seg.pop(n)
     return abar, abardot
 
@@ -275,12 +301,13 @@ def temperatures(S: TransientSystem, k, c, Q, s, steps) -> np.ndarray:
     Q, s, _ = S.data(Q, s, np.zeros(S.ndof))
     N = s.shape[0] - 1
     steps = [check_int("steps", n, 0, N, what="time step index") for n in steps]
-    F, T, out = S.factor(a), np.zeros(S.ndof), {0: np.zeros(S.ndof)}
+    ops, T, out = S.operators(a), np.zeros(S.free.size), {0: np.zeros(S.free.size)}
     for n in range(max(steps, default=0)):
-        T = S.solve(F, S.B.element_matvec(a, T) + _load(S, Q, s, n))
+        T = S.step(ops, T, _load(S, Q[S.free], s, n))[0]
         if n + 1 in steps:
             out[n + 1] = T
-    return np.stack([out[n] for n in steps], axis=1) if steps else np.zeros((S.ndof, 0))
+    full = [S.A.expand(out[n], np.empty(S.ndof)) for n in steps]
+    return np.stack(full, axis=1) if steps else np.zeros((S.ndof, 0))
 
 
 def _split(S, v):
@@ -316,7 +343,7 @@ def transient(S: TransientSystem, k, c, Q, s, L):
     True
     """
     a = S.coefficients(k, c)
-    Q, s, L2 = S.data(Q, s, L)
+    Q, s, L2 = S.rows(Q, s, L)
     return _shape(_Sweep(S, a, Q, s, L2, keep=False).Y, L)
 
 
@@ -347,7 +374,7 @@ def _pullback(S, k, c, Q, s, L, sweep):
 @ad.rrule(transient)
 def transient_rrule(S, k, c, Q, s, L):
     a = S.coefficients(k, c)
-    Q2, s2, L2 = S.data(Q, s, L)
+    Q2, s2, L2 = S.rows(Q, s, L)
     sweep = _Sweep(S, a, Q2, s2, L2)          # the checkpoints
     back = _pullback(S, k, c, Q, s, L, sweep)
     return _observed(S, k, c, Q, s, L, sweep), lambda ybar: back(ybar)[:6]
@@ -365,7 +392,7 @@ def _tangent_frule(primals, tangents):
     kdot, cdot = tangents[1], tangents[2]
     a = S.coefficients(k, c)
     adot = np.concatenate([_zero_or(kdot, S.n_el), _zero_or(cdot, S.n_el)])
-    sweep = _Sweep(S, a, *S.data(Q, s, L), adot=adot, keep=False)
+    sweep = _Sweep(S, a, *S.rows(Q, s, L), adot=adot, keep=False)
     return _shape(sweep.Y, L), _shape(sweep.Ydot, L)
 
 
@@ -405,7 +432,7 @@ def transient_vjp(S: TransientSystem, k, c, Q, s, L, Ybar, sweep=None):
     ((2,), True)
     """
     a = S.coefficients(k, c)
-    Q, s, L2 = S.data(Q, s, L)
+    Q, s, L2 = S.rows(Q, s, L)
     sweep = sweep if sweep is not None and np.array_equal(sweep.a, a) else _Sweep(S, a, Q, s, L2)
     abar, _ = _backward(S, sweep, Q, s, L2, _ybar(S, Ybar, L, s.shape[0] - 1))
     return _split(S, abar)
@@ -415,7 +442,7 @@ def transient_vjp(S: TransientSystem, k, c, Q, s, L, Ybar, sweep=None):
 def _second(S, k, c, Q, s, L, Ybar, Ybardot, kdot, cdot):
     """``(Ydot, abardot)`` of the second-order sweep (no rules: third order raises)."""
     a = S.coefficients(k, c)
-    Q, s, L2 = S.data(Q, s, L)
+    Q, s, L2 = S.rows(Q, s, L)
     N = s.shape[0] - 1
     adot = None
     if kdot is not None or cdot is not None:
