@@ -32,6 +32,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
+from topopt.cli.options import at_least
 from topopt.cli.script import Option, compliance_options, positive_float, positive_int
 from topopt.formulations.transient_heat import TransientHeatProblem
 from topopt.io.folder import run_compliance
@@ -42,7 +43,7 @@ DEFAULT_OUT = os.path.join("results", "transient_heat")
 OPTIONS = compliance_options(dict(nelx=40, nely=60), volfrac=0.5, rmin=2.0) + (
     Option("steps", positive_int, 50, "time steps N"),
     Option("end", positive_float, 0.1, "end time (s)"),
-    Option("theta", positive_float, 1.0, "1 implicit Euler, 0.5 Crank-Nicolson"),
+    Option("theta", at_least(0.0, high=1.0), 1.0, "1 implicit Euler, 0.5 Crank-Nicolson"),
 )
 LX, LY = 2 / 30, 0.1          # plate (m)
 XMIN = 1e-6                   # void's conductivity and capacity, relative
@@ -51,12 +52,18 @@ HEATERS = ((6e3, 2 / 3, 1 / 4), (7.5e2, 1 / 3, 1 / 2), (1e3, 0.0, 3 / 4))   # W,
 SCALE = 100.0                 # pyMOTO's objective factor
 
 
-def setup(nelx: int, nely: int, steps: int, end: float):
-    """Model with the cold bottom edge; heater sources ``Q``, signals ``s``, observation ``L``."""
+def check_plate(nelx: int, nely: int) -> float:
+    """The element size of square elements on the plate (``nely = 1.5 nelx``); ValueError else."""
     h = LX / nelx
     if not np.isclose(LY / nely, h, rtol=1e-9):
         raise ValueError(f"--nelx {nelx} --nely {nely}: the elements must be square on the "
                          f"{LX:.4g} x {LY:g} plate (nely = 1.5 nelx)")
+    return h
+
+
+def setup(nelx: int, nely: int, steps: int, end: float):
+    """Model with the cold bottom edge; heater sources ``Q``, signals ``s``, observation ``L``."""
+    h = check_plate(nelx, nely)
     model = fem.heat(fem.rectangle(nelx, nely, h=h)).fix(nodes=lambda p: p[1] < 0.5 * h)
     ij = np.rint(model.mesh.p / h).astype(int)                     # node grid indices
     dt = end / steps
@@ -99,6 +106,7 @@ def summary(result) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=60, summary=summary,
+                    solvers=cli.DIRECT_SOLVERS, check=lambda kw: check_plate(kw["nelx"], kw["nely"]),
                     size=lambda kw: ((kw["nelx"] + 1) * (kw["nely"] + 1), 2))
 
 
