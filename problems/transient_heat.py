@@ -106,7 +106,8 @@ def summary(result) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=60, summary=summary,
-                    solvers=cli.DIRECT_SOLVERS, check=lambda kw: check_plate(kw["nelx"], kw["nely"]),
+                    solvers=cli.DIRECT_SOLVERS,
+                    check=lambda kw: check_plate(kw["nelx"], kw["nely"]),
                     size=lambda kw: ((kw["nelx"] + 1) * (kw["nely"] + 1), 2))
 
 

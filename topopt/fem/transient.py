@@ -156,7 +156,8 @@ class TransientSystem:
         return np.concatenate(out)
 
     def data(self, Q, s, L):
-        """``(Q, s, L)`` checked as 2-D arrays: ``(ndof, n_src)``, ``(N + 1, n_src)``, ``(ndof, m)``."""
+        """``(Q, s, L)`` checked, as 2-D arrays ``(ndof, n_src)``, ``(N + 1, n_src)``,
+        ``(ndof, m)``."""
         Q = _columns("Q", Q, self.ndof)
         s = check_finite_array("s", s)
         s = s[:, None] if s.ndim == 1 else s
@@ -404,7 +405,7 @@ def _zero_or(v, n):
     return np.zeros(n) if v is None else np.asarray(ad.value(v), dtype=float)
 
 
-def _ybar(S, Ybar, L, N):
+def _ybar(Ybar, L, N):
     Y = np.asarray(ad.value(Ybar), dtype=float)
     Y = Y[:, None] if np.ndim(L) == 1 else Y
     if Y.shape != (N + 1, np.shape(L)[1] if np.ndim(L) == 2 else 1):
@@ -434,7 +435,7 @@ def transient_vjp(S: TransientSystem, k, c, Q, s, L, Ybar, sweep=None):
     a = S.coefficients(k, c)
     Q, s, L2 = S.rows(Q, s, L)
     sweep = sweep if sweep is not None and np.array_equal(sweep.a, a) else _Sweep(S, a, Q, s, L2)
-    abar, _ = _backward(S, sweep, Q, s, L2, _ybar(S, Ybar, L, s.shape[0] - 1))
+    abar, _ = _backward(S, sweep, Q, s, L2, _ybar(Ybar, L, s.shape[0] - 1))
     return _split(S, abar)
 
 
@@ -448,8 +449,8 @@ def _second(S, k, c, Q, s, L, Ybar, Ybardot, kdot, cdot):
     if kdot is not None or cdot is not None:
         adot = np.concatenate([_zero_or(kdot, S.n_el), _zero_or(cdot, S.n_el)])
     sweep = _Sweep(S, a, Q, s, L2, adot=adot)
-    Ybd = None if Ybardot is None else _ybar(S, Ybardot, L, N)
-    _, abardot = _backward(S, sweep, Q, s, L2, _ybar(S, Ybar, L, N), Ybd)
+    Ybd = None if Ybardot is None else _ybar(Ybardot, L, N)
+    _, abardot = _backward(S, sweep, Q, s, L2, _ybar(Ybar, L, N), Ybd)
     return (None if sweep.Ydot is None else _shape(sweep.Ydot, L)), _split(S, abardot)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import fem
+from .. import ad, fem
 from .._validate import check_positive
 from ..design.interpolation import simp
 from ..design.passive import Passive
@@ -110,7 +110,6 @@ class TransientHeatProblem(DensityProblem):
 
     def gradient(self, x, beta: float | None = None) -> np.ndarray:
         """``dJ/dx`` by the checkpointed adjoint (`topopt.ad.gradient`)."""
-        from .. import ad
         return ad.gradient(lambda z: self.objective(z, beta), np.asarray(x, dtype=float))
 
     def responses(self, x, beta: float | None = None):
