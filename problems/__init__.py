@@ -15,4 +15,5 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "cantilever_hole", "cantilever_two_loads", "heat_sink", "inverter", "robust_inverter",
            "eigen_beam", "l_bracket", "arch", "robust_cantilever", "thermo_beam",
            "mesh_bracket",
-           "dynamic_beam"]
+           "dynamic_beam",
+           "transient_heat"]

@@ -41,3 +41,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy", "ElementKernels", "read_mesh",
            "HarmonicSystem"]
+from .transient import TransientSystem, temperatures, transient, transient_vjp
+
+__all__ += ["TransientSystem", "transient", "transient_vjp", "temperatures"]

@@ -36,3 +36,6 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'run_stress_reference', 'write_stress_reference', 'ThermoelasticProblem',
            'DynamicComplianceProblem',
            'MASS_INTERPOLATIONS']
+from .transient_heat import TransientHeatProblem
+
+__all__ += ['TransientHeatProblem']
