@@ -41,10 +41,10 @@ from .. import ad
 from .._validate import check_choice, check_keywords, check_range
 
 __all__ = ["overhang", "OverhangFilter", "overhang_violations", "overhang_support",
-           "DIRECTIONS"]
+           "BUILD_DIRECTIONS"]
 
 #: The build directions: the axis and its sense, ``"+y"`` builds from ``y = 0`` upward.
-DIRECTIONS = ("+x", "-x", "+y", "-y", "+z", "-z")
+BUILD_DIRECTIONS = ("+x", "-x", "+y", "-y", "+z", "-z")
 
 
 def overhang_support(ndim: int) -> np.ndarray:
@@ -93,7 +93,7 @@ class _Plan:
 def _plan(shape, direction, p, eps, xi0, support, base) -> _Plan:
     """Check the options of `overhang` for a field of `shape`; the sweep's constants."""
     d = len(shape)
-    check_choice("direction", direction, DIRECTIONS[:2 * d])
+    check_choice("direction", direction, BUILD_DIRECTIONS[:2 * d])
     axis, sign = "xyz".index(direction[1]), (1 if direction[0] == "+" else -1)
     P = check_range("p", p, 1.0, None, lo_open=True, what="smooth-maximum exponent")
     eps = check_range("eps", eps, 0.0, None, lo_open=True, what="smooth-minimum parameter")
@@ -326,7 +326,7 @@ def overhang_violations(x, direction: str = "+y", threshold: float = 0.5) -> int
     x : (nx, ny) or (nx, ny, nz) array
         Densities (a printed design), plain values.
     direction : str
-        Build direction (`DIRECTIONS`).
+        Build direction (`BUILD_DIRECTIONS`).
     threshold : float in (0, 1)
         Densities at or above it are solid.
 
@@ -368,7 +368,7 @@ class OverhangFilter:
         `topopt.fem.box`, any side ``h``); a `Grid` numbers its elements in C
         order. Other meshes raise ``ValueError``.
     direction : str
-        Build direction (`DIRECTIONS`; z in 3-D only).
+        Build direction (`BUILD_DIRECTIONS`; z in 3-D only).
     **options
         ``p``, ``eps``, ``xi0``, ``support``, ``base`` of `overhang`.
 
