@@ -161,7 +161,7 @@ class DensityProblem:
         return self.passive.free_design(x, name)
 
     def x_phys(self, x, beta: float | None = None):
-        """Physical densities: filtered, then projected if `beta` is given.
+        """Physical densities: filtered, `printed`, then projected if `beta` is given.
 
         With passive elements `x` is the free variables (or the full element
         vector holding the fixed values); the passive entries of the result
