@@ -16,4 +16,5 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "eigen_beam", "l_bracket", "arch", "robust_cantilever", "thermo_beam",
            "mesh_bracket",
            "dynamic_beam",
-           "transient_heat"]
+           "transient_heat",
+           "printable_cantilever"]

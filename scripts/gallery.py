@@ -23,7 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GALLERY = os.path.join(ROOT, "results", "gallery")
 
 #: Extra runs beyond the defaults: (folder under results/gallery/, problem, its options).
-EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),)
+EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),
+         ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)))
 
 
 def commands(names=None) -> list[list[str]]:

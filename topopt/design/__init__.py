@@ -4,10 +4,13 @@
 from .interpolation import (project, simp, ramp, DENSITY_TOL, permittivity, blueprint)
 from .measures import (grey_level, variable_grey_level, GREY_TOL)
 from .passive import (Passive, embed)
+from .overhang import (overhang, OverhangFilter, overhang_violations, overhang_support,
+                       BUILD_DIRECTIONS)
 from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureField,
                       helmholtz_radius, apply_filter, apply_filter_transpose, domain_size)
 
 __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint', 'grey_level',
            'variable_grey_level', 'GREY_TOL', 'Passive', 'embed', 'LinearFilter', 'DensityFilter',
            'HelmholtzFilter', 'QuadratureField', 'helmholtz_radius', 'apply_filter',
-           'apply_filter_transpose', 'domain_size']
+           'apply_filter_transpose', 'domain_size', 'overhang', 'OverhangFilter',
+           'overhang_violations', 'overhang_support', 'BUILD_DIRECTIONS']

@@ -39,3 +39,6 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
 from .transient_heat import TransientHeatProblem
 
 __all__ += ['TransientHeatProblem']
+from .printable import PrintableCompliance
+
+__all__ += ['PrintableCompliance']

@@ -161,13 +161,13 @@ class DensityProblem:
         return self.passive.free_design(x, name)
 
     def x_phys(self, x, beta: float | None = None):
-        """Physical densities: filtered, then projected if `beta` is given.
+        """Physical densities: filtered, `printed`, then projected if `beta` is given.
 
         With passive elements `x` is the free variables (or the full element
         vector holding the fixed values); the passive entries of the result
         are their fixed values.
         """
-        x_tilde = self.filtered(x)
+        x_tilde = self.printed(self.filtered(x))
         x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
         return self.passive.fix(x_phys)
 
@@ -180,6 +180,11 @@ class DensityProblem:
             # edges. Clipped just outside [0, 1], so that values off by rounding
             # keep their derivative and simp sees a density in its range.
             x_tilde = np.clip(x_tilde, -DENSITY_TOL, 1 + DENSITY_TOL)
+        return x_tilde
+
+    def printed(self, x_tilde):
+        """The densities built from `x_tilde`: itself here; an overhang filter in a
+        printable formulation (`topopt.formulations.printable`)."""
         return x_tilde
 
     def stiffness(self, x, beta: float | None = None):
