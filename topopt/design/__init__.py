@@ -10,4 +10,5 @@ from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureFi
 __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint', 'grey_level',
            'variable_grey_level', 'GREY_TOL', 'Passive', 'embed', 'LinearFilter', 'DensityFilter',
            'HelmholtzFilter', 'QuadratureField', 'helmholtz_radius', 'apply_filter',
-           'apply_filter_transpose', 'domain_size']
+           'apply_filter_transpose', 'domain_size', 'ordered_simp', 'phase_fraction',
+           'phase_index', 'check_phases']
