@@ -6,6 +6,7 @@ from .measures import (grey_level, variable_grey_level, GREY_TOL)
 from .passive import (Passive, embed)
 from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureField,
                       helmholtz_radius, apply_filter, apply_filter_transpose, domain_size)
+from .multimaterial import (ordered_simp, phase_fraction, phase_index, check_phases)
 
 __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint', 'grey_level',
            'variable_grey_level', 'GREY_TOL', 'Passive', 'embed', 'LinearFilter', 'DensityFilter',

@@ -18,6 +18,7 @@ from .reliable_run import run_reliable, write_reliable
 from .robust_compliance import RobustCompliance, check_robust, run_robust, write_robust
 from .stress_reference import (StressSchedule, stress_figures, run_stress_reference,
                                write_stress_reference)
+from .multimaterial import MultiMaterialCompliance, write_phases, PHASE_COLOURS
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
 
@@ -31,4 +32,5 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'field_map', 'ReliableCompliance', 'pf_summary', 'deterministic_checkpoint',
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
-           'run_stress_reference', 'write_stress_reference']
+           'run_stress_reference', 'write_stress_reference', 'MultiMaterialCompliance',
+           'write_phases', 'PHASE_COLOURS']
