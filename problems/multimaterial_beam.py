@@ -11,10 +11,12 @@ power law of exponent p = 3 (void: Emin = 1e-9):
     materials 2: rho = (0.5, 1.0), E = (0.3, 1.0), Vmax = (0.2, 0.2)
     materials 3: rho = (0.4, 0.7, 1.0), E = (0.2, 0.6, 1.0), Vmax = (0.15, 0.1, 0.1)
 
-Minimum compliance subject to ``V_i <= Vmax_i`` for each solid phase
-(``V_i``: the volume fraction of phase i, its hats' share of each element's
-density, `topopt.design.phase_fraction`), density or Helmholtz filter of
-radius `rmin`, MMA from the uniform design of mass ``sum_i rho_i Vmax_i``.
+Minimum compliance with one volume limit per solid phase: ``V_i + ... + V_m
+<= Vmax_i + ... + Vmax_m`` (``--limits phase``: ``V_i <= Vmax_i``), with
+``V_i`` the volume fraction of phase i, its hat's share of each element's
+density (`topopt.design.phase_fraction`; why the cumulative form:
+`topopt.formulations.multimaterial`). Density or Helmholtz filter of radius
+`rmin`, MMA (conservative) from the uniform ``x = rho_1 sum_i Vmax_i``.
 
     python problems/multimaterial_beam.py [--nelx 120 --nely 40 --rmin 1.5 --materials 2]
 
@@ -30,7 +32,7 @@ import os
 from topopt import cli
 from topopt.cli.script import Option, at_least, positive_float, positive_int
 from topopt.formulations.base import FILTERS
-from topopt.formulations.multimaterial import MultiMaterialCompliance, write_phases
+from topopt.formulations.multimaterial import LIMITS, MultiMaterialCompliance, write_phases
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 
@@ -48,6 +50,7 @@ OPTIONS = (
     Option("penal", at_least(1.0), 3.0, "ordered SIMP exponent"),
     Option("filter", str, "density", "density or Helmholtz (PDE) filter", choices=FILTERS),
     Option("materials", str, "2", "solid phases besides void", choices=tuple(MATERIALS)),
+    Option("limits", str, "cumulative", "the volume limits, one per phase", choices=LIMITS),
 )
 
 
@@ -59,21 +62,22 @@ def summary(result) -> str:
 
 
 def run(nelx: int = 120, nely: int = 40, rmin: float = 1.5, penal: float = 3.0,
-        filter: str = "density", materials: str = "2", maxeval: int = 300,
-        solver: str = "auto", out: str | None = None, verbose: bool = False,
-        **options) -> RunResult:
+        filter: str = "density", materials: str = "2", limits: str = "cumulative",
+        maxeval: int = 300, solver: str = "auto", out: str | None = None,
+        verbose: bool = False, **options) -> RunResult:
     """Optimize the beam; `options` go to `MultiMaterialCompliance.run`."""
     if materials not in MATERIALS:
         raise ValueError(f"materials must be one of {tuple(MATERIALS)}, got {materials!r}")
     rho, E, vmax = MATERIALS[materials]
     mesh, model, f = setup(nelx, nely)
     problem = MultiMaterialCompliance(model, f, rho, E, vmax, rmin, penal=penal,
-                                      filter=filter, solver=solver)
+                                      filter=filter, solver=solver, limits=limits)
     title = f"MBB {nelx}x{nely}, {problem.m} materials"
     result = run_compliance("multimaterial_beam", problem, title=title, mirror=True,
                             sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
                             verbose=verbose, notes=dict(rho=rho, E=E, vmax=vmax,
-                                                        interpolation="ordered SIMP"),
+                                                        interpolation="ordered SIMP",
+                                                        limits=limits),
                             plot=dict(constraint_names=problem.constraint_names),
                             **options)
     if out is not None:

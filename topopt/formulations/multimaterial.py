@@ -6,14 +6,27 @@ One density per element (Zuo & Saitou 2017, Struct. Multidisc. Optim.
 phases are ordered by normalized density ``rho_1 < ... < rho_m = 1``;
 between two neighbours the modulus is a power law through both.
 
-Constraints: one per solid phase, ``V_i(x_phys) <= Vmax_i`` with ``V_i =
-sum_e v_e phi_i(x_e) / sum_e v_e`` and ``phi_i`` the phase's hat
-(`topopt.design.phase_fraction`). The paper has a mass and a cost limit
-instead (two for any ``m``); the hats are its mass interpolation split by
-phase (``sum_i rho_i V_i`` is the mass fraction ``sum_e v_e x_e / sum_e
-v_e``), so the ``m`` volume limits bound the mass too, each phase is limited
-by its own constraint, and, as in SIMP, a linear resource against a convex
-modulus makes intermediate densities uneconomic.
+The volume of phase ``i`` is ``V_i = sum_e v_e phi_i(x_e) / sum_e v_e``
+with ``phi_i`` its hat (`topopt.design.phase_fraction`): the paper's mass
+interpolation split by phase (``sum_i rho_i V_i`` is the mass fraction
+``sum_e v_e x_e / sum_e v_e``). There is one constraint per solid phase
+(the paper has a mass and a cost limit, two for any ``m``):
+
+* ``limits="cumulative"`` (default): ``V_i + ... + V_m <= Vmax_i + ... +
+  Vmax_m``, the volume of phase ``i`` and the heavier ones. The share of
+  phases ``>= i`` is nondecreasing in ``x`` (as the paper's mass and cost
+  are), so MMA meets no barrier between void and a heavy phase; the last
+  limit is phase ``m``'s own, and where the heavier phases are the stiffer
+  (their limits active at the optimum) the others are the per-phase limits.
+  The run reports each ``V_i`` so that this can be read off.
+* ``limits="phase"``: ``V_i <= Vmax_i``. ``phi_i`` rises to 1 at
+  ``rho_i`` and falls beyond, so a lighter phase's active limit stands
+  between void and the heavier phases: on the 2-material MBB beam 120 x 40
+  MMA first empties the beam (c ~ 1e6 c0) and ends at c = 416 against the
+  cumulative limits' 333.6 (both with the per-phase volumes at their limits).
+
+As in SIMP a linear resource against a convex modulus makes intermediate
+densities uneconomic.
 """
 
 from __future__ import annotations
@@ -21,14 +34,16 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fem
-from .._validate import check_load, check_finite_array
+from .._validate import check_choice, check_finite_array, check_load
 from ..design.multimaterial import check_phases, ordered_simp, phase_fraction, phase_index
 from ..design.passive import Passive
 from ..fem.models import _check_model
 from ..responses.structural import compliance, volume
 from .base import DensityProblem
 
-__all__ = ["MultiMaterialCompliance", "write_phases", "PHASE_COLOURS"]
+__all__ = ["MultiMaterialCompliance", "write_phases", "PHASE_COLOURS", "LIMITS"]
+
+LIMITS = ("cumulative", "phase")
 
 
 class MultiMaterialCompliance(DensityProblem):
@@ -47,6 +62,9 @@ class MultiMaterialCompliance(DensityProblem):
         Their Young's moduli over ``E0``, each > `Emin`.
     vmax : sequence of float
         The largest volume fraction of each phase, > 0, summing to < 1.
+    limits : {"cumulative", "phase"}
+        The constraints (the module's text): ``V_i + ... + V_m <= Vmax_i +
+        ... + Vmax_m`` or ``V_i <= Vmax_i``, for each ``i``.
     rmin, penal, filter, Emin, solver, eta, solver_options, passive
         The density chain of `DensityProblem`; `penal` is the exponent of
         every segment of `ordered_simp`.
@@ -64,14 +82,17 @@ class MultiMaterialCompliance(DensityProblem):
     [1.0, 0.0]
     """
 
-    mma_defaults = {"inner_maxeval": 1, "dual_ftol_rel": 1e-10}
+    #: `minimize`'s conservative MMA: the classic one (``inner_maxeval=1``, as
+    #: `ComplianceProblem`'s) empties the MBB beam at the first steps (c ~ 1e9 c0).
+    mma_defaults: dict = {}
     objective_name = "compliance"
 
     def __init__(self, model: fem.Model, f, rho, E, vmax, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
                  eta: float = 0.5, solver_options: dict | None = None,
-                 passive: Passive | None = None):
+                 passive: Passive | None = None, limits: str = "cumulative"):
         _check_model(model)
+        self.limits = check_choice("limits", limits, LIMITS)
         self.rho, self.E = check_phases(rho, E)
         self.vmax = check_finite_array("vmax", vmax, shape=self.rho.shape)
         if np.any(self.vmax <= 0.0) or self.vmax.sum() >= 1.0:
@@ -84,6 +105,9 @@ class MultiMaterialCompliance(DensityProblem):
         if not np.any(f):
             raise ValueError("the load vector f is zero")
         self.f, self.c0 = f, None
+        # suffix sums: the bound of phases i..m together
+        self.gmax = (np.cumsum(self.vmax[::-1])[::-1] if limits == "cumulative"
+                         else self.vmax)
         super().__init__(model, float(self.vmax.sum()), rmin, penal=penal, filter=filter,
                          Emin=Emin, solver=solver, eta=eta, solver_options=solver_options,
                          passive=passive)
@@ -110,13 +134,21 @@ class MultiMaterialCompliance(DensityProblem):
         return [volume(phase_fraction(x_phys, self.rho, i + 1), self.weights)
                 for i in range(self.m)]
 
+    def limited(self, x_phys) -> list:
+        """The constrained volumes: ``V_i + ... + V_m`` (cumulative) or ``V_i``, each ``i``."""
+        if self.limits == "phase":
+            return self.phase_volumes_of(x_phys)
+        heavier = np.tril(np.ones((self.m, self.m)))      # column i: phases >= i
+        return [volume(ordered_simp(x_phys, self.rho, heavier[:, i], 1.0, 0.0), self.weights)
+                for i in range(self.m)]
+
     def responses(self, x, beta: float | None = None):
-        """``(c / c0, V_1 / Vmax_1 - 1, ..., V_m / Vmax_m - 1)`` for MMA."""
+        """``(c / c0, G_1 / Gmax_1 - 1, ..., G_m / Gmax_m - 1)`` for MMA (`limited`)."""
         x_phys = self.x_phys(x, beta)
         E = ordered_simp(x_phys, self.rho, self.E, self.penal, self.Emin)
         c = compliance(fem.solve(self.system, E, self.f), self.f)
-        return (c / self.c0, *(v / vm - 1.0 for v, vm in
-                               zip(self.phase_volumes_of(x_phys), self.vmax)))
+        return (c / self.c0, *(g / b - 1.0 for g, b in zip(self.limited(x_phys),
+                                                             self.gmax)))
 
     def phases(self, x_phys) -> np.ndarray:
         """The nearest phase of each element, 0 (void) to ``m`` (`topopt.design.phase_index`)."""
@@ -124,9 +156,9 @@ class MultiMaterialCompliance(DensityProblem):
 
     # ----------------------------------------------------------- the run's hooks
     def start(self, x0=None) -> np.ndarray:
-        """`x0` checked, or the uniform design of the largest mass ``sum_i rho_i Vmax_i``."""
+        """`x0` checked, or ``rho_1 sum_i Vmax_i``: the lightest phase filling the solid volume."""
         if x0 is None:
-            return np.full(self.n, float(self.rho @ self.vmax))
+            return np.full(self.n, float(self.rho[0] * self.vmax.sum()))
         return self.check_design(x0, "x0")
 
     def prepare(self, x0, stages) -> np.ndarray:
@@ -141,7 +173,10 @@ class MultiMaterialCompliance(DensityProblem):
 
     @property
     def constraint_names(self) -> list:
-        return [f"V{i + 1} / {v:g} - 1" for i, v in enumerate(self.vmax)]
+        if self.limits == "phase":
+            return [f"V{i + 1} / {v:g} - 1" for i, v in enumerate(self.vmax)]
+        return [f"V{i + 1}{f'..{self.m}' if i + 1 < self.m else ''} / {b:g} - 1"
+                for i, b in enumerate(self.gmax)]
 
     def final(self, x_phys):
         """Compliance, each phase's volume (of the hats and of `phases`) and the mass."""
@@ -157,7 +192,8 @@ class MultiMaterialCompliance(DensityProblem):
                 "mass": float(w @ x_phys)}, u
 
     def run_metrics(self) -> dict:
-        return {"rho": self.rho.tolist(), "E": self.E.tolist(), "vmax": self.vmax.tolist()}
+        return {"rho": self.rho.tolist(), "E": self.E.tolist(), "vmax": self.vmax.tolist(),
+                "limits": self.limits}
 
 
 #: Void white, then the Okabe-Ito colours (told apart by colour-blind readers too).
