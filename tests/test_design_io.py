@@ -64,6 +64,8 @@ RUNS = {
     "arch": (dict(nelx=8, nely=6, maxeval=6), ("displacement",), False, ("result", "compliance")),
     "robust_cantilever": (dict(nelx=8, nely=4, maxeval=4, samples=100), ("displacement",), False,
                           ("result", "robust_objective")),
+    "multimaterial_beam": (dict(nelx=12, nely=4, maxeval=6), ("displacement",), False,
+                           ("result", "compliance")),
 }
 
 
@@ -165,6 +167,15 @@ def _em_focus(saved, module):
     return float(module.intensity(u, O))
 
 
+def _multimaterial(saved, module):
+    """``c = f^T K(E)^-1 f`` with ``E = ordered_simp(x_phys; rho, E, p)`` (Zuo & Saitou 2017)."""
+    from topopt.design.multimaterial import ordered_simp
+    s = saved["setup"]
+    _, model, f = module.setup(s["nelx"], s["nely"])
+    E = ordered_simp(saved["x_phys"], s["rho"], s["E"], s["penal"], 1e-9)
+    return float(compliance(fem.solve(model.system(), E, f), f))
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
@@ -181,6 +192,7 @@ ANALYSES = {
     "l_bracket": _l_bracket_volume,
     "arch": _arch,
     "robust_cantilever": _robust_objective,
+    "multimaterial_beam": _multimaterial,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}
