@@ -17,4 +17,5 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "mesh_bracket",
            "dynamic_beam",
            "transient_heat",
-           "printable_cantilever"]
+           "printable_cantilever",
+           "multimaterial_beam"]

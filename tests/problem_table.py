@@ -36,4 +36,5 @@ SMALL = {
     "dynamic_beam": dict(nelx=12, nely=6, static_maxeval=10, maxeval=10),
     "transient_heat": dict(nelx=8, nely=12, steps=6),
     "printable_cantilever": dict(nelx=8, nely=4),
+    "multimaterial_beam": dict(nelx=8, nely=4),
 }

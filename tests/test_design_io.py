@@ -67,6 +67,8 @@ RUNS = {
     "thermo_beam": (dict(nelx=8, nely=4, maxeval=6), ("displacement", "temperature"), False,
                     ("result", "compliance")),
     "mesh_bracket": (dict(maxeval=5), ("displacement",), False, ("result", "compliance")),
+    "multimaterial_beam": (dict(nelx=12, nely=4, maxeval=6), ("displacement",), False,
+                           ("result", "compliance")),
 }
 
 
@@ -179,6 +181,15 @@ def _em_focus(saved, module):
     return float(module.intensity(u, O))
 
 
+def _multimaterial(saved, module):
+    """``c = f^T K(E)^-1 f`` with ``E = ordered_simp(x_phys; rho, E, p)`` (Zuo & Saitou 2017)."""
+    from topopt.design.multimaterial import ordered_simp
+    s = saved["setup"]
+    _, model, f = module.setup(s["nelx"], s["nely"])
+    E = ordered_simp(saved["x_phys"], s["rho"], s["E"], s["penal"], 1e-9)
+    return float(compliance(fem.solve(model.system(), E, f), f))
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
@@ -197,6 +208,7 @@ ANALYSES = {
     "robust_cantilever": _robust_objective,
     "thermo_beam": _thermo_beam,
     "mesh_bracket": _compliance,
+    "multimaterial_beam": _multimaterial,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}

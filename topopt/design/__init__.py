@@ -8,9 +8,14 @@ from .overhang import (overhang, OverhangFilter, overhang_violations, overhang_s
                        BUILD_DIRECTIONS)
 from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureField,
                       helmholtz_radius, apply_filter, apply_filter_transpose, domain_size)
+from .multimaterial import (ordered_simp, phase_fraction, phase_index, check_phases)
 
 __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint', 'grey_level',
            'variable_grey_level', 'GREY_TOL', 'Passive', 'embed', 'LinearFilter', 'DensityFilter',
            'HelmholtzFilter', 'QuadratureField', 'helmholtz_radius', 'apply_filter',
            'apply_filter_transpose', 'domain_size', 'overhang', 'OverhangFilter',
-           'overhang_violations', 'overhang_support', 'BUILD_DIRECTIONS']
+           'overhang_violations', 'overhang_support', 'BUILD_DIRECTIONS',
+           'ordered_simp',
+           'phase_fraction',
+           'phase_index',
+           'check_phases']

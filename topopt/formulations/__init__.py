@@ -20,6 +20,7 @@ from .robust_compliance import RobustCompliance, check_robust, run_robust, write
 from .stress_reference import (StressSchedule, stress_figures, run_stress_reference,
                                write_stress_reference)
 from .thermoelastic import ThermoelasticProblem
+from .multimaterial import MultiMaterialCompliance, write_phases, PHASE_COLOURS
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
 
@@ -35,7 +36,10 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
            'run_stress_reference', 'write_stress_reference', 'ThermoelasticProblem',
            'DynamicComplianceProblem',
-           'MASS_INTERPOLATIONS']
+           'MASS_INTERPOLATIONS',
+           'MultiMaterialCompliance',
+           'write_phases',
+           'PHASE_COLOURS']
 from .transient_heat import TransientHeatProblem
 
 __all__ += ['TransientHeatProblem']

@@ -75,9 +75,29 @@ def _limits(bbox, xlim, ylim, arrows, markers: bool):
     return (lo[0], hi[0]), (lo[1], hi[1])
 
 
+def _phase_colours(phases, x):
+    """``(cmap, vmin, vmax)`` of one colour per phase; `x` must hold phase indices."""
+    from matplotlib.colors import ListedColormap, to_rgba
+    if isinstance(phases, (str, bytes)) or not all(
+            isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str)
+            for p in phases) or not 1 <= len(phases) <= 16:
+        raise TypeError("phases must be 1 to 16 (label, colour) pairs, one per phase")
+    colours = [to_rgba(c) for _, c in phases]          # ValueError names a bad colour
+    if not np.all((x == np.round(x)) & (x >= 0) & (x < len(phases))):
+        raise ValueError(f"with phases, x must hold phase indices 0 .. {len(phases) - 1}")
+    return ListedColormap(colours), -0.5, len(phases) - 0.5
+
+
+def _colorbar(fig, ax, art, label: str, wide: bool, phases) -> None:
+    bar = fig.colorbar(art, ax=ax, label=label, location="bottom" if wide else "right",
+                       shrink=0.5 if wide else 0.8, aspect=30 if wide else 20)
+    if phases:
+        bar.set_ticks(range(len(phases)), labels=[name for name, _ in phases])
+
+
 def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax=1.0,
                   mirror: bool = False, xlim=None, ylim=None, colorbar: bool = True,
-                  label: str = "x_phys", supports=None, loads=None) -> Figure:
+                  label: str = "x_phys", supports=None, loads=None, phases=None) -> Figure:
     """A figure of the element field `x` on a 2-D mesh (black = 1) with a colour bar.
 
     Structured meshes are drawn as an image, others as polygons.
@@ -103,6 +123,10 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
         (filled: every component fixed; hollow: one, the roller's direction),
         an arrow at each loaded node (red, length by nodal force, at least a
         quarter of the longest). Loads of a scalar (heat) model are not drawn.
+    phases : sequence of (str, colour), optional
+        One colour per phase of a multi-material design: `x` holds each
+        element's phase index (`topopt.design.phase_index`), the colour bar
+        the labels (`cmap`, `vmin`, `vmax` are then unused).
 
     Examples
     --------
@@ -115,6 +139,8 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     ('<colorbar>', 1)
     """
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
+    if phases is not None:
+        cmap, vmin, vmax = _phase_colours(phases, x)
     supports = _marker_array("supports", np.zeros((0, 4)) if supports is None else supports, 2)
     loads = _marker_array("loads", np.zeros((0, 4)) if loads is None else loads, 2)
     fig = Figure(layout="constrained")
@@ -143,8 +169,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
         tall = min(6.0, 8 * height / width)
         fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
     if colorbar:
-        fig.colorbar(art, ax=ax, label=label, location="bottom" if wide else "right",
-                     shrink=0.5 if wide else 0.8, aspect=30 if wide else 20)
+        _colorbar(fig, ax, art, label, wide, phases)
     if title:
         ax.set_title(title, fontsize=10)
     return fig
