@@ -37,3 +37,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
            "l_shape", "plate_with_hole", "ITERATIVE_MIN_DOFS", "auto_solver", "describe",
            "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy", "ElementKernels"]
+from .buckling import BucklingSystem, buckling_factors  # noqa: E402
+
+__all__ += ["BucklingSystem", "buckling_factors"]
