@@ -54,11 +54,14 @@ from .._validate import (check_array_range, check_choice, check_finite_values, c
                          check_positive, check_range, check_type)
 from .errors import ConvergenceError
 from .mesh import _translates
-from .modal import DENSE_MAX, DIRECT, ModalSystem, _check_groups, _check_pairs
+from .modal import DENSE_MAX, DIRECT, ModalSystem, _check_groups, _check_pairs, _repeated
 from .models import Model, _local
 from .system import products
 
-__all__ = ["BucklingSystem", "buckling_factors"]
+__all__ = ["BucklingSystem", "buckling_factors", "POSITIVE_TOL"]
+
+POSITIVE_TOL = 1e-10
+"""``mu = 1 / lambda`` below this times the size of ``K^{-1} G`` counts as zero, not positive."""
 
 
 class BucklingSystem:
@@ -209,8 +212,9 @@ class BucklingSystem:
             mu, phi = _dense(K, G, k)
         else:
             mu, phi = self._arpack(a, K, G, k)
-        if not np.all(mu > 0):
-            raise ValueError(f"the load gives {int(np.sum(mu > 0))} positive buckling load "
+        positive = mu > POSITIVE_TOL * self._scale(a, K, G, mu)
+        if not np.all(positive):
+            raise ValueError(f"the load gives {int(np.sum(positive))} positive buckling load "
                              f"factors, {k} needed (n_modes + 1): is any part compressed?")
         lam = 1.0 / mu
         _check_pairs(K, -G, lam, phi)
@@ -220,13 +224,25 @@ class BucklingSystem:
         self._cache = (a.copy(), g.copy(), u.copy(), lam, phi)
         return lam, phi
 
+    def _scale(self, a, K, G, mu) -> float:
+        """``max(|mu|, |K^{-1} G v| / |v|)`` for a fixed random ``v``: the size of ``K^{-1} G``.
+
+        A ``mu`` below `POSITIVE_TOL` times it is rounding in the null space of
+        ``G`` (a structure in tension has no positive factor; its computed
+        largest ``mu`` are +-1e-17 of it), not a load factor of 1e16.
+        """
+        v = self._sign_probe[self.stiffness.free]
+        w = self.stiffness.factorize(a, exact=True).solve(G @ v)
+        return max(float(np.max(np.abs(mu))), float(np.linalg.norm(w) / np.linalg.norm(v)))
+
     def _arpack(self, a, K, G, k):
         """Lanczos for the largest ``mu`` of ``-G phi = mu K phi`` with ``K^{-1}``."""
         F = self.stiffness.factorize(a, exact=True)
         op = spla.LinearOperator(K.shape, matvec=F.solve, dtype=float)
         v0 = np.random.default_rng(0).uniform(0.5, 1.5, K.shape[0])
         try:
-            mu, phi = spla.eigsh(-G, k=k, M=K, Minv=op, which="LA", v0=v0, tol=0.0)
+            mu, phi = spla.eigsh(-G, k=k, M=K, Minv=op, which="LA", v0=v0, tol=1e-12,
+                                  ncv=min(K.shape[0], max(2 * k + 1, 20)))
         except spla.ArpackNoConvergence as e:
             raise ConvergenceError(f"ARPACK found {len(e.eigenvalues)} of {k} buckling "
                                    "load factors") from None
@@ -327,6 +343,20 @@ def _plain(*xs):
                              "derivative of the buckling modes, which is not implemented")
 
 
+def _check_weights(S, lam, w):
+    """Raise unless the cotangent is equal over each group of repeated factors.
+
+    Equal to 8 digits (`topopt.fem.modal` asks 12): a symmetric function of a
+    group, evaluated at factors equal to rounding only, has weights that
+    differ by ``rho |d mu| ~ 1e-12`` (a KS aggregate of ``lambda_ref /
+    lambda``), and a non-symmetric one differs in the first digits.
+    """
+    for grp in S.groups(lam):
+        v = w[grp.start:grp.stop]
+        if np.ptp(v) > 1e-8 * max(np.max(np.abs(v)), 1e-300):
+            raise _repeated(S, grp)
+
+
 def _terms(S, a, g, u, j, phi):
     """``(phi^T K_e phi, T_e(u, phi, phi))`` per element and ``d(sum g_e T_e)/du`` of mode j."""
     p = phi[:, j]
@@ -343,7 +373,7 @@ def buckling_factors_rrule(S, a, g, u):
         _plain(lambar)
         w = np.zeros(lam_all.size)
         w[:S.n_modes] = np.real(np.asarray(lambar))
-        _check_groups(S, lam_all, w)
+        _check_weights(S, lam_all, w)
         abar, gbar, ubar = np.zeros(S.n_el), np.zeros(S.n_el), np.zeros(S.model.ndof)
         for j in np.flatnonzero(w):
             pKp, T, Tu = _terms(S, a, g, u, j, phi)
