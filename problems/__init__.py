@@ -14,3 +14,4 @@ need the ``io`` extra (``pip install 'topopt[io]'``).
 __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_bracket",
            "cantilever_hole", "cantilever_two_loads", "heat_sink", "inverter", "robust_inverter",
            "eigen_beam", "l_bracket", "arch", "robust_cantilever"]
+__all__ += ["buckling_column"]

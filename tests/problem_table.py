@@ -31,4 +31,5 @@ SMALL = {
     "l_bracket": dict(n=20, maxeval=12),        # one evaluation per block
     "arch": dict(nelx=8, nely=6),
     "robust_cantilever": dict(nelx=8, nely=4),
+    "buckling_column": dict(nelx=12, nely=6),
 }

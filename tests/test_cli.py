@@ -335,7 +335,8 @@ def test_l_bracket_q_below_3_and_maxeval_one_per_block():
 MAXEVAL_COUNTS = {"em_focus": "per stage; 3 stages", "eigen_beam": "per stage; 3 stages",
                   "reliable_bracket": "of each design", "robust_cantilever": "of each design",
                   "l_bracket": "of the 12 beta blocks together",
-                  "robust_inverter": "of the five stages together"}
+                  "robust_inverter": "of the five stages together",
+                  "buckling_column": "per stage; 4 stages"}
 
 
 @pytest.mark.parametrize("name", PROBLEMS)

@@ -32,3 +32,6 @@ __all__ = ['DensityProblem', 'timed_run', 'announce', 'FILTERS', 'ComplianceProb
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
            'run_stress_reference', 'write_stress_reference']
+from .buckling import BucklingProblem, ks_max  # noqa: E402
+
+__all__ += ['BucklingProblem', 'ks_max']
