@@ -233,7 +233,7 @@ def test_buckling_system_refuses_other_models_and_arguments():
         buckling_factors(S, a, a, -u * 0)                  # no stress: no factor
 
 
-@pytest.mark.parametrize("nx, ny", [(8, 2), (40, 4)])             # LAPACK, ARPACK
+@pytest.mark.parametrize("nx, ny", [(8, 2), (30, 4)])             # LAPACK, ARPACK
 def test_uniform_tension_has_no_positive_factor(nx, ny):
     """nu = 0, a uniform traction pulling: ``sigma = diag(s, 0)``, ``s > 0``, so ``G`` is
     positive semidefinite and every ``mu = 1 / lambda <= 0``; the computed largest are
