@@ -237,7 +237,8 @@ def test_buckling_system_refuses_other_models_and_arguments():
 def test_uniform_tension_has_no_positive_factor(nx, ny):
     """nu = 0, a uniform traction pulling: ``sigma = diag(s, 0)``, ``s > 0``, so ``G`` is
     positive semidefinite and every ``mu = 1 / lambda <= 0``; the computed largest are
-    rounding (|mu| ~ 1e-17 of ``|K^{-1} G|``), refused rather than returned as 1e16."""
+    rounding (|mu| ~ 1e-17 of ``|K^{-1} G|``), refused rather than returned as 1e16
+    (or, on 30 x 4, Lanczos does not converge in that null space: ConvergenceError)."""
     model = fem.elasticity(fem.rectangle(nx, ny), nu=0.0)
     model.fix(nodes=lambda x: np.isclose(x[0], 0), components=0).fix(nodes=(0.0, 0.0))
     f = model.traction(lambda x: np.isclose(x[0], nx), [1.0, 0.0])
@@ -245,7 +246,7 @@ def test_uniform_tension_has_no_positive_factor(nx, ny):
     u = fem.solve(model.system(), a, f)
     S = BucklingSystem(model, n_modes=1, nu=0.0)
     assert np.all(S.stress(u)[:, 0, 0] > 0)
-    with pytest.raises(ValueError, match="positive buckling load factors"):
+    with pytest.raises(ValueError, match="positive buckling load factors|ARPACK found"):
         buckling_factors(S, a, a, u)
 
 
