@@ -19,3 +19,4 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "transient_heat",
            "printable_cantilever",
            "multimaterial_beam"]
+__all__ += ["buckling_column"]

@@ -37,4 +37,5 @@ SMALL = {
     "transient_heat": dict(nelx=8, nely=12, steps=6),
     "printable_cantilever": dict(nelx=8, nely=4),
     "multimaterial_beam": dict(nelx=8, nely=4),
+    "buckling_column": dict(nelx=12, nely=6),
 }

@@ -336,7 +336,8 @@ MAXEVAL_COUNTS = {"em_focus": "per stage; 3 stages", "eigen_beam": "per stage; 3
                   "reliable_bracket": "of each design", "robust_cantilever": "of each design",
                   "l_bracket": "of the 12 beta blocks together",
                   "robust_inverter": "of the five stages together",
-                  "dynamic_beam": "of the dynamic design"}
+                  "dynamic_beam": "of the dynamic design",
+                  "buckling_column": "per stage; 5 stages"}
 
 
 @pytest.mark.parametrize("name", PROBLEMS)

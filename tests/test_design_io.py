@@ -69,6 +69,8 @@ RUNS = {
     "mesh_bracket": (dict(maxeval=5), ("displacement",), False, ("result", "compliance")),
     "multimaterial_beam": (dict(nelx=12, nely=4, maxeval=6), ("displacement",), False,
                            ("result", "compliance")),
+    "buckling_column": (dict(nelx=12, nely=6, maxeval=2), ("displacement", "mode_1"), False,
+                        ("result", "lambda1")),                        # per stage
 }
 
 
@@ -105,6 +107,16 @@ def _omega1(saved, module):
     problem = EigenProblem(model, s["volfrac"], s["rmin"], M0=M0, n_modes=s["bound_modes"],
                            penal=s["penal"], Emin=s["Emin"])
     return problem.omega1(saved["x_phys"])
+
+
+def _lambda1(saved, module):
+    from topopt.formulations.buckling import BucklingProblem
+    s = saved["setup"]
+    _, model, f, passive = module.setup(s["nelx"], s["nely"])
+    problem = BucklingProblem(model, f, s["volfrac"], s["rmin"], n_modes=s["n_modes"],
+                              penal=s["penal"], penal_G=s["penal_G"], Emin=s["Emin"],
+                              passive=passive)
+    return float(problem.analysis(saved["x_phys"])[0][0])
 
 
 def _l_bracket_problem(saved, module):
@@ -209,6 +221,7 @@ ANALYSES = {
     "thermo_beam": _thermo_beam,
     "mesh_bracket": _compliance,
     "multimaterial_beam": _multimaterial,
+    "buckling_column": _lambda1,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}

@@ -39,6 +39,7 @@ from .responses import stress
 from .optimize.checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .design.passive import Passive, embed
 from .formulations.eigen import EigenProblem, du_olhoff_mass, eigen_summary
+from .formulations.buckling import BucklingProblem, ks_max
 from .design.filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField,
                              apply_filter, apply_filter_transpose, domain_size, helmholtz_radius)
 from .design.interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
@@ -78,6 +79,7 @@ __all__ = [
     "robust_constraint_names", "robust_designs", "bound_formulation", "robust_stages",
     "DilatedVolume", "RobustFormulation",
     "EigenProblem", "du_olhoff_mass", "eigen_summary",
+    "BucklingProblem", "ks_max",
     "stress", "AdaptiveNormalization", "ElementStress", "MinimumVolumeStress", "relaxed_stress",
     "stress_pnorm", "von_mises_matrix",
     "BodyLoad", "SelfWeightProblem", "element_loads", "load_ratio", "save_load_ratio",

@@ -44,3 +44,6 @@ __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENE
 from .transient import TransientSystem, temperatures, transient, transient_vjp
 
 __all__ += ["TransientSystem", "transient", "transient_vjp", "temperatures"]
+from .buckling import BucklingSystem, buckling_factors  # noqa: E402
+
+__all__ += ["BucklingSystem", "buckling_factors"]

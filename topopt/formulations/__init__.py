@@ -46,3 +46,6 @@ __all__ += ['TransientHeatProblem']
 from .printable import PrintableCompliance
 
 __all__ += ['PrintableCompliance']
+from .buckling import BucklingProblem, ks_max  # noqa: E402
+
+__all__ += ['BucklingProblem', 'ks_max']
