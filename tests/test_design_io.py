@@ -71,6 +71,13 @@ RUNS = {
                            ("result", "compliance")),
     "buckling_column": (dict(nelx=12, nely=6, maxeval=2), ("displacement", "mode_1"), False,
                         ("result", "lambda1")),                        # per stage
+    "dynamic_beam": (dict(nelx=12, nely=6, static_maxeval=10, maxeval=4),
+                     ("displacement_real", "displacement_imag"), False,
+                     ("result", "dynamic_compliance")),
+    "transient_heat": (dict(nelx=8, nely=12, steps=6, maxeval=4), ("temperature",), False,
+                       ("result", "temperature")),
+    "printable_cantilever": (dict(nelx=12, nely=6, maxeval=6), ("displacement",), False,
+                             ("result", "compliance")),
 }
 
 
@@ -202,6 +209,37 @@ def _multimaterial(saved, module):
     return float(compliance(fem.solve(model.system(), E, f), f))
 
 
+def _dynamic_beam(saved, module):
+    """``|f^H u|`` with ``(K - w^2 M + i w C) u = f`` at the saved frequency and damping."""
+    from topopt.formulations.dynamic import DynamicComplianceProblem
+    s = saved["setup"]
+    _, model, f = module.setup(s["nelx"], s["nely"])
+    problem = DynamicComplianceProblem(model, f, s["omega"], s["volfrac"], s["rmin"],
+                                       alpha=s["alpha"], beta=s["beta"],
+                                       mass=s["mass_interpolation"])
+    return problem.final(saved["x_phys"])[0]["dynamic_compliance"]
+
+
+def _transient_heat(saved, module):
+    """``J = 100 sum_n L^T T_n`` of implicit Euler from the saved steps, end time and theta."""
+    from topopt.formulations.transient_heat import TransientHeatProblem
+    s = saved["setup"]
+    model, Q, sig, L, dt = module.setup(s["nelx"], s["nely"], s["steps"], s["end"])
+    assert dt == pytest.approx(s["dt"], rel=1e-15)
+    problem = TransientHeatProblem(model, Q, sig, L, dt, s["volfrac"], s["rmin"],
+                                   theta=s["theta"], capacity=s["capacity"],
+                                   scale=module.SCALE, penal=s["penal"], Emin=s["xmin"])
+    return problem.final(saved["x_phys"])[0]["temperature"]
+
+
+def _overhang_violations(saved, module):
+    """Solid elements of the saved design without support below (`overhang_violations`)."""
+    from topopt.design.overhang import OverhangFilter
+    s = saved["setup"]
+    mesh = module.setup(s["nelx"], s["nely"])[0]
+    return OverhangFilter(mesh, s["direction"]).violations(saved["x_phys"])
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
@@ -222,9 +260,13 @@ ANALYSES = {
     "mesh_bracket": _compliance,
     "multimaterial_beam": _multimaterial,
     "buckling_column": _lambda1,
+    "dynamic_beam": _dynamic_beam,
+    "transient_heat": _transient_heat,
+    "printable_cantilever": _compliance,
 }
 # further figures of result.json that the saved design must reproduce
-EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)]}
+EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)],
+         "printable_cantilever": [(("result", "overhang_violations"), _overhang_violations)]}
 # a single load case whose saved state u gives f^T u = the reported compliance
 WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink", "mesh_bracket"]
 
