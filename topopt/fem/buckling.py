@@ -26,13 +26,17 @@ phi = sum_e g_e T_e(u_e, phi_e, phi_e)`` with ``T_e`` trilinear.
 
 The last term is the adjoint load of the prebuckling state: with ``u`` from
 `topopt.fem.solve` on the tape, its rule solves ``K w = d lambda / d u`` and
-adds ``-w^T K_e u`` per element (Ferrari & Sigmund 2019, eq. (14)). Rules in
-reverse and forward mode; second derivatives (hvp, nested) need the
-derivative of the buckling modes, not implemented: they raise
+adds ``-w^T K_e u`` per element (Ferrari & Sigmund 2019, eq. (14)). The
+rules are written with the differentiable modes
+(`topopt.fem.buckling_modes.buckling_modes`, whose derivative is the
+bordered system ``[[K + lambda G, K phi], [phi^T K, 0]]``), `products` and
+traceable element terms, so second derivatives (`ad.hvp`, nested
+gradients) of the factors are exact in every mode; third derivatives raise
 `ad.NoRuleError`. A repeated factor has no derivative of its own: as in
 `topopt.fem.modal`, the rules raise `ValueError` unless the cotangent is
 equal over the group (a symmetric function such as a KS aggregate is
-differentiable).
+differentiable once; its second derivatives need the modes of the group,
+which have none: `ValueError` too).
 
 The pairs are the largest ``mu = 1 / lambda`` of ``-G phi = mu K phi``
 (LAPACK on small systems; else Lanczos in the ``K`` inner product with the
@@ -320,9 +324,10 @@ def buckling_factors(S: BucklingSystem, a, g, u):
     `a` are the stiffness coefficients (SIMP moduli), `g` the stress
     coefficients of ``G`` and `u` the prebuckling state (from
     `topopt.fem.solve`, so that the tape adds the prebuckling adjoint).
-    Differentiable in `a`, `g` and `u` in reverse and forward mode
-    (``d lambda = lambda (phi^T dK phi + lambda phi^T dG phi)``, module
-    notes); second derivatives raise `ad.NoRuleError`.
+    Differentiable in `a`, `g` and `u` in every mode (``d lambda = lambda
+    (phi^T dK phi + lambda phi^T dG phi)``, module notes): the rules trace
+    `buckling_modes`, so Hessian-vector products and nested gradients are
+    exact; third derivatives raise `ad.NoRuleError`.
 
     Examples
     --------
