@@ -46,7 +46,7 @@ from .system import matvec, products
 __all__ = ["buckling_modes"]
 
 
-def bordered(S, a, g, u, j: int):
+def _bordered(S, a, g, u, j: int):
     """LU of ``[[K + lambda_j G, K phi_j], [phi_j^T K, 0]]`` (free dofs), once per design."""
     lam, phi = S.modes(a, g, u)
     store = S._cache[5]
@@ -104,7 +104,7 @@ def buckling_modes_rrule(S, a, g, u):
         abar, gbar, ubar = np.zeros(S.n_el), np.zeros(S.n_el), np.zeros(S.model.ndof)
         for j in np.flatnonzero(np.any(phibar != 0, axis=0)):
             _check_simple(S, lam, j)
-            x = bordered(S, a, g, u, j).solve(np.append(phibar[free, j], 0.0))
+            x = _bordered(S, a, g, u, j).solve(np.append(phibar[free, j], 0.0))
             v = np.zeros(S.model.ndof)
             v[free] = x[:-1]
             p = phi[:, j]
@@ -136,6 +136,6 @@ def buckling_modes_frule(primals, tangents):
         p = phi[:, j]
         dKp = np.zeros(S.model.ndof) if adot is None else matvec(S.stiffness, np.real(adot), p)
         rhs = -dKp[free] - lam[j] * (dG @ p[free])
-        x = bordered(S, a, g, u, j).solve(np.append(rhs, -0.5 * (p @ dKp)))
+        x = _bordered(S, a, g, u, j).solve(np.append(rhs, -0.5 * (p @ dKp)))
         ydot[free, j] = x[:-1]
     return y, ydot
