@@ -385,8 +385,8 @@ def buckling_factors_rrule(S, a, g, u):
             if w[j] == 0 and not ad.is_traced(lambar):
                 continue
             pKp, T, Tu = _terms(S, g, u, phi[:, j])
-            c = lambar[j] * y[j]                # d lambda = lambda phi^T (dK + lambda dG) phi
-            bars = [bars[0] + c * pKp, bars[1] + (c * y[j]) * T, bars[2] + (c * y[j]) * Tu]
+            c1, c2 = lambar[j] * y[j], lambar[j] * y[j] ** 2     # d lambda = lambda phi^T
+            bars = [bars[0] + c1 * pKp, bars[1] + c2 * T, bars[2] + c2 * Tu]   # (dK + lambda dG) phi
         return (None, *bars)
     return y, buckling_factors_pullback
 
