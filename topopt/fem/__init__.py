@@ -45,5 +45,6 @@ from .transient import TransientSystem, temperatures, transient, transient_vjp
 
 __all__ += ["TransientSystem", "transient", "transient_vjp", "temperatures"]
 from .buckling import BucklingSystem, buckling_factors  # noqa: E402
+from .buckling_modes import buckling_modes  # noqa: E402
 
-__all__ += ["BucklingSystem", "buckling_factors"]
+__all__ += ["BucklingSystem", "buckling_factors", "buckling_modes"]

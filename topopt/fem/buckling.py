@@ -26,13 +26,17 @@ phi = sum_e g_e T_e(u_e, phi_e, phi_e)`` with ``T_e`` trilinear.
 
 The last term is the adjoint load of the prebuckling state: with ``u`` from
 `topopt.fem.solve` on the tape, its rule solves ``K w = d lambda / d u`` and
-adds ``-w^T K_e u`` per element (Ferrari & Sigmund 2019, eq. (14)). Rules in
-reverse and forward mode; second derivatives (hvp, nested) need the
-derivative of the buckling modes, not implemented: they raise
+adds ``-w^T K_e u`` per element (Ferrari & Sigmund 2019, eq. (14)). The
+rules are written with the differentiable modes
+(`topopt.fem.buckling_modes.buckling_modes`, whose derivative is the
+bordered system ``[[K + lambda G, K phi], [phi^T K, 0]]``), `products` and
+traceable element terms, so second derivatives (`ad.hvp`, nested
+gradients) of the factors are exact in every mode; third derivatives raise
 `ad.NoRuleError`. A repeated factor has no derivative of its own: as in
 `topopt.fem.modal`, the rules raise `ValueError` unless the cotangent is
 equal over the group (a symmetric function such as a KS aggregate is
-differentiable).
+differentiable once; its second derivatives need the modes of the group,
+which have none: `ValueError` too).
 
 The pairs are the largest ``mu = 1 / lambda`` of ``-G phi = mu K phi``
 (LAPACK on small systems; else Lanczos in the ``K`` inner product with the
@@ -52,6 +56,7 @@ from skfem.models.elasticity import lame_parameters, linear_elasticity
 from .. import ad
 from .._validate import (check_array_range, check_choice, check_finite_values, check_int,
                          check_positive, check_range, check_type)
+from .buckling_modes import buckling_modes
 from .errors import ConvergenceError
 from .mesh import _translates
 from .modal import DENSE_MAX, DIRECT, ModalSystem, _check_groups, _check_pairs, _repeated
@@ -133,8 +138,8 @@ class BucklingSystem:
 
     # ------------------------------------------------------------ element terms
     def local(self, u) -> np.ndarray:
-        """Element displacements ``(n_el, n_nodes, 2)`` of a full-dof vector `u`."""
-        return np.asarray(u)[self.edofs].reshape(self.n_el, -1, 2)
+        """Element displacements ``(n_el, n_nodes, 2)`` of a full-dof vector `u` (traceable)."""
+        return _arr(u)[self.edofs].reshape(self.n_el, -1, 2)
 
     def stress(self, u) -> np.ndarray:
         """Unit-modulus centroid stresses ``sigma_e(u_e)``, ``(n_el, 2, 2)``."""
@@ -163,11 +168,13 @@ class BucklingSystem:
         return np.einsum("eij,eij->e", self.stress(u), self._Q(v, w))
 
     def trilinear_u(self, g, v, w) -> np.ndarray:
-        """``d/du sum_e g_e T_e(u, v, w)`` on all dofs (``T`` is linear in ``u``)."""
-        Q = np.asarray(g)[:, None, None] * self._Q(v, w)
+        """``d/du sum_e g_e T_e(u, v, w)`` on all dofs (``T`` is linear in ``u``; traceable)."""
+        Q = _arr(g)[:, None, None] * self._Q(v, w)
         R = self._hooke(0.5 * (Q + np.swapaxes(Q, 1, 2)))          # C : sym(Q)
-        local = np.einsum("eja,ecj->eac", self.Bc, R).reshape(self.n_el, -1)
-        return np.bincount(self.edofs.ravel(), local.ravel(), self.model.ndof)
+        local = np.einsum("eja,ecj->eac", self.Bc, R).reshape(-1)
+        if not ad.is_traced(local):
+            return np.bincount(self.edofs.ravel(), local, self.model.ndof)
+        return ad.scatter_add(np.zeros(self.model.ndof), self.edofs.ravel(), local)
 
     def matrix(self, g, u) -> sps.csr_matrix:
         """``G(g, u)`` on the free dofs."""
@@ -221,7 +228,7 @@ class BucklingSystem:
         phi = self.stiffness.expand(phi, np.zeros((self.model.ndof, k)))
         phi = phi * np.where(self._sign_probe @ phi < 0, -1.0, 1.0)
         self.counts["eigensolves"] += 1
-        self._cache = (a.copy(), g.copy(), u.copy(), lam, phi)
+        self._cache = (a.copy(), g.copy(), u.copy(), lam, phi, {})   # {j: bordered LU}
         return lam, phi
 
     def _scale(self, a, K, G, mu) -> float:
@@ -249,6 +256,11 @@ class BucklingSystem:
         order = np.argsort(-mu)
         mu, phi = mu[order], phi[:, order]
         return mu, phi / np.sqrt(np.einsum("ij,ij->j", phi, K @ phi))
+
+
+def _arr(x):
+    """`x` itself when traced (the rules trace these products), else an ndarray."""
+    return x if ad.is_traced(x) else np.asarray(x)
 
 
 def _dense(K, G, k):
@@ -312,9 +324,10 @@ def buckling_factors(S: BucklingSystem, a, g, u):
     `a` are the stiffness coefficients (SIMP moduli), `g` the stress
     coefficients of ``G`` and `u` the prebuckling state (from
     `topopt.fem.solve`, so that the tape adds the prebuckling adjoint).
-    Differentiable in `a`, `g` and `u` in reverse and forward mode
-    (``d lambda = lambda (phi^T dK phi + lambda phi^T dG phi)``, module
-    notes); second derivatives raise `ad.NoRuleError`.
+    Differentiable in `a`, `g` and `u` in every mode (``d lambda = lambda
+    (phi^T dK phi + lambda phi^T dG phi)``, module notes): the rules trace
+    `buckling_modes`, so Hessian-vector products and nested gradients are
+    exact; third derivatives raise `ad.NoRuleError`.
 
     Examples
     --------
@@ -337,12 +350,6 @@ def buckling_factors(S: BucklingSystem, a, g, u):
     return S.modes(a, g, u)[0][:S.n_modes]
 
 
-def _plain(*xs):
-    if any(ad.is_traced(x) for x in xs):
-        raise ad.NoRuleError("second derivatives of fem.buckling.buckling_factors need the "
-                             "derivative of the buckling modes, which is not implemented")
-
-
 def _check_weights(S, lam, w):
     """Raise unless the cotangent is equal over each group of repeated factors.
 
@@ -357,48 +364,46 @@ def _check_weights(S, lam, w):
             raise _repeated(S, grp)
 
 
-def _terms(S, a, g, u, j, phi):
-    """``(phi^T K_e phi, T_e(u, phi, phi))`` per element and ``d(sum g_e T_e)/du`` of mode j."""
-    p = phi[:, j]
+def _terms(S, g, u, p):
+    """``(phi^T K_e phi, T_e(u, phi, phi))`` per element and ``d(sum g_e T_e)/du`` of a mode
+    `p` (traced with `p`, `g` and `u`: the rules' second derivatives)."""
     return products(S.stiffness, p, p), S.trilinear(u, p, p), S.trilinear_u(g, p, p)
 
 
 @ad.rrule(buckling_factors)
 def buckling_factors_rrule(S, a, g, u):
-    _plain(a, g, u)
-    lam_all, phi = S.modes(a, g, u)
-    lam = lam_all[:S.n_modes]
+    lam_all = S.modes(a, g, u)[0]
+    y = buckling_factors(S, a, g, u)          # traced when a, g, u are (second derivatives)
+    phi = buckling_modes(S, a, g, u)
 
     def buckling_factors_pullback(lambar):
-        _plain(lambar)
         w = np.zeros(lam_all.size)
-        w[:S.n_modes] = np.real(np.asarray(lambar))
+        w[:S.n_modes] = np.real(ad.value(lambar))
         _check_weights(S, lam_all, w)
-        abar, gbar, ubar = np.zeros(S.n_el), np.zeros(S.n_el), np.zeros(S.model.ndof)
-        for j in np.flatnonzero(w):
-            pKp, T, Tu = _terms(S, a, g, u, j, phi)
-            abar += w[j] * lam[j] * pKp
-            gbar += w[j] * lam[j] ** 2 * T
-            ubar += w[j] * lam[j] ** 2 * Tu
-        return None, abar, gbar, ubar
-    return lam.copy(), buckling_factors_pullback
+        bars = [np.zeros(S.n_el), np.zeros(S.n_el), np.zeros(S.model.ndof)]
+        for j in range(S.n_modes):
+            if w[j] == 0 and not ad.is_traced(lambar):
+                continue
+            pKp, T, Tu = _terms(S, g, u, phi[:, j])
+            c1, c2 = lambar[j] * y[j], lambar[j] * y[j] ** 2     # d lambda = lambda phi^T
+            bars = [bars[0] + c1 * pKp, bars[1] + c2 * T, bars[2] + c2 * Tu]   # (dK + lambda dG) phi
+        return (None, *bars)
+    return y, buckling_factors_pullback
 
 
 @ad.frule(buckling_factors)
 def buckling_factors_frule(primals, tangents):
     S, a, g, u = primals
     _, adot, gdot, udot = tangents
-    _plain(a, g, u, adot, gdot, udot)
-    lam_all, phi = S.modes(a, g, u)
-    lam = lam_all[:S.n_modes]
+    y = buckling_factors(S, a, g, u)
     if adot is None and gdot is None and udot is None:
-        return lam.copy(), None
-    _check_groups(S, lam_all)
-    ydot = np.zeros(S.n_modes)
+        return y, None
+    _check_groups(S, S.modes(a, g, u)[0])
+    phi = buckling_modes(S, a, g, u)
+    ydot = []
     for j in range(S.n_modes):
-        pKp, T, Tu = _terms(S, a, g, u, j, phi)
-        d = 0.0 if adot is None else lam[j] * np.dot(adot, pKp)
-        d += 0.0 if gdot is None else lam[j] ** 2 * np.dot(gdot, T)
-        d += 0.0 if udot is None else lam[j] ** 2 * np.dot(udot, Tu)
-        ydot[j] = d
-    return lam.copy(), ydot
+        pKp, T, Tu = _terms(S, g, u, phi[:, j])
+        d = 0.0 if adot is None else y[j] * np.sum(adot * pKp)
+        d = d if gdot is None else d + y[j] ** 2 * np.sum(gdot * T)
+        ydot.append(d if udot is None else d + y[j] ** 2 * np.sum(udot * Tu))
+    return y, np.stack(ydot)
