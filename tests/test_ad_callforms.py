@@ -387,17 +387,18 @@ CHECKS_KEYWORDS_ITSELF = {np.einsum}
 
 def _library_primitives():
     """The library's own primitives whose rules bind their keywords themselves."""
-    from topopt.design import interpolation
+    from topopt.design import interpolation, multimaterial
     from topopt import reliability
     return {interpolation.project: (0.5, 8.0, 0.5), interpolation.simp: (0.5, 3.0),
-            interpolation.ramp: (0.5, 3.0), reliability.ln_pf: None}
+            interpolation.ramp: (0.5, 3.0), reliability.ln_pf: None,
+            multimaterial.ordered_simp: (0.3, (0.5, 1.0), (0.4, 1.0))}
 
 
-@pytest.mark.parametrize("name", ["project", "simp", "ramp"])
+@pytest.mark.parametrize("name", ["project", "simp", "ramp", "ordered_simp"])
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 def test_library_primitives_reject_unknown_keywords(name, mode):
-    from topopt.design import interpolation
-    fun = getattr(interpolation, name)
+    from topopt.design import interpolation, multimaterial
+    fun = getattr(interpolation if hasattr(interpolation, name) else multimaterial, name)
     args = next(a for f, a in _library_primitives().items() if f is fun)
     call = lambda x: fun(x, *args[1:], bogus=1.0)           # noqa: E731
     with pytest.raises(TypeError, match="bogus"):
