@@ -90,12 +90,12 @@ def edge_shift(eta: float, r: float) -> float:
     >>> from topopt.robust.edges import edge_shift
     >>> r = 10 / (2 * 3 ** 0.5)                 # problems/em_focus.py, nm
     >>> [round(edge_shift(eta, r), 4) for eta in (0.75, 0.5, 0.25)]
-    [-2.0007, 0.0, 2.0007]
+    [-2.0009, 0.0, 2.0009]
     """
     eta = check_range("eta", eta, 0.0, 1.0, lo_open=True, hi_open=True,
                       what="projection threshold")
     r = _radius(r)
-    return float(-r * np.log(2 * eta) if eta <= 0.5 else r * np.log(2 * (1 - eta)))
+    return float(-r * np.log(2 * eta) if eta <= 0.5 else r * np.log(2 * (1 - eta))) + 0.0
 
 
 def threshold_for_shift(d: float, r: float) -> float:

@@ -1,0 +1,192 @@
+"""Focusing that survives fabrication: the worst case over eroded, intermediate and dilated designs.
+
+The filtered field ``p_f`` of a `FocusProblem` projected at three thresholds
+``eta_e > eta_i > eta_d`` (`topopt.robust.robust_designs`; Wang, Lazarov &
+Sigmund 2011, eq. (13)-(15)) gives the eroded, intermediate and dilated
+metal structures: the intermediate one's edges moved by ``d(eta_e) -
+d(eta_i) < 0`` and ``d(eta_d) - d(eta_i) > 0`` (`topopt.robust.edge_shift`,
+nanometres for the cell's filter radius). The robust design maximises the
+worst focus intensity, ``max_p min_k g(p_k)``, written as the epigraph
+(bound formulation, `topopt.robust.bound_formulation`; smooth, for MMA)
+
+    min_(p, z) z  s.t.  -g(p_k) / g_s - z <= 0   (k = e, i, d),
+
+``z = -min_k g_k / g_s`` at the optimum: three factorizations per design
+(one per realization), ``g_s`` a fixed scale (the intermediate start's
+``g``). No volume constraint: the focusing problem has none.
+"""
+
+from __future__ import annotations
+
+import time
+
+import nlopt
+import numpy as np
+
+from .. import ad
+from .._validate import check_int, check_range
+from ..design.interpolation import blueprint
+from ..optimize.driver import Result, Stage, minimize
+from ..robust.edges import edge_shift, threshold_for_shift
+from ..robust.projection import DESIGNS, ETAS, _check_etas, bound_formulation, robust_designs
+from .focus import FocusProblem, enhancement, intensity
+
+__all__ = ["RobustFocus", "robust_focus_stages", "run_robust_focus"]
+
+
+class RobustFocus:
+    """The worst focus intensity of a `FocusProblem` over three edge positions.
+
+    Parameters
+    ----------
+    problem : FocusProblem
+        The cell, its filter (radius ``problem.setup.r_filter``) and wave model.
+    shift : float, optional
+        Edge displacement of the eroded / dilated designs from the
+        intermediate one, > 0, in the length unit of the cell (nm):
+        ``eta_e, eta_d = threshold_for_shift(d_i -/+ shift)`` with ``d_i =
+        edge_shift(eta_i)``, ``eta_i = problem.setup.eta``.
+    etas : three floats, optional
+        The thresholds ``(eta_e, eta_i, eta_d)`` themselves; `ETAS` (0.75,
+        0.5, 0.25) when neither is given. Not both.
+
+    Attributes
+    ----------
+    etas : tuple
+        The thresholds.
+    shifts : tuple
+        Their edge displacements ``edge_shift(eta_k, r)`` (nm, outwards > 0).
+    scale : float or None
+        ``g_s``, set by `start`.
+
+    Examples
+    --------
+    >>> from topopt.formulations.focus_robust import RobustFocus
+    >>> from topopt.formulations.focus import FocusSetup
+    >>> class Cell:                                   # only the filter radius is read
+    ...     setup = FocusSetup(None, None, 10 / (2 * 3 ** 0.5), 0.5, 0.05 + 3.4j, 1.0,
+    ...                        (8.0,), 0.4, "x", {}, {})
+    >>> robust = RobustFocus(Cell(), shift=1.0)
+    >>> [round(e, 4) for e in robust.etas], [round(d, 6) for d in robust.shifts]
+    ([0.6473, 0.5, 0.3527], [-1.0, 0.0, 1.0])
+    """
+
+    def __init__(self, problem: FocusProblem, shift: float | None = None, etas=None):
+        self.problem = problem
+        r, eta_i = problem.setup.r_filter, problem.setup.eta
+        if shift is not None and etas is not None:
+            raise ValueError("give shift (nm) or etas (thresholds), not both")
+        if shift is not None:
+            shift = check_range("shift", shift, 0.0, None, lo_open=True,
+                                what="edge displacement of the eroded/dilated designs")
+            d_i = edge_shift(eta_i, r)
+            etas = (threshold_for_shift(d_i - shift, r), eta_i,
+                    threshold_for_shift(d_i + shift, r))
+        self.etas = _check_etas(ETAS if etas is None else etas)
+        self.shifts = tuple(edge_shift(e, r) for e in self.etas)
+        self.scale = None
+
+    # ----------------------------------------------------------- the chain
+    def designs(self, p, beta: float) -> tuple:
+        """The eroded, intermediate and dilated projected densities of `p`."""
+        return robust_designs(self.problem.smooth(p), beta, self.etas)
+
+    def intensities(self, p, beta: float) -> list:
+        """``[g(p_e), g(p_i), g(p_d)]``; differentiable (one solve each)."""
+        prob = self.problem
+        return [intensity(prob.setup.solve(prob.model, prob.b, x_k), prob.O)
+                for x_k in self.designs(p, beta)]
+
+    def worst(self, p, beta: float) -> float:
+        """``min_k g(p_k)``, the worst realization's intensity (a value; not smooth)."""
+        return min(float(ad.value(g)) for g in self.intensities(p, beta))
+
+    def responses(self, pz, beta: float) -> tuple:
+        """``(z, -g_e / g_s - z, -g_i / g_s - z, -g_d / g_s - z)`` for MMA."""
+        if self.scale is None:
+            raise ValueError("the scale g_s is not set: call start(p0, beta) first")
+        p, z = pz[:-1], pz[-1]
+        return bound_formulation(z, [-g / self.scale for g in self.intensities(p, beta)])
+
+    # ----------------------------------------------------------- the run
+    def start(self, p0, beta: float) -> np.ndarray:
+        """``[p0, z0]``, ``z0 = -min_k g_k / g_s`` with ``g_s = g(p0_i)``; sets `scale`."""
+        p0 = np.asarray(p0, dtype=float)
+        if p0.shape != (self.problem.n,):
+            raise ValueError(f"p0 must have shape ({self.problem.n},), got {p0.shape}")
+        g = [float(v) for v in self.intensities(p0, beta)]
+        if not g[1] > 0:
+            raise ValueError("the intermediate start focuses nothing (g = 0): no scale")
+        self.scale = g[1]
+        return np.append(p0, -min(g) / self.scale)
+
+    def minimize(self, p0, stages, **options) -> Result:
+        """MMA (the focusing run's NLopt settings) from ``[p0, z0]``; ``x`` ends with ``z``.
+
+        `stages` are `topopt.optimize.Stage` with params ``{"beta": ...}``;
+        ``z`` lies in ``[-1e4, 0]`` (the worst ``g`` up to ``1e4 g_s``).
+        `options` go to `topopt.optimize.minimize`.
+        """
+        if not stages or any("beta" not in s.params for s in stages):
+            raise ValueError("stages must be given, each with params {'beta': ...}")
+        pz0 = self.start(p0, stages[0].params["beta"])
+        n = self.problem.n
+        lb, ub = np.append(np.zeros(n), -1e4), np.append(np.ones(n), 0.0)
+        opts = {"mma_params": {"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
+                "ftol_rel": 1e-8, "objective_name": "z = -min_k g_k / g_s",
+                "count_solves": lambda: self.problem.model.system.counts["factorizations"]}
+        return minimize(self.responses, pz0, bounds=(lb, ub), stages=stages,
+                        **(opts | options))
+
+    def figures(self, p, beta: float) -> dict:
+        """``g`` and the enhancement of each realization (projected with `beta` and
+        as blueprints ``p_f >= eta_k``), their worst, the thresholds and shifts."""
+        prob = self.problem
+        g = [float(v) for v in self.intensities(p, beta)]
+        p_f = prob.smooth(p)
+        g_bp = [float(intensity(prob.setup.solve(prob.model, prob.b, blueprint(p_f, e)),
+                                prob.O)) for e in self.etas]
+        out = {"etas": list(self.etas), "edge_shift_nm": list(self.shifts)}
+        for name, values in (("g", g), ("g_blueprint", g_bp)):
+            out[name] = dict(zip(DESIGNS, values))
+            out[name.replace("g", "field_enhancement", 1)] = {
+                k: enhancement(v) for k, v in zip(DESIGNS, values)}
+            out[name.replace("g", "worst_enhancement", 1)] = enhancement(min(values))
+        return out
+
+
+def robust_focus_stages(betas, maxeval: int) -> list:
+    """One `Stage` of `maxeval` evaluations per ``beta`` (the focusing continuation).
+
+    Examples
+    --------
+    >>> from topopt.formulations.focus_robust import robust_focus_stages
+    >>> [(s.maxeval, s.params) for s in robust_focus_stages((8, 16), 5)]
+    [(5, {'beta': 8.0}), (5, {'beta': 16.0})]
+    """
+    maxeval = check_int("maxeval", maxeval, 1, what="MMA evaluations per beta")
+    if not len(betas):
+        raise ValueError("betas must name at least one projection sharpness")
+    return [Stage(maxeval=maxeval, params={"beta": float(b)}) for b in betas]
+
+
+def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | None = None,
+                     etas=None, p0=None, verbose: bool = False) -> tuple:
+    """Optimise the worst case over `problem.setup.betas`; ``(RobustFocus, Result, figures)``.
+
+    `figures` (`RobustFocus.figures` at the last ``beta``) gains ``seconds``.
+
+    Examples
+    --------
+    >>> from problems import em_focus                       # doctest: +SKIP
+    >>> robust, res, fig = run_robust_focus(em_focus.EMFocus(h=8.0), maxeval=5)  # doctest: +SKIP
+    >>> fig["worst_enhancement"] > 1                        # doctest: +SKIP
+    True
+    """
+    t0 = time.perf_counter()
+    robust = RobustFocus(problem, shift, etas)
+    p0 = problem.setup.start(problem.n) if p0 is None else p0
+    res = robust.minimize(p0, robust_focus_stages(problem.setup.betas, maxeval),
+                          verbose=verbose)
+    figures = robust.figures(res.x[:-1], problem.setup.betas[-1])
+    return robust, res, figures | {"seconds": time.perf_counter() - t0}
