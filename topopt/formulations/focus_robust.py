@@ -68,7 +68,7 @@ class RobustFocus:
     ...                        (8.0,), 0.4, "x", {}, {})
     >>> robust = RobustFocus(Cell(), shift=1.0)
     >>> [round(e, 4) for e in robust.etas], [round(d, 6) for d in robust.shifts]
-    ([0.6473, 0.5, 0.3527], [-1.0, 0.0, 1.0])
+    ([0.6464, 0.5, 0.3536], [-1.0, 0.0, 1.0])
     """
 
     def __init__(self, problem: FocusProblem, shift: float | None = None, etas=None):

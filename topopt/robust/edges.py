@@ -27,7 +27,7 @@ Examples
 --------
 >>> from topopt.robust.edges import edge_shift, threshold_for_shift
 >>> round(edge_shift(0.25, 1.0), 6), round(threshold_for_shift(-1.0, 1.0), 6)
-(0.693147, 0.816064)
+(0.693147, 0.81606)
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def threshold_for_shift(d: float, r: float) -> float:
     >>> from topopt.robust.edges import edge_shift, threshold_for_shift
     >>> eta = threshold_for_shift(-1.5, 2.0)
     >>> round(eta, 6), round(edge_shift(eta, 2.0), 12)
-    (0.763816, -1.5)
+    (0.763817, -1.5)
     """
     d = real("d", d)
     r = _radius(r)
