@@ -109,7 +109,9 @@ def test_taylor_of_each_realization_and_of_the_epigraph(coarse):
                               rng.standard_normal(coarse.n))
         assert rate >= 1.9, (k, rate)
     pz = robust.start(p, 8.0)
-    assert robust.scale == g[1] and pz[-1] == -g[2] / g[1]
+    assert pz[-1] == -2 * np.sqrt(g[2]) == -em_focus.enhancement(robust.worst(p, 8.0))
+    z, *bounds = (float(v) for v in robust.responses(pz, 8.0))
+    assert z == pz[-1] and max(bounds) == 0.0 and min(bounds) < 0   # the worst one active
     w = rng.standard_normal(4)
     rate = ad.taylor_test(lambda pz: sum(wi * v for wi, v in zip(w, robust.responses(pz, 8.0))),
                           pz, rng.standard_normal(pz.size))
@@ -138,8 +140,6 @@ def test_robust_focus_refuses(coarse, kwargs, error, match):
 
 def test_robust_focus_run_refuses(coarse):
     robust = RobustFocus(coarse)
-    with pytest.raises(ValueError, match="call start"):
-        robust.responses(np.full(coarse.n + 1, 0.4), 8.0)
     with pytest.raises(ValueError, match=r"p0 must have shape"):
         robust.start(np.full(3, 0.4), 8.0)
     with pytest.raises(ValueError, match="stages must be given"):
@@ -163,3 +163,15 @@ def test_robust_focus_run_refuses(coarse):
 def test_edge_refusals(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_short_robust_run_raises_the_worst_case(coarse):
+    """15 MMA evaluations at beta = 8 from p = 0.4 (h = 8 nm): the worst enhancement
+    0.095 -> 1.77 as measured; z stays an upper bound of -min_k E_k (feasible)."""
+    robust, res, fig = run_robust_focus(coarse, maxeval=15, betas=(8.0,))
+    assert res.evaluations == 15
+    e0 = em_focus.enhancement(robust.worst(coarse.setup.start(coarse.n), 8.0))
+    assert e0 == pytest.approx(0.0947, abs=1e-4)
+    assert fig["worst_enhancement"] == min(fig["field_enhancement"].values()) > 10 * e0
+    assert -res.x[-1] <= fig["worst_enhancement"] + 1e-6
+    assert fig["edge_shift_nm"] == pytest.approx([-2.0009, 0.0, 2.0009], abs=1e-4)

@@ -6,14 +6,16 @@ Sigmund 2011, eq. (13)-(15)) gives the eroded, intermediate and dilated
 metal structures: the intermediate one's edges moved by ``d(eta_e) -
 d(eta_i) < 0`` and ``d(eta_d) - d(eta_i) > 0`` (`topopt.robust.edge_shift`,
 nanometres for the cell's filter radius). The robust design maximises the
-worst focus intensity, ``max_p min_k g(p_k)``, written as the epigraph
-(bound formulation, `topopt.robust.bound_formulation`; smooth, for MMA)
+worst focus, ``max_p min_k E(p_k)`` with ``E = 2 sqrt(g)`` the field
+enhancement (`enhancement`; increasing in ``g``, so the same optimum as the
+worst ``g``, and of order 1 to 30 in the length of MMA's steps), written as
+the epigraph (bound formulation, `topopt.robust.bound_formulation`; smooth,
+for MMA; an aggregate such as a KS minimum is not used)
 
-    min_(p, z) z  s.t.  -g(p_k) / g_s - z <= 0   (k = e, i, d),
+    min_(p, z) z  s.t.  -E(p_k) - z <= 0   (k = e, i, d),  -Z_MAX <= z <= 0,
 
-``z = -min_k g_k / g_s`` at the optimum: three factorizations per design
-(one per realization), ``g_s`` a fixed scale (the intermediate start's
-``g``). No volume constraint: the focusing problem has none.
+``z = -min_k E_k`` at the optimum: three factorizations per design (one per
+realization). No volume constraint: the focusing problem has none.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from ..optimize.driver import Result, Stage, minimize
 from ..robust.edges import edge_shift, threshold_for_shift
 from ..robust.projection import DESIGNS, ETAS, _check_etas, bound_formulation, robust_designs
 from .focus import FocusProblem, enhancement, intensity
+
+#: The bound of ``-z``: the largest worst-case enhancement MMA may claim.
+Z_MAX = 100.0
 
 __all__ = ["RobustFocus", "robust_focus_stages", "run_robust_focus"]
 
@@ -56,8 +61,6 @@ class RobustFocus:
         The thresholds.
     shifts : tuple
         Their edge displacements ``edge_shift(eta_k, r)`` (nm, outwards > 0).
-    scale : float or None
-        ``g_s``, set by `start`.
 
     Examples
     --------
@@ -84,7 +87,6 @@ class RobustFocus:
                     threshold_for_shift(d_i + shift, r))
         self.etas = _check_etas(ETAS if etas is None else etas)
         self.shifts = tuple(edge_shift(e, r) for e in self.etas)
-        self.scale = None
 
     # ----------------------------------------------------------- the chain
     def designs(self, p, beta: float) -> tuple:
@@ -102,38 +104,32 @@ class RobustFocus:
         return min(float(ad.value(g)) for g in self.intensities(p, beta))
 
     def responses(self, pz, beta: float) -> tuple:
-        """``(z, -g_e / g_s - z, -g_i / g_s - z, -g_d / g_s - z)`` for MMA."""
-        if self.scale is None:
-            raise ValueError("the scale g_s is not set: call start(p0, beta) first")
+        """``(z, -E_e - z, -E_i - z, -E_d - z)`` for MMA, ``pz = [p, z]``."""
         p, z = pz[:-1], pz[-1]
-        return bound_formulation(z, [-g / self.scale for g in self.intensities(p, beta)])
+        return bound_formulation(z, [-enhancement(g) for g in self.intensities(p, beta)])
 
     # ----------------------------------------------------------- the run
     def start(self, p0, beta: float) -> np.ndarray:
-        """``[p0, z0]``, ``z0 = -min_k g_k / g_s`` with ``g_s = g(p0_i)``; sets `scale`."""
+        """``[p0, z0]``, ``z0 = -min_k E(p0_k)`` (clipped to ``-Z_MAX``)."""
         p0 = np.asarray(p0, dtype=float)
         if p0.shape != (self.problem.n,):
             raise ValueError(f"p0 must have shape ({self.problem.n},), got {p0.shape}")
-        g = [float(v) for v in self.intensities(p0, beta)]
-        if not g[1] > 0:
-            raise ValueError("the intermediate start focuses nothing (g = 0): no scale")
-        self.scale = g[1]
-        return np.append(p0, -min(g) / self.scale)
+        return np.append(p0, max(-enhancement(self.worst(p0, beta)), -Z_MAX))
 
     def minimize(self, p0, stages, **options) -> Result:
         """MMA (the focusing run's NLopt settings) from ``[p0, z0]``; ``x`` ends with ``z``.
 
         `stages` are `topopt.optimize.Stage` with params ``{"beta": ...}``;
-        ``z`` lies in ``[-1e4, 0]`` (the worst ``g`` up to ``1e4 g_s``).
+        ``z`` lies in ``[-Z_MAX, 0]``.
         `options` go to `topopt.optimize.minimize`.
         """
         if not stages or any("beta" not in s.params for s in stages):
             raise ValueError("stages must be given, each with params {'beta': ...}")
         pz0 = self.start(p0, stages[0].params["beta"])
         n = self.problem.n
-        lb, ub = np.append(np.zeros(n), -1e4), np.append(np.ones(n), 0.0)
+        lb, ub = np.append(np.zeros(n), -Z_MAX), np.append(np.ones(n), 0.0)
         opts = {"mma_params": {"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
-                "ftol_rel": 1e-8, "objective_name": "z = -min_k g_k / g_s",
+                "ftol_rel": 1e-8, "objective_name": "z = -min_k E_k",
                 "count_solves": lambda: self.problem.model.system.counts["factorizations"]}
         return minimize(self.responses, pz0, bounds=(lb, ub), stages=stages,
                         **(opts | options))
@@ -171,10 +167,13 @@ def robust_focus_stages(betas, maxeval: int) -> list:
 
 
 def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | None = None,
-                     etas=None, p0=None, verbose: bool = False) -> tuple:
-    """Optimise the worst case over `problem.setup.betas`; ``(RobustFocus, Result, figures)``.
+                     etas=None, p0=None, betas=None, verbose: bool = False) -> tuple:
+    """Optimise the worst case, `maxeval` per ``beta``; ``(RobustFocus, Result, figures)``.
 
-    `figures` (`RobustFocus.figures` at the last ``beta``) gains ``seconds``.
+    `betas`: the continuation, ``problem.setup.betas`` by default; `p0`: the
+    start, ``problem.setup.start`` by default; `shift`, `etas` as in
+    `RobustFocus`. `figures` (`RobustFocus.figures` at the last ``beta``)
+    gains ``seconds``.
 
     Examples
     --------
@@ -185,8 +184,9 @@ def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | N
     """
     t0 = time.perf_counter()
     robust = RobustFocus(problem, shift, etas)
+    betas = problem.setup.betas if betas is None else betas
+    stages = robust_focus_stages(betas, maxeval)
     p0 = problem.setup.start(problem.n) if p0 is None else p0
-    res = robust.minimize(p0, robust_focus_stages(problem.setup.betas, maxeval),
-                          verbose=verbose)
-    figures = robust.figures(res.x[:-1], problem.setup.betas[-1])
+    res = robust.minimize(p0, stages, verbose=verbose)
+    figures = robust.figures(res.x[:-1], stages[-1].params["beta"])
     return robust, res, figures | {"seconds": time.perf_counter() - t0}
