@@ -146,8 +146,8 @@ class RobustFocus:
         for name, values in (("g", g), ("g_blueprint", g_bp)):
             out[name] = dict(zip(DESIGNS, values))
             out[name.replace("g", "field_enhancement", 1)] = {
-                k: enhancement(v) for k, v in zip(DESIGNS, values)}
-            out[name.replace("g", "worst_enhancement", 1)] = enhancement(min(values))
+                k: float(enhancement(v)) for k, v in zip(DESIGNS, values)}
+            out[name.replace("g", "worst_enhancement", 1)] = float(enhancement(min(values)))
         return out
 
 
