@@ -175,3 +175,13 @@ def test_short_robust_run_raises_the_worst_case(coarse):
     assert fig["worst_enhancement"] == min(fig["field_enhancement"].values()) > 10 * e0
     assert -res.x[-1] <= fig["worst_enhancement"] + 1e-6
     assert fig["edge_shift_nm"] == pytest.approx([-2.0009, 0.0, 2.0009], abs=1e-4)
+
+
+@pytest.mark.parametrize("subcell", [False, True])
+def test_intermediate_realization_is_the_nominal_chain(coarse, subcell):
+    """eta_i = the setup's eta: the intermediate g is FocusProblem.g (points or elements)."""
+    prob = em_focus.EMFocus(h=8.0, subcell=True) if subcell else coarse
+    p = np.random.default_rng(4).uniform(0.2, 0.8, prob.n)
+    g = [float(v) for v in RobustFocus(prob).intensities(p, 8.0)]
+    assert g[1] == pytest.approx(float(prob.g(p, 8.0)), rel=1e-12)
+    assert len(set(g)) == 3
