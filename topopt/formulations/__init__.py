@@ -49,3 +49,6 @@ __all__ += ['PrintableCompliance']
 from .buckling import BucklingProblem, ks_max  # noqa: E402
 
 __all__ += ['BucklingProblem', 'ks_max']
+from .focus_robust import RobustFocus, robust_focus_stages, run_robust_focus  # noqa: E402
+
+__all__ += ['RobustFocus', 'robust_focus_stages', 'run_robust_focus']

@@ -8,3 +8,6 @@ from .moments import (mean_std, mean_var, covariance_factor, monte_carlo_moments
 __all__ = ['ETAS', 'DESIGNS', 'robust_designs', 'bound_formulation', 'robust_stages',
            'DilatedVolume', 'RobustFormulation', 'mean_std', 'mean_var', 'covariance_factor',
            'monte_carlo_moments', 'SampleMoments']
+from .edges import edge_shift, threshold_for_shift, filtered_step  # noqa: E402
+
+__all__ += ['edge_shift', 'threshold_for_shift', 'filtered_step']
