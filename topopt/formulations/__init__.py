@@ -49,3 +49,6 @@ __all__ += ['PrintableCompliance']
 from .buckling import BucklingProblem, ks_max  # noqa: E402
 
 __all__ += ['BucklingProblem', 'ks_max']
+from .focus_band import FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES  # noqa: E402
+
+__all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES']

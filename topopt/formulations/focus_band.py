@@ -84,7 +84,25 @@ class FocusBand:
 
     Examples
     --------
-    See `tests/test_focus_band.py` (the 8 nm cell of `problems.em_focus`).
+    A silver ring around a focus in a 40 nm periodic cell (`problems.em_focus`
+    is the full setup), at 500 and 600 nm:
+
+    >>> import numpy as np, skfem
+    >>> from topopt import fem
+    >>> from topopt.formulations import FocusSetup, FocusBand
+    >>> def cell(h, isolated=False):
+    ...     mesh = skfem.MeshQuad.init_tensor(np.arange(0.0, 41.0, h),
+    ...                                       np.arange(-100.0, 301.0, h))
+    ...     r = np.linalg.norm(fem.element_centroids(mesh) - [20.0, 100.0], axis=1)
+    ...     return mesh, np.flatnonzero((r > 6) & (r < 16)), np.flatnonzero(r < 6)
+    >>> def wave_model(mesh, design, center, quadrature, isolated, solver, wavelength=500.0):
+    ...     model = fem.WaveModel(mesh, 2 * np.pi / wavelength, pml=(0.0, 200.0, 100.0),
+    ...                           design=design)
+    ...     return model, model.line_source(150.0), model.focus_matrix(center, [20.0, 100.0])
+    >>> setup = FocusSetup(cell, wave_model, 3.0, 0.5, None, 1.0, (8.0,), 0.4, "ring", {}, {})
+    >>> band = FocusBand(setup, [500.0, 600.0], h=4.0)
+    >>> band.n, np.round(band.enhancements(np.ones(band.n), 8.0), 2)
+    (48, array([2.38, 1.26]))
     """
 
     objective_name = "t = max_j -g_j / g_j0"
