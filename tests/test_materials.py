@@ -21,6 +21,17 @@ def test_rakic_fit_at_532_nm_against_the_tutorial():
     assert miss == pytest.approx(0.2242, abs=1e-3)
 
 
+# refractiveindex.info's Rakić-LD table for Ag (M. Polyanskiy's script, an independent
+# implementation of the same fit; 5 digits): wavelength nm, n, k
+RAKIC_TABLE = [(247.97, 0.44265, 1.1737), (413.40, 0.14871, 1.9714), (533.78, 0.13311, 3.0428),
+               (600.60, 0.13943, 3.5650), (1001.3, 0.21994, 6.4341), (12398.0, 17.485, 76.626)]
+
+
+@pytest.mark.parametrize("lam, n, k", RAKIC_TABLE)
+def test_rakic_fit_matches_refractiveindex_info(lam, n, k):
+    assert silver_index(lam) == pytest.approx(n + 1j * k, rel=1e-4)     # measured <= 3.3e-5
+
+
 def test_johnson_christy_reproduces_the_tutorial():
     """The tutorial's n is J&C (1972) interpolated at 532 nm: to 1e-4 in n (< 1 % in eps)."""
     n = silver_index_jc(532.0)
