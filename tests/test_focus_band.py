@@ -15,7 +15,7 @@ BAND = [500.0, 532.0, 560.0]
 
 @pytest.fixture(scope="module")
 def band():
-    return FocusBand(em_focus.SETUP, BAND, h=8.0)
+    return FocusBand(em_focus.SETUP, BAND, h=8.0, scale="each")
 
 
 def test_each_wavelength_has_its_k_and_metal(band):
@@ -40,18 +40,23 @@ def test_one_wavelength_is_the_nominal_chain():
     assert float(jc.g(p, 8.0)[0]) == pytest.approx(float(one.focus.g(p, 8.0)), rel=2e-3)
 
 
-def test_taylor_band_responses(band):
-    """Objective t and every constraint -g_j/g_j0 - t, and a weighted sum: rate >= 1.9."""
+@pytest.mark.parametrize("form, t0", [("log", 0.0), ("ratio", -1.0)])
+def test_taylor_band_responses(band, form, t0):
+    """Every constraint c_j - t (c_j = -ln(g_j/g_j0) or -g_j/g_j0) and a weighted sum of
+    all responses: rate >= 1.9."""
+    band.form, band.g_ref = form, None
     rng = np.random.default_rng(1)
     z = band.prepare(rng.uniform(0.2, 0.8, band.n), 8.0)
-    assert z[-1] == pytest.approx(-1.0)          # every ratio is 1 at the start
+    assert z[-1] == pytest.approx(t0)            # every ratio is 1 at the start
     dz = rng.standard_normal(band.n + 1)
     w = rng.standard_normal(len(BAND) + 1)
     rates = [ad.taylor_test(lambda z: sum(wi * r for wi, r in zip(w, band.responses(z, 8.0))),
                             z, dz)]
-    rates += [ad.taylor_test(lambda z, j=j: band.responses(z, 8.0)[j], z, dz)
-              for j in range(1, len(BAND) + 1)]
+    if form == "log":                            # the default: each constraint too
+        rates += [ad.taylor_test(lambda z, j=j: band.responses(z, 8.0)[j], z, dz)
+                  for j in range(1, len(BAND) + 1)]
     assert min(rates) >= 1.9, rates
+    assert band.bounds()[0][-1] == pytest.approx(-np.log(1e3) if form == "log" else -1e3)
 
 
 def test_band_intensities_every_mode():
@@ -64,14 +69,15 @@ def test_band_intensities_every_mode():
 
 
 def test_short_min_max_run_raises_the_worst_wavelength():
-    band = FocusBand(em_focus.SETUP, [500.0, 560.0], h=8.0, scale="common")
+    band = FocusBand(em_focus.SETUP, [500.0, 560.0], h=8.0)      # common scale, log form
     result = run_focus_band(band, maxeval=4)
     g0 = band.g_ref[0]
     E0 = 2 * np.sqrt(g0)                         # the start's mean enhancement
     assert result["worst_enhancement"] > 2 * E0
     # t bounds every normalized intensity (a feasible epigraph, up to MMA's tolerance)
     g = (np.array(result["field_enhancement"]) / 2) ** 2
-    assert result["t"] >= np.max(-g / g0) - 1e-6 * abs(result["t"])
+    assert result["t"] >= np.max(-np.log(g / g0)) - 1e-6
+    assert not result["t_at_bound"]
     assert result.x.shape == (band.n,) and result["fe_solves"] >= 2 * result.evaluations
 
 
@@ -85,8 +91,9 @@ def test_short_min_max_run_raises_the_worst_wavelength():
     (dict(wavelengths=[532.0], index=lambda lam: np.nan), ValueError, "one finite number"),
     (dict(wavelengths=[532.0], index=lambda lam: [1.0, 2.0]), ValueError, "one finite number"),
     (dict(wavelengths=[532.0], index=lambda lam: 0.1 - 3j), ValueError, "Im n < 0"),
-    (dict(wavelengths=[532.0], t_max=0.0), ValueError, "t_max must be > 0"),
+    (dict(wavelengths=[532.0], t_max=1.0), ValueError, "t_max must be > 1"),
     (dict(wavelengths=[532.0], scale="max"), ValueError, "scale must be one of"),
+    (dict(wavelengths=[532.0], form="exp"), ValueError, "form must be one of"),
 ])
 def test_bad_inputs(kwargs, exc, match):
     with pytest.raises(exc, match=match):

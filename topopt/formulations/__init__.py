@@ -49,6 +49,7 @@ __all__ += ['PrintableCompliance']
 from .buckling import BucklingProblem, ks_max  # noqa: E402
 
 __all__ += ['BucklingProblem', 'ks_max']
-from .focus_band import FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES  # noqa: E402
+from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,  # noqa: E402
+                         FORMS as FOCUS_BAND_FORMS)
 
-__all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES']
+__all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES', 'FOCUS_BAND_FORMS']

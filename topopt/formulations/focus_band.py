@@ -10,11 +10,17 @@ the start design, the worst normalized intensity is maximized by the bound
 (epigraph) formulation over ``z = [x, t]`` (Svanberg's MMA handles the
 ``m`` constraints, as Meep's adjoint does for several frequencies):
 
-``min t  subject to  -g_j(x) / g_j0 - t <= 0,  j = 1..m``,
+``min t  subject to  -g_j(x) / g_j0 - t <= 0,  j = 1..m``  (``form="ratio"``),
 
 so that ``-t = min_j g_j / g_j0`` at a solution: the worst gain over the
 start (``scale="each"``), or with one ``g_0`` (the mean of the start's
-``g_j``, ``scale="common"``) the worst intensity itself. The incident wave of the
+``g_j``, ``scale="common"``) the worst intensity itself. ``form="log"``
+bounds ``-ln(g_j / g_j0)`` instead: the same optimum (``ln`` is
+increasing), but ``t`` moves in ``[-ln t_max, ln t_max]`` rather than
+``[-t_max, 1]``, a box MMA's asymptotes suit far better when the
+intensities grow by hundreds (8 nm cell, 15 evaluations per stage: worst
+enhancement 14.6 with ``t_max = 1e3`` and 8.4 with ``1e4`` in the ratio
+form). The incident wave of the
 unit line source has ``|grad u| = 1/2`` at every ``k``, so ``2 sqrt(g_j)``
 is the field enhancement at ``lambda_j`` (`topopt.formulations.focus.enhancement`).
 """
@@ -34,10 +40,12 @@ from ..io.result import RunResult, grey_level, run_record
 from ..optimize.driver import Stage, minimize
 from .focus import FocusProblem, FocusSetup, enhancement, intensity
 
-__all__ = ["FocusBand", "run_focus_band", "SCALES"]
+__all__ = ["FocusBand", "run_focus_band", "SCALES", "FORMS"]
 
 #: ``g_j0`` of `FocusBand`: each wavelength's start intensity, or their mean for all.
 SCALES = ("each", "common")
+#: The bounded measure of `FocusBand`: ``-ln(g_j / g_j0)`` or ``-g_j / g_j0``.
+FORMS = ("log", "ratio")
 
 
 def _wavelengths(wavelengths) -> np.ndarray:
@@ -76,11 +84,15 @@ class FocusBand:
         (``Im n >= 0``); the setup's ``n_air`` is the other phase.
     h, subcell, isolated, solver
         As `FocusProblem`.
-    t_max : float > 0
-        ``t`` lies in ``[-t_max, 0]``: the worst normalized intensity is at
-        most `t_max` times its start value.
+    t_max : float > 1
+        The worst normalized intensity ``g_j / g_j0`` may reach `t_max`:
+        ``t`` lies in ``[-ln t_max, ln t_max]`` (log form) or ``[-t_max,
+        1]`` (ratio form). A run whose ``t`` ends at its lower bound says
+        so (``t_at_bound``): raise `t_max`.
     scale : {"each", "common"}
         ``g_j0``: each wavelength's start intensity, or their mean.
+    form : {"log", "ratio"}
+        The bounded measure ``-ln(g_j / g_j0)`` or ``-g_j / g_j0``.
 
     Examples
     --------
@@ -105,15 +117,17 @@ class FocusBand:
     (48, array([2.38, 1.26]))
     """
 
-    objective_name = "t = max_j -g_j / g_j0"
+    objective_name = "t (the worst -ln(g_j / g_j0) or -g_j / g_j0)"
 
     def __init__(self, setup: FocusSetup, wavelengths, index: Callable = silver_index,
                  h: float = 4.0, subcell: bool = False, isolated: bool = False,
-                 solver: str = "auto", t_max: float = 1e3, scale: str = "each"):
+                 solver: str = "auto", t_max: float = 1e3, scale: str = "common",
+                 form: str = "log"):
         self.wavelengths = _wavelengths(wavelengths)
         check_callable("index", index)
-        self.t_max = check_range("t_max", t_max, 0.0, None, lo_open=True)
+        self.t_max = check_range("t_max", t_max, 1.0, None, lo_open=True)
         self.scale = check_choice("scale", scale, SCALES)
+        self.form = check_choice("form", form, FORMS)
         self.n_metal = [_index(index, lam) for lam in self.wavelengths]
         self.focus = f = FocusProblem(setup, h, subcell, isolated, solver)
         quadrature = (f.filter.basis.X, f.filter.basis.W) if subcell else None
@@ -145,23 +159,31 @@ class FocusBand:
         g0 = np.array([float(g) for g in self.g(p0, beta)])
         if self.g_ref is None:
             self.g_ref = g0 if self.scale == "each" else np.full(self.m, g0.mean())
-        return np.append(p0, np.max(-g0 / self.g_ref))
+        return np.append(p0, max(self.measure(g0[j], j) for j in range(self.m)))
+
+    def measure(self, g_j, j: int):
+        """The bounded measure of wavelength `j`: ``-ln(g_j / g_j0)`` or ``-g_j / g_j0``."""
+        ratio = g_j / self.g_ref[j]
+        return -np.log(ratio) if self.form == "log" else -ratio
 
     def responses(self, z, beta):
-        """``(t, -g_1/g_10 - t, ..., -g_m/g_m0 - t)`` for MMA (after `prepare`)."""
+        """``(t, c_1 - t, ..., c_m - t)``, ``c_j`` the `measure`, for MMA (after `prepare`)."""
         if self.g_ref is None:
             raise RuntimeError("call prepare(p0, beta) first: it sets the scales g_j0")
         x, t = z[:-1], z[-1]
         g = self.g(x, beta)
-        return (t, *[-g_j / g0 - t for g_j, g0 in zip(g, self.g_ref)])
+        return (t, *[self.measure(g[j], j) - t for j in range(self.m)])
 
     def bounds(self):
-        """``0 <= x <= 1`` and ``-t_max <= t <= 0``."""
-        return np.append(np.zeros(self.n), -self.t_max), np.ones(self.n + 1)
+        """``0 <= x <= 1`` and ``t`` in ``[-ln t_max, ln t_max]`` or ``[-t_max, 1]``."""
+        lo, hi = ((-np.log(self.t_max), np.log(self.t_max)) if self.form == "log"
+                  else (-self.t_max, 1.0))
+        return np.append(np.zeros(self.n), lo), np.append(np.ones(self.n), hi)
 
     @property
     def constraint_names(self) -> list:
-        return [f"-g({lam:g} nm)/g0 - t" for lam in self.wavelengths]
+        c = "-ln(g/g0)" if self.form == "log" else "-g/g0"
+        return [f"{c}({lam:g} nm) - t" for lam in self.wavelengths]
 
     def solves(self) -> int:
         """Factorizations of the band's systems so far."""
@@ -200,7 +222,9 @@ def run_focus_band(band: FocusBand, maxeval: int = 100, p0=None, verbose: bool =
                    mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
                    count_solves=band.solves, objective_name=band.objective_name)
     x = res.x[:-1]
+    t_lo = band.bounds()[0][-1]
     metrics = band.metrics(x) | {"t": float(res.x[-1]), "fe_solves": band.solves(),
+                                 "t_at_bound": bool(res.x[-1] <= t_lo + 1e-9 * abs(t_lo)),
                                  "seconds": time.perf_counter() - t0}
     return RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
                                  x_phys=band.focus.element_density(x, setup.betas[-1]),
