@@ -11,7 +11,7 @@ wavelength of the band with the same silver model; printed: the field
 enhancement |E(x0)|/|E_inc| per wavelength and the worst.
 
     python scripts/em_band.py [--h 8] [--maxeval 15] [--band 500 532 560] [--index jc]
-                              [--form log] [--t-max 1000]
+                              [--form ratio] [--t-max 1000]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--maxeval", type=int, default=15)
     ap.add_argument("--band", type=float, nargs="+", default=[500.0, 532.0, 560.0])
     ap.add_argument("--index", choices=sorted(INDEX), default="jc")
-    ap.add_argument("--form", choices=FORMS, default="log")
+    ap.add_argument("--form", choices=FORMS, default="ratio")
     ap.add_argument("--t-max", type=float, default=1e3)
     args = ap.parse_args(argv)
     band = FocusBand(em_focus.SETUP, args.band, index=INDEX[args.index], h=args.h,
