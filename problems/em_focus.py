@@ -81,10 +81,11 @@ def cell(h: float = 4.0, h_air: float = 10.0, h_pml: float = 10.0, isolated: boo
 
 
 def wave_model(mesh, design, center, design_quadrature=None, isolated: bool = False,
-               solver: str = "auto"):
+               solver: str = "auto", wavelength: float = WAVELENGTH):
     """The wave model on `cell`'s mesh, the source line and the focus matrix (`1/eps` per
-    point of `design_quadrature`, the filter basis', if given: the tutorial's)."""
-    model = fem.WaveModel(mesh, 2 * np.pi / WAVELENGTH, pml=(0.0, H1 + H2, D_PML),
+    point of `design_quadrature`, the filter basis', if given: the tutorial's), at
+    `wavelength` nm (``k = 2 pi / wavelength``)."""
+    model = fem.WaveModel(mesh, 2 * np.pi / wavelength, pml=(0.0, H1 + H2, D_PML),
                           design=design, R=1e-10, design_quadrature=design_quadrature,
                           pml_x=(-L / 2, L / 2) if isolated else None, solver=solver)
     return model, model.line_source(H1), model.focus_matrix(center, X0, width=1.0)

@@ -9,6 +9,7 @@ from .overhang import (overhang, OverhangFilter, overhang_violations, overhang_s
 from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureField,
                       helmholtz_radius, apply_filter, apply_filter_transpose, domain_size)
 from .multimaterial import (ordered_simp, phase_fraction, phase_index, check_phases)
+from .materials import (silver_permittivity, silver_index, silver_index_jc)
 
 __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint', 'grey_level',
            'variable_grey_level', 'GREY_TOL', 'Passive', 'embed', 'LinearFilter', 'DensityFilter',
@@ -18,4 +19,7 @@ __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint'
            'ordered_simp',
            'phase_fraction',
            'phase_index',
-           'check_phases']
+           'check_phases',
+           'silver_permittivity',
+           'silver_index',
+           'silver_index_jc']

@@ -52,3 +52,7 @@ __all__ += ['BucklingProblem', 'ks_max']
 from .focus_robust import RobustFocus, robust_focus_stages, run_robust_focus  # noqa: E402
 
 __all__ += ['RobustFocus', 'robust_focus_stages', 'run_robust_focus']
+from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,  # noqa: E402
+                         FORMS as FOCUS_BAND_FORMS)
+
+__all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES', 'FOCUS_BAND_FORMS']
