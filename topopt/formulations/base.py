@@ -34,7 +34,7 @@ from ..optimize.driver import Result, Stage, minimize
 from ..optimize.progress import show
 from ..responses.structural import volume
 
-__all__ = ["DensityProblem", "timed_run", "announce", "FILTERS"]
+__all__ = ["DensityProblem", "StartScaled", "timed_run", "announce", "FILTERS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -63,6 +63,30 @@ def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
     t0 = time.perf_counter()
     res = drive(start)
     return res, time.perf_counter() - t0, solves0
+
+
+class StartScaled:
+    """The objective scaled by its value at the start: ``c0``, the metric's unit.
+
+    A formulation lists it before `DensityProblem` and says which objective
+    sets the scale (`start_objective`; the compliance by default); `prepare`
+    evaluates it once at MMA's start unless ``c0`` is already set, and
+    `objective_scale` turns the minimized ``c / c0`` back into the metric.
+    """
+
+    def start_objective(self, x0):
+        """The objective whose start value is ``c0``."""
+        return self.compliance(x0)
+
+    def prepare(self, x0, stages) -> np.ndarray:
+        """``c0``: `start_objective` at the start (unless set), the objective's scale."""
+        if self.c0 is None:
+            self.c0 = float(self.start_objective(x0))
+        return x0
+
+    @property
+    def objective_scale(self) -> float:
+        return self.c0
 
 
 class DensityProblem:

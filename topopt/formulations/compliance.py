@@ -20,7 +20,7 @@ from ..responses.structural import compliance, volume
 from ..io.result import RUN_KEYS, RunResult, grey_level
 from ..io.folder import plot_record, run_compliance, write_json, write_results
 from ..fem.models import _check_model
-from .base import FILTERS, DensityProblem, announce
+from .base import FILTERS, DensityProblem, StartScaled, announce
 
 __all__ = ["ComplianceProblem", "announce", "FILTERS"]
 
@@ -29,7 +29,7 @@ _MOVED = (grey_level, write_results, plot_record, write_json, run_compliance, Ru
           RUN_KEYS)
 
 
-class ComplianceProblem(DensityProblem):
+class ComplianceProblem(StartScaled, DensityProblem):
     """Minimum compliance subject to a volume fraction.
 
     Parameters
@@ -94,16 +94,6 @@ class ComplianceProblem(DensityProblem):
         return c / self.c0, v / self.volfrac - 1.0
 
     # ----------------------------------------------------------- the run's hooks
-    def prepare(self, x0, stages) -> np.ndarray:
-        """``c0``: the compliance of the start (unless set), the objective's scale."""
-        if self.c0 is None:
-            self.c0 = float(self.compliance(x0))
-        return x0
-
-    @property
-    def objective_scale(self) -> float:
-        return self.c0
-
     def final(self, x_phys):
         """Compliance and volume of the final design, its state solved once.
 

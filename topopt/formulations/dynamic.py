@@ -27,7 +27,7 @@ from ..fem.modal import ModalSystem, eigenvalues
 from ..fem.models import _check_model
 from ..responses.dynamic import dynamic_compliance
 from ..responses.structural import volume
-from .base import DensityProblem
+from .base import DensityProblem, StartScaled
 from .eigen import du_olhoff_mass
 
 __all__ = ["DynamicComplianceProblem", "MASS_INTERPOLATIONS"]
@@ -35,7 +35,7 @@ __all__ = ["DynamicComplianceProblem", "MASS_INTERPOLATIONS"]
 MASS_INTERPOLATIONS = ("simp", "du_olhoff")
 
 
-class DynamicComplianceProblem(DensityProblem):
+class DynamicComplianceProblem(StartScaled, DensityProblem):
     """Minimum dynamic compliance ``|f^H u|`` at the angular frequency `omega`.
 
     Parameters
@@ -133,15 +133,9 @@ class DynamicComplianceProblem(DensityProblem):
                 E, m, self.f), self.f)) for w in omegas])
 
     # ----------------------------------------------------------- the run's hooks
-    def prepare(self, x0, stages) -> np.ndarray:
-        """``c0``: the dynamic compliance of the start (unless set), the objective's scale."""
-        if self.c0 is None:
-            self.c0 = float(self.dynamic_compliance(x0))
-        return x0
-
-    @property
-    def objective_scale(self) -> float:
-        return self.c0
+    def start_objective(self, x0):
+        """The dynamic compliance: its start value is ``c0`` (`StartScaled`)."""
+        return self.dynamic_compliance(x0)
 
     def final(self, x_phys):
         """``dynamic_compliance``, ``volume``, ``omega``, ``eigenfrequencies`` (3 lowest); ``u``.

@@ -41,14 +41,14 @@ from ..design.multimaterial import check_phases, ordered_simp, phase_fraction, p
 from ..design.passive import Passive
 from ..fem.models import _check_model
 from ..responses.structural import compliance, volume
-from .base import DensityProblem
+from .base import DensityProblem, StartScaled
 
 __all__ = ["MultiMaterialCompliance", "write_phases", "PHASE_COLOURS", "LIMITS"]
 
 LIMITS = ("cumulative", "phase")
 
 
-class MultiMaterialCompliance(DensityProblem):
+class MultiMaterialCompliance(StartScaled, DensityProblem):
     """Minimum compliance of void and ``m`` ordered solid phases, one volume limit each.
 
     Parameters
@@ -163,16 +163,6 @@ class MultiMaterialCompliance(DensityProblem):
         if x0 is None:
             return np.full(self.n, float(self.rho[0] * self.vmax.sum()))
         return self.check_design(x0, "x0")
-
-    def prepare(self, x0, stages) -> np.ndarray:
-        """``c0``: the compliance of the start (unless set), the objective's scale."""
-        if self.c0 is None:
-            self.c0 = float(self.compliance(x0))
-        return x0
-
-    @property
-    def objective_scale(self) -> float:
-        return self.c0
 
     @property
     def constraint_names(self) -> list:

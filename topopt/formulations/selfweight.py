@@ -31,8 +31,7 @@ from ..design.interpolation import ramp, simp
 from ..responses.loads import BodyLoad, _gravity, element_loads
 from ..responses.structural import compliance, volume
 from ..design.passive import Passive
-from .base import DensityProblem
-from .compliance import ComplianceProblem
+from .base import DensityProblem, StartScaled
 
 __all__ = ["element_loads", "BodyLoad", "SelfWeightProblem", "load_ratio", "save_load_ratio",
            "INTERPOLATIONS"]
@@ -66,7 +65,7 @@ def load_ratio(x, interpolation: str = "ramp", penal: float = 3.0, q: float = 8.
     return x / E
 
 
-class SelfWeightProblem(DensityProblem):
+class SelfWeightProblem(StartScaled, DensityProblem):
     """Minimum compliance under fixed loads and self-weight, subject to a volume fraction.
 
     The chain of `topopt.formulations.base.DensityProblem` (filter, optional
@@ -169,9 +168,6 @@ class SelfWeightProblem(DensityProblem):
                 "self_weight_share": (total - point) / total if total else 0.0}
 
     # ----------------------------------------------------------- the run's hooks
-    prepare = ComplianceProblem.prepare
-    objective_scale = ComplianceProblem.objective_scale
-
     def final(self, x_phys):
         """The compliance split, volume and weight of the final design; its state.
 

@@ -28,13 +28,12 @@ from ..design.interpolation import ramp
 from ..design.passive import Passive
 from ..responses.structural import compliance, volume
 from ..responses.thermoelastic import TEMPERATURES, ThermalCoupling
-from .base import DensityProblem
-from .compliance import ComplianceProblem
+from .base import DensityProblem, StartScaled
 
 __all__ = ["ThermoelasticProblem"]
 
 
-class ThermoelasticProblem(DensityProblem):
+class ThermoelasticProblem(StartScaled, DensityProblem):
     """Minimum compliance under a mechanical load and a heat load's expansion.
 
     Parameters
@@ -142,9 +141,6 @@ class ThermoelasticProblem(DensityProblem):
         return compliance(u, f) / self.c0, volume(x_phys, self.weights) / self.volfrac - 1.0
 
     # ----------------------------------------------------------- the run's hooks
-    prepare = ComplianceProblem.prepare
-    objective_scale = ComplianceProblem.objective_scale
-
     def solves(self) -> int:
         """Factorizations of both systems (mechanical and thermal)."""
         return super().solves() + self.thermal_system.counts["factorizations"]
