@@ -35,6 +35,7 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 import tempfile
 import warnings
 
@@ -61,6 +62,22 @@ def require_python(parser: argparse.ArgumentParser, flag: str, given: str | None
     python = pymoto_python(given)
     if not os.path.exists(python):
         parser.error(f"{flag}: {python} does not exist (pyMOTO 2.0.1 in a scratch environment)")
+    return python
+
+
+def case_main(doc: str, argv, side) -> str | None:
+    """The command line of a comparison case by case (``--python``; hidden ``--pymoto-side
+    CASE SRC DST``). On the pyMOTO side it serves ``side(case, inputs)`` and returns None;
+    on ours it returns the interpreter with pyMOTO, with the project on ``sys.path``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_arguments(parser, "--python", side_args=3)
+    args = parser.parse_args(argv)
+    if args.pymoto_side:
+        case, src, dst = args.pymoto_side
+        serve(src, dst, lambda inputs: side(case, inputs))
+        return None
+    python = require_python(parser, "--python", args.python)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return python
 
 

@@ -28,13 +28,9 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 
 import numpy as np
-from pymoto_bridge import (add_arguments, rel_err, require_python, responses, run_pymoto_side,
-                           serve, verdict)
+from pymoto_bridge import case_main, rel_err, responses, run_pymoto_side, verdict
 
 CASES = {
     "pymoto_example": dict(nx=100, ny=50, h=0.01, E0=210e9, nu=0.3, rho0=7860.0,
@@ -126,15 +122,9 @@ def compare(case: str, python: str | None = None) -> list[dict]:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser, "--python", side_args=3)
-    args = parser.parse_args(argv)
-    if args.pymoto_side:
-        case, src, dst = args.pymoto_side
-        serve(src, dst, lambda inputs: pymoto_side(case, inputs["grids"]))
+    python = case_main(__doc__, argv, lambda case, inputs: pymoto_side(case, inputs["grids"]))
+    if python is None:                               # the pyMOTO side served its case
         return {}
-    python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
     for case, c in CASES.items():
         rows = results[case] = compare(case, python)

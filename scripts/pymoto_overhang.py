@@ -32,13 +32,10 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import os
-import sys
 
 import numpy as np
-from pymoto_bridge import add_arguments, rel_err, require_python, run_pymoto_side, serve, verdict
+from pymoto_bridge import case_main, rel_err, run_pymoto_side, verdict
 
 SHAPES = {2: (16, 12), 3: (7, 6, 5)}
 DIRECTIONS = {2: ("+x", "-x", "+y", "-y"), 3: ("+x", "-x", "+y", "-y", "+z", "-z")}
@@ -138,15 +135,9 @@ def compare(ndim: int, direction: str, python: str | None = None) -> list[dict]:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser, "--python", side_args=3)
-    args = parser.parse_args(argv)
-    if args.pymoto_side:
-        direction, src, dst = args.pymoto_side
-        serve(src, dst, lambda a: pymoto_side(direction[3:], a["x"], a["ybar"]))
+    python = case_main(__doc__, argv, lambda direction, a: pymoto_side(direction[3:], a["x"], a["ybar"]))
+    if python is None:                               # the pyMOTO side served its case
         return {}
-    python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     results, worst = {}, 0.0
     for ndim, direction in itertools.chain(*(itertools.product([d], DIRECTIONS[d])
                                              for d in (2, 3))):

@@ -39,13 +39,10 @@ does (``1 - f_mech^T u / c``), and the relative errors of ``c`` and ``dc/dx``
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 
 import numpy as np
-from pymoto_bridge import (add_arguments, rel_err, require_python, responses,
-                           run_pymoto_side, serve, verdict)
+from pymoto_bridge import case_main, rel_err, responses, run_pymoto_side, verdict
 
 NX, NY, RMIN, XMIN, ALPHA, NU, LOAD, HEAT = 60, 80, 2.0, 1e-9, 1.0, 0.3, 100.0, 1.0
 CASES = {"plane_strain": "strain", "plane_stress": "stress"}
@@ -127,15 +124,9 @@ def compare(case: str, python: str | None = None) -> list[dict]:
 
 
 def main(argv=None) -> float:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser, "--python", side_args=3)
-    args = parser.parse_args(argv)
-    if args.pymoto_side:
-        plane, src, dst = args.pymoto_side
-        serve(src, dst, lambda inputs: pymoto_side(plane, inputs["grids"]))
+    python = case_main(__doc__, argv, lambda plane, inputs: pymoto_side(plane, inputs["grids"]))
+    if python is None:                               # the pyMOTO side served its case
         return 0.0
-    python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     worst = 0.0
     for case in CASES:
         print(f"{case} ({NX} x {NY}, pyMOTO's ex_thermo_mech.py):")
