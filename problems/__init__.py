@@ -16,4 +16,6 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "eigen_beam", "l_bracket", "arch", "robust_cantilever",
            # the gallery's second part (issue 26)
            "dynamic_beam", "thermo_beam", "transient_heat", "printable_cantilever",
-           "multimaterial_beam", "buckling_column", "mesh_bracket"]
+           "multimaterial_beam", "buckling_column", "mesh_bracket",
+           # photonic designs robust to fabrication and wavelength (issue 27)
+           "em_robust"]

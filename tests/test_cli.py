@@ -337,7 +337,8 @@ MAXEVAL_COUNTS = {"em_focus": "per stage; 3 stages", "eigen_beam": "per stage; 3
                   "l_bracket": "of the 12 beta blocks together",
                   "robust_inverter": "of the five stages together",
                   "dynamic_beam": "of the dynamic design",
-                  "buckling_column": "per stage; 5 stages"}
+                  "buckling_column": "per stage; 5 stages",
+                  "em_robust": "per stage and phase"}
 
 
 @pytest.mark.parametrize("name", PROBLEMS)

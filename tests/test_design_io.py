@@ -45,6 +45,8 @@ RUNS = {
     "cantilever3d": (dict(nelx=12, nely=4, nelz=4, maxeval=20), ("displacement",), True,
                      ("result", "compliance")),
     "em_focus": (dict(h=8.0, maxeval=1), ("u_abs", "u_real", "u_imag"), False, ("result", "g")),
+    "em_robust": (dict(h=8.0, maxeval=1, samples=4, workers=0), ("u_abs", "u_real", "u_imag"),
+                  False, ("result", "field_enhancement")),
     "reliable_bracket": (dict(n=8, maxeval=3, samples=1000), ("displacement",), False,
                          ("reliability_based", "nominal_compliance")),   # flat result.json
     "cantilever_hole": (dict(nelx=9, nely=6, maxeval=6), ("displacement",), False,
@@ -240,12 +242,23 @@ def _overhang_violations(saved, module):
     return OverhangFilter(mesh, s["direction"]).violations(saved["x_phys"])
 
 
+def _em_robust(saved, module):
+    """``|E(x0)| / |E_inc|`` of the reliability-based design at 532 nm (cubic J&C silver)."""
+    from topopt.formulations import silver_jc_cubic
+    s = saved["setup"]
+    _, model, design, _, b, O = module.em_focus.setup(s["resolution_nm"])
+    n = silver_jc_cubic(module.em_focus.WAVELENGTH)
+    a = 1.0 / (1.0 + saved["x_phys"][design] * (n - 1.0)) ** 2 - 1.0
+    return 2.0 * np.sqrt(float(module.em_focus.intensity(model.solve(a, b), O)))
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
     "cantilever": _compliance,
     "cantilever3d": _compliance,
     "em_focus": _em_focus,
+    "em_robust": _em_robust,
     "reliable_bracket": _reliable_bracket,
     "cantilever_hole": _compliance,
     "cantilever_two_loads": _compliance,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from topopt import ad
+from topopt.ad.testing import check_modes
 from topopt.design.interpolation import blueprint, permittivity, project
 
 SILVER = 0.054 + 3.429j          # Christiansen et al. (2019), 532 nm
@@ -57,9 +58,19 @@ def test_bad_input(call, exc, match):
         call()
 
 
-def test_traced_index_is_rejected():
-    with pytest.raises(TypeError, match="n_solid is not differentiated"):
-        ad.gradient(lambda n: np.real(np.sum(permittivity(np.ones(2), n))), 3.0)
+def test_traced_void_index_is_rejected():
+    with pytest.raises(TypeError, match="n_void is not differentiated"):
+        ad.gradient(lambda n: np.real(np.sum(permittivity(np.ones(2), 3.0, n))), 1.0)
+
+
+@pytest.mark.parametrize("x", [0.0, 0.3, 1.0])
+def test_traced_solid_index_is_differentiated(x):
+    # d eps / d n_solid = 2 (n_void + x (n_solid - n_void)) x; every mode vs differences
+    fun = lambda n: np.real(np.sum(permittivity(np.full(2, x), n, 1.0) * (1 + 2j)))  # noqa: E731
+    g = ad.gradient(fun, 3.0)
+    np.testing.assert_allclose(g, 2 * 2 * (1 + x * 2.0) * x, rtol=1e-14, atol=1e-14)
+    errors = check_modes(fun, 3.0)
+    assert max(errors.values()) < 1e-7, errors
 
 
 @pytest.mark.parametrize("eta", [0.3, 0.5, 0.75])

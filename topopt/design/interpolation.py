@@ -310,7 +310,8 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
         Densities, typically projected; real, without NaN. Differentiated.
     n_solid : complex
         Refractive index where ``x = 1`` (silver at 532 nm: ``0.054 +
-        3.429j``). Not differentiated.
+        3.429j``). Differentiated when traced (a dispersive metal at a
+        traced wavelength, `topopt.design.materials`).
     n_void : complex, default 1.0
         Refractive index where ``x = 0`` (air). Not differentiated.
 
@@ -322,7 +323,7 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
     Raises
     ------
     TypeError
-        If `x` is not real, or an index is not a number (or is traced).
+        If `x` is not real, or an index is not a number (or `n_void` is traced).
     ValueError
         If `x` contains NaN, lies outside [0, 1] by more than `INDEX_TOL`,
         or an index is not finite.
@@ -337,7 +338,9 @@ def permittivity(x: ArrayLike, n_solid: complex, n_void: complex = 1.0) -> np.nd
     >>> ad.gradient(lambda x: np.sum(permittivity(x, 3.0)), np.array([0.5]))  # 2 n(x) (3 - 1)
     array([8.])
     """
-    n_solid, n_void = _index("n_solid", n_solid), _index("n_void", n_void)
+    if not ad.is_traced(n_solid):
+        n_solid = _index("n_solid", n_solid)
+    n_void = _index("n_void", n_void)
     check_array_range("x", x, 0.0, 1.0, tol=INDEX_TOL, what="a density; the index "
                       "interpolation is not meant far outside")
     x = x if ad.is_traced(x) else np.asarray(x)

@@ -119,30 +119,58 @@ def silver_index(wavelength_nm: ArrayLike):
     return np.sqrt(eps)          # principal root: Re n >= 0 and, as Im eps > 0, Im n > 0
 
 
-def silver_index_jc(wavelength_nm: ArrayLike):
-    """Silver's index from the Johnson & Christy (1972) table, linear in wavelength.
+def silver_index_jc(wavelength_nm: ArrayLike, kind: str = "linear"):
+    """Silver's index from the Johnson & Christy (1972) table, interpolated in wavelength.
 
     Parameters
     ----------
     wavelength_nm : array_like
         Wavelength(s) in nm within the table's 413.3-756 nm; real, without NaN.
+    kind : {"linear", "cubic"}
+        ``"linear"``: the table's points joined by straight lines (the
+        tutorial's silver at 532 nm; not differentiable). ``"cubic"``: the
+        natural cubic spline through the same points, in ``n`` and ``k``
+        separately: smooth, differentiable (`topopt.ad`, every mode: a
+        random wavelength in a limit state); at 532 nm ``n = 0.0546 +
+        3.4313i``, its ``eps`` 0.14 % from the linear one (the tutorial's).
 
     Returns
     -------
     numpy.ndarray
-        Complex ``n = n + i k``, the shape of `wavelength_nm`; piecewise
-        linear (the data's ``n`` has two significant digits).
+        Complex ``n = n + i k``, the shape of `wavelength_nm` (the data's
+        ``n`` has two significant digits).
 
     Examples
     --------
     >>> from topopt.design.materials import silver_index_jc
     >>> complex(np.round(silver_index_jc(532.0), 3))    # the tutorial's silver
     (0.054+3.429j)
+    >>> complex(np.round(silver_index_jc(532.0, kind="cubic"), 4))
+    (0.0546+3.4313j)
     """
     table = JOHNSON_CHRISTY_AG
-    if ad.is_traced(wavelength_nm):
-        raise TypeError("silver_index_jc interpolates a table: use silver_index to differentiate")
-    lam = np.asarray(_wavelength(wavelength_nm, table[0, 0], table[-1, 0],
-                                 "the Johnson & Christy (1972) table"), dtype=float)
-    return np.interp(lam, table[:, 0], table[:, 1]) + 1j * np.interp(lam, table[:, 0],
-                                                                      table[:, 2])
+    if kind not in ("linear", "cubic"):
+        raise ValueError(f"kind must be 'linear' or 'cubic', got {kind!r}")
+    traced = ad.is_traced(wavelength_nm)
+    if traced and kind == "linear":
+        raise TypeError("silver_index_jc(kind='linear') is not differentiable: use "
+                        "kind='cubic' (or silver_index) to differentiate")
+    lam = _wavelength(wavelength_nm, table[0, 0], table[-1, 0],
+                      "the Johnson & Christy (1972) table")
+    if kind == "linear":
+        lam = np.asarray(lam, dtype=float)
+        return (np.interp(lam, table[:, 0], table[:, 1])
+                + 1j * np.interp(lam, table[:, 0], table[:, 2]))
+    return _cubic(lam)
+
+
+def _cubic(lam):
+    """The natural cubic spline of the J&C ``n`` and ``k`` at `lam` (traced or not)."""
+    from scipy.interpolate import CubicSpline
+    table = JOHNSON_CHRISTY_AG
+    spline = CubicSpline(table[:, 0], table[:, 1] + 1j * table[:, 2], bc_type="natural")
+    i = np.clip(np.searchsorted(table[:, 0], np.asarray(ad.value(lam), float), side="right")
+                - 1, 0, len(table) - 2)
+    t = lam - table[i, 0]
+    c = spline.c[:, i]
+    return ((c[0] * t + c[1]) * t + c[2]) * t + c[3]

@@ -31,6 +31,7 @@ import skfem
 from skfem.helpers import dot, grad
 
 from .mesh import check_mesh, element_centroids
+from ..ad import value as ad_value
 from .system import LinearSystem, solve
 
 __all__ = ["graded_axis", "WaveModel"]
@@ -240,9 +241,85 @@ class WaveModel:
         O = skfem.BilinearForm(weighted).assemble(eb)
         return (self.Rmat.T @ O @ self.Rmat).tocsr()
 
-    def solve(self, a, b):
-        """Field for ``1/eps - 1 = a`` on the design elements; differentiable in `a`, `b`."""
-        return solve(self.system, a, b)
+    def solve(self, a, b, k=None):
+        """Field for ``1/eps - 1 = a`` on the design elements; differentiable in `a`, `b`.
+
+        `k` (optional, > 0): solve at that wavenumber instead of the model's,
+        differentiable in `k` too (a traced `k` may come from a random
+        wavelength): the air and PML terms enter as coefficients of fixed
+        pieces, ``K(a, k) = L + sum_e a_e K_e - k^2 sum_e M_e + sum_q [s_y/s_x
+        X_q + s_x/s_y Y_q - k^2 s_x s_y M_q]`` (``L`` the Laplacian outside the
+        PML, ``q`` the quadrature points of the PML elements, ``s = 1 + i
+        sigma / k``), the same discretization as the model's ``K0`` (equal to
+        rounding at ``k = self.k``). Periodic cells only (`pml_x` makes the
+        source depend on ``k``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from topopt import ad
+        >>> from topopt.fem import WaveModel, rectangle
+        >>> mesh = rectangle(2, 100, h=5.0).translated((0.0, -100.0))
+        >>> model = WaveModel(mesh, 2 * np.pi / 200, pml=(-50.0, 350.0, 50.0),
+        ...                   design=np.array([], int))
+        >>> b = model.line_source(150.0)
+        >>> u0, u1 = model.solve(np.zeros(0), b), model.solve(np.zeros(0), b, k=model.k)
+        >>> bool(np.allclose(u0, u1, rtol=1e-12, atol=1e-14 * np.abs(u0).max()))
+        True
+        >>> E = lambda k: np.abs(model.solve(np.zeros(0), b, k=k)[40]) ** 2
+        >>> g = float(ad.gradient(E, model.k)); h = 1e-7
+        >>> bool(abs(g - (E(model.k + h) - E(model.k - h)) / (2 * h)) < 1e-5 * abs(g))
+        True
+        """
+        if k is None:
+            return solve(self.system, a, b)
+        kv = ad_value(k)
+        if np.ndim(kv) != 0 or not np.isfinite(kv) or kv <= 0:
+            raise ValueError(f"k must be one positive wavenumber, got {kv!r}")
+        if self.pml_x is not None:
+            raise ValueError("k= needs a periodic cell without side PML (pml_x=None): "
+                             "the side layers make the source depend on k")
+        system, sig_x, sig_y, n_air = self._wavenumber_pieces()
+        s_x, s_y = 1.0 + 1j * sig_x / k, 1.0 + 1j * sig_y / k
+        k2 = k * k
+        coef = [a, -k2 * np.ones(n_air), s_y / s_x, s_x / s_y, -k2 * (s_x * s_y)]
+        return solve(system, np.concatenate(coef), b)
+
+    def _wavenumber_pieces(self):
+        """The `LinearSystem` of `solve`'s ``k=`` form and the PML profiles at its points."""
+        if getattr(self, "_kparts", None) is not None:
+            return self._kparts
+        b = self.basis
+        x = np.asarray(b.global_coordinates())                         # (2, n_el, n_q)
+        depth = lambda t, lo, hi: np.maximum(np.maximum(lo - t, t - hi), 0.0)  # noqa: E731
+        sig_y = self.sigma0 * (depth(x[1], *self.pml[:2]) / self.pml[2]) ** 2
+        pml = np.flatnonzero(np.any(sig_y > 0, axis=1))
+        air = np.setdiff1d(np.arange(self.mesh.t.shape[1]), pml)
+        phi = np.stack([np.asarray(b.basis[i][0]) for i in range(b.Nbfun)])
+        g = np.stack([np.asarray(b.basis[i][0].grad) for i in range(b.Nbfun)])
+        dofs = self.reduced[b.element_dofs.T]                     # (n_el, n_loc)
+        n_q = b.dx.shape[1]
+
+        def pieces(u, v, els):                                    # (n_els * n_q, i, j)
+            return np.einsum("iep,jep,ep->epij", u[:, els], v[:, els],
+                             b.dx[els]).reshape(-1, b.Nbfun, b.Nbfun)
+
+        mass_air = np.einsum("iep,jep,ep->eij", phi[:, air], phi[:, air], b.dx[air])
+        lap = np.einsum("idep,jdep,ep->eij", g[:, :, air], g[:, :, air], b.dx[air])
+        rows = np.repeat(dofs[air], b.Nbfun, axis=1).ravel()
+        cols = np.tile(dofs[air], (1, b.Nbfun)).ravel()
+        L = sps.csr_matrix((lap.ravel().astype(complex), (rows, cols)), shape=(self.n,) * 2)
+        d = self.system
+        Kd = np.broadcast_to(d.Ke, (d.n_el,) + d.Ke.shape[-2:]) if d.uniform else d.Ke
+        Ke = np.concatenate([Kd, mass_air, pieces(g[:, 0], g[:, 0], pml),
+                             pieces(g[:, 1], g[:, 1], pml), pieces(phi, phi, pml)])
+        q_dofs = np.repeat(dofs[pml], n_q, axis=0)
+        edofs = np.concatenate([d.element_dofs, dofs[air], q_dofs, q_dofs, q_dofs])
+        system = LinearSystem(edofs, Ke, self.n, d.fixed, K0=L, symmetric=True,
+                              solver=d.requested_solver)
+        sy = sig_y[pml].ravel()
+        self._kparts = (system, np.zeros_like(sy), sy, air.size)
+        return self._kparts
 
     def full(self, u) -> np.ndarray:
         """Nodal values on the whole mesh from reduced (periodic) dofs."""

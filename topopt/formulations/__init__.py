@@ -49,9 +49,22 @@ __all__ += ['PrintableCompliance']
 from .buckling import BucklingProblem, ks_max  # noqa: E402
 
 __all__ += ['BucklingProblem', 'ks_max']
-from .focus_robust import RobustFocus, robust_focus_stages, run_robust_focus  # noqa: E402
+from .focus_robust import (RobustFocus, robust_focus_stages, run_robust_focus,  # noqa: E402
+                           epigraph_minimize)
 
-__all__ += ['RobustFocus', 'robust_focus_stages', 'run_robust_focus']
+__all__ += ['RobustFocus', 'robust_focus_stages', 'run_robust_focus', 'epigraph_minimize']
+from .focus_variations import FocusVariations, WorstFocus, silver_jc_cubic  # noqa: E402
+
+__all__ += ['FocusVariations', 'WorstFocus', 'silver_jc_cubic']
+from .focus_reliable import FocusReliability, ReliableFocus, focus_limit_state  # noqa: E402
+
+__all__ += ['FocusReliability', 'ReliableFocus', 'focus_limit_state']
+from .focus_designs import (FocusDesigns, run_focus_designs, phase_paths,  # noqa: E402
+                            PHASES as FOCUS_DESIGN_PHASES)
+from .focus_plots import save_designs, save_heatmaps  # noqa: E402
+
+__all__ += ['FocusDesigns', 'run_focus_designs', 'phase_paths', 'FOCUS_DESIGN_PHASES',
+            'save_designs', 'save_heatmaps']
 from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,  # noqa: E402
                          FORMS as FOCUS_BAND_FORMS)
 

@@ -40,7 +40,25 @@ from .focus import FocusProblem, enhancement, intensity
 #: The bound of ``-z``: the largest worst-case enhancement MMA may claim.
 Z_MAX = 100.0
 
-__all__ = ["RobustFocus", "robust_focus_stages", "run_robust_focus"]
+__all__ = ["RobustFocus", "robust_focus_stages", "run_robust_focus", "epigraph_minimize"]
+
+
+def epigraph_minimize(responses, start, p0, stages, n: int, count_solves, **options) -> Result:
+    """MMA on ``[p, z]`` of a worst-case epigraph (``z`` in ``[-Z_MAX, 0]``, ``p`` in [0, 1]).
+
+    `responses(pz, beta)` gives ``(z, c_1 - z, ...)``; `start(p0, beta)`
+    the start ``[p0, z0]`` at the first stage's ``beta``; `stages` are
+    `topopt.optimize.Stage` with params ``{"beta": ...}``; `count_solves`
+    counts factorizations; `options` go to `topopt.optimize.minimize`.
+    The focusing run's NLopt settings (the dual solved by MMA itself).
+    """
+    if not stages or any("beta" not in s.params for s in stages):
+        raise ValueError("stages must be given, each with params {'beta': ...}")
+    pz0 = start(p0, stages[0].params["beta"])
+    lb, ub = np.append(np.zeros(n), -Z_MAX), np.append(np.ones(n), 0.0)
+    opts = {"mma_params": {"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
+            "ftol_rel": 1e-8, "objective_name": "z = -min_k E_k", "count_solves": count_solves}
+    return minimize(responses, pz0, bounds=(lb, ub), stages=stages, **(opts | options))
 
 
 class RobustFocus:
@@ -127,16 +145,9 @@ class RobustFocus:
         ``z`` lies in ``[-Z_MAX, 0]``.
         `options` go to `topopt.optimize.minimize`.
         """
-        if not stages or any("beta" not in s.params for s in stages):
-            raise ValueError("stages must be given, each with params {'beta': ...}")
-        pz0 = self.start(p0, stages[0].params["beta"])
-        n = self.problem.n
-        lb, ub = np.append(np.zeros(n), -Z_MAX), np.append(np.ones(n), 0.0)
-        opts = {"mma_params": {"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
-                "ftol_rel": 1e-8, "objective_name": "z = -min_k E_k",
-                "count_solves": lambda: self.problem.model.system.counts["factorizations"]}
-        return minimize(self.responses, pz0, bounds=(lb, ub), stages=stages,
-                        **(opts | options))
+        system = self.problem.model.system
+        return epigraph_minimize(self.responses, self.start, p0, stages, self.problem.n,
+                                 lambda: system.counts["factorizations"], **options)
 
     def figures(self, p, beta: float) -> dict:
         """``g`` and the enhancement of each realization (projected with `beta` and

@@ -163,7 +163,7 @@ def _hlrf(fg, z, theta0, tol, max_iter, max_radius):
         c = 2.0 * max(np.linalg.norm(theta), np.linalg.norm(v)) / gn + 1e-12
         merit0 = 0.5 * theta @ theta + c * abs(G)
         slope = -(d @ d) - t * G - c * abs(G)
-        alpha = 1.0
+        alpha = _inside(theta, d, max_radius)     # F is never asked outside the ball
         for _ in range(50):
             trial = theta + alpha * d
             Ft, gt = fg(trial)
@@ -172,7 +172,7 @@ def _hlrf(fg, z, theta0, tol, max_iter, max_radius):
                 break
             alpha *= 0.5
         theta, F, g = trial, Ft, gt
-        if np.linalg.norm(theta) > max_radius and F < z:
+        if np.linalg.norm(theta) >= max_radius * (1 - 1e-9) and F < z:
             raise MPPError("unreachable", f"the search left the ball |theta| <= "
                            f"{max_radius:g} without reaching F >= z (pf < "
                            "exp(-max_radius^2/2) if a failure region exists at all)",
@@ -181,8 +181,16 @@ def _hlrf(fg, z, theta0, tol, max_iter, max_radius):
     return theta, F, g, max_iter, False, best
 
 
-def _slsqp(fg, z, theta0, tol, max_iter):
-    cache = {}
+def _inside(theta, d, radius) -> float:
+    """The largest step ``alpha <= 1`` with ``|theta + alpha d| <= radius`` (``|theta| <= radius``)."""
+    if np.linalg.norm(theta + d) <= radius:
+        return 1.0
+    a, b, c = d @ d, 2 * theta @ d, theta @ theta - radius ** 2
+    return max(float((-b + np.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a)), 0.0)
+
+
+def _slsqp(fg, z, theta0, tol, max_iter, max_radius=np.inf):
+    cache, m = {}, len(theta0)
 
     def both(x):
         key = x.tobytes()
@@ -196,6 +204,7 @@ def _slsqp(fg, z, theta0, tol, max_iter):
         lambda x: 0.5 * x @ x, np.array(theta0, float), jac=lambda x: x, method="SLSQP",
         constraints=[{"type": "eq", "fun": lambda x: both(x)[0] - z,
                       "jac": lambda x: both(x)[1]}],
+        bounds=None if not np.isfinite(max_radius) else [(-max_radius, max_radius)] * m,
         options={"ftol": 1e-15, "maxiter": max_iter})
     theta = np.asarray(res.x, float)
     F, g = fg(theta)
@@ -386,7 +395,8 @@ def _search(ls, q, z, opts) -> MPPResult:
             best = err.best_feasible
     if not converged and solver in ("auto", "slsqp"):
         start = best if best is not None else theta
-        theta, F, g, its2, converged = _slsqp(fg, z, start, opts["tol"], opts["max_iter"])
+        theta, F, g, its2, converged = _slsqp(fg, z, start, opts["tol"], opts["max_iter"],
+                                              opts["max_radius"])
         its, name = its + its2, ("hlrf+slsqp" if solver == "auto" else "slsqp")
         if converged and F >= z and (best is None
                                      or np.linalg.norm(theta) < np.linalg.norm(best)):
@@ -432,7 +442,10 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         ``theta0`` (start, default 0), ``tol`` (KKT tolerance, 1e-10),
         ``max_iter`` (200), ``solver`` (``"auto"``, ``"hlrf"``, ``"slsqp"``,
         ``"exact"``), ``polish`` (True), ``max_radius`` (40: leaving ``|theta|
-        <= max_radius`` below ``z`` counts as unreachable), ``n_starts``
+        <= max_radius`` below ``z`` counts as unreachable; HL-RF never asks
+        for ``F`` outside that ball, SLSQP stays in the box ``|theta_i| <=
+        max_radius``: a limit state defined on a bounded set of physical
+        inputs takes the radius that keeps them inside), ``n_starts``
         (``"auto"``: after the first search, one from the mirror image
         ``-theta1`` (``F = theta_1^2``: ``ln(2 Phi(-3))``, not ``ln Phi(-3)``)
         and, for ``m <= 3``, one from each ``+-|theta1| e_i`` (two orthogonal

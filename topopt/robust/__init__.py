@@ -8,6 +8,6 @@ from .moments import (mean_std, mean_var, covariance_factor, monte_carlo_moments
 __all__ = ['ETAS', 'DESIGNS', 'robust_designs', 'bound_formulation', 'robust_stages',
            'DilatedVolume', 'RobustFormulation', 'mean_std', 'mean_var', 'covariance_factor',
            'monte_carlo_moments', 'SampleMoments']
-from .edges import edge_shift, threshold_for_shift, filtered_step  # noqa: E402
+from .edges import edge_shift, threshold_for_shift, filtered_step, shifted_projection  # noqa: E402,E501
 
-__all__ += ['edge_shift', 'threshold_for_shift', 'filtered_step']
+__all__ += ['edge_shift', 'threshold_for_shift', 'filtered_step', 'shifted_projection']

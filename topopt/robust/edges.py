@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_positive, check_range, real
+from .. import ad
+from .._validate import check_array_range, check_positive, check_range, real
 
-__all__ = ["edge_shift", "threshold_for_shift", "filtered_step"]
+__all__ = ["edge_shift", "threshold_for_shift", "filtered_step", "shifted_projection"]
 
 
 def _radius(r) -> float:
@@ -108,6 +109,8 @@ def threshold_for_shift(d: float, r: float) -> float:
     ----------
     d : float
         Edge displacement, positive outwards, in the length unit of `r`.
+        Differentiated when traced (`topopt.ad`; every mode; the second
+        derivative jumps at ``d = 0``).
     r : float
         Helmholtz filter length scale, > 0.
 
@@ -118,11 +121,56 @@ def threshold_for_shift(d: float, r: float) -> float:
     >>> round(eta, 6), round(edge_shift(eta, 2.0), 12)
     (0.763817, -1.5)
     """
-    d = real("d", d)
+    traced = ad.is_traced(d)
+    dv = real("d", ad.value(d))
     r = _radius(r)
-    e = 0.5 * np.exp(-abs(d) / r)
-    eta = float(e if d >= 0 else 1.0 - e)
+    if traced:                                    # the same branch, differentiable in d
+        return 0.5 * np.exp(-d / r) if dv >= 0 else 1.0 - 0.5 * np.exp(d / r)
+    e = 0.5 * np.exp(-abs(dv) / r)
+    eta = float(e if dv >= 0 else 1.0 - e)
     if not 0.0 < eta < 1.0:
         raise ValueError(f"d must be within about 36 r of the edge (a threshold in (0, 1)), "
                          f"got d = {d:g} with r = {r:g}")
     return eta
+
+
+def shifted_projection(x_tilde, beta: float, d, r: float):
+    """The tanh projection at the threshold whose edges move by `d`; differentiable in `d`.
+
+    ``(tanh(beta eta) + tanh(beta (x_tilde - eta))) / (tanh(beta eta) +
+    tanh(beta (1 - eta)))`` with ``eta = threshold_for_shift(d, r)`` (Wang,
+    Lazarov & Sigmund 2011, eq. (9)): `topopt.design.project`, with ``eta``
+    a function of the edge displacement, so that a random edge shift (a
+    fabrication error in nm) can be a traced input of a limit state.
+
+    Parameters
+    ----------
+    x_tilde : array_like
+        Filtered densities, typically in [0, 1] (a Helmholtz field overshoots
+        a little); real, without NaN. Differentiated.
+    beta : float
+        Sharpness, > 0.
+    d : float
+        Edge displacement (outwards > 0, the length unit of `r`). Differentiated.
+    r : float
+        Filter length scale, > 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt import ad
+    >>> from topopt.design import project
+    >>> from topopt.robust.edges import shifted_projection, threshold_for_shift
+    >>> x = np.array([0.2, 0.5, 0.7])
+    >>> bool(np.allclose(shifted_projection(x, 8.0, 1.0, 2.0),
+    ...                  project(x, 8.0, threshold_for_shift(1.0, 2.0))))
+    True
+    >>> g = float(ad.gradient(lambda d: shifted_projection(x, 8.0, d, 2.0)[1], 1.0))
+    >>> bool(g > 0)                                   # dilation adds material
+    True
+    """
+    beta = check_positive("beta", beta, "projection sharpness")
+    check_array_range("x_tilde", x_tilde)         # real, no NaN (as `project`)
+    eta = threshold_for_shift(d, r)
+    a, b = np.tanh(beta * eta), np.tanh(beta * (1.0 - eta))
+    return (a + np.tanh(beta * (x_tilde - eta))) / (a + b)

@@ -1,0 +1,94 @@
+"""Focusing that survives fabrication and a band of wavelengths, with its failure probability.
+
+The cell of `problems/em_focus.py` (the Gridap tutorial's silver focusing
+structure, lengths in nm, element size ``--h`` in the design region) and
+three designs, each started from the one before:
+
+* **nominal**: em_focus's design (``lambda = 532``, the tutorial's silver,
+  ``beta = 8 -> 16 -> 32``, MAXEVAL MMA evaluations per stage);
+* **robust**: the worst enhancement over edge shifts ``d`` in ``SHIFTS``
+  (-2 ... 2 nm: the thresholds ``eta(d)`` of `topopt.robust.edge_shift`
+  for the filter radius ``r = 10 / (2 sqrt 3) = 2.887``) times the band
+  ``BAND`` = 512 / 532 / 552 nm, one epigraph (`WorstFocus`), at ``beta = 32``;
+* **reliability-based**: maximum nominal enhancement with ``pf = P(E <
+  E_t) <= PA = 0.05``, ``E_t`` half the nominal design's enhancement,
+  ``d ~ N(0, 1 nm)``, ``lambda ~ N(532, 5 nm)`` (FORM, with design
+  gradients; `ReliableFocus`).
+
+Silver away from 532 nm: the natural cubic spline through Johnson &
+Christy's (1972) table (`silver_jc_cubic`; at 532 nm its ``eps`` is 0.14 %
+from the tutorial's ``n = 0.054 + 3.429i``). Each design is then evaluated
+on the same 5 x 5 grid of edge shifts x wavelengths (``GRID_SHIFTS`` x
+``GRID_WAVELENGTHS``) and its ``pf`` estimated by Monte Carlo (``--samples``
+FE solves on ``--workers`` processes, `topopt.parallel`'s executor).
+Writes ``results/em_robust/{designs.png, heatmap.png, designs.json}`` and,
+for the reliability-based design, em_focus's files (``design.png``,
+``field.png``, ``history.png``, ``result.json``, ``design.npz``).
+Checkpoints: ``OUT/checkpoint.nominal.npz``, ``checkpoint.robust.npz`` and
+``checkpoint.npz``; ``--resume`` takes any of them (`phase_paths`).
+
+    python problems/em_robust.py [--h 4] [--maxeval 100] [--samples 1000] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from topopt import cli
+from topopt.cli.script import Option, at_least
+from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
+from topopt.io.result import RunResult
+
+from problems import em_focus
+
+#: Relative: the results folder lies under the working directory.
+DEFAULT_OUT = os.path.join("results", "em_robust")
+
+SHIFTS, BAND = (-2.0, -1.0, 0.0, 1.0, 2.0), (512.0, 532.0, 552.0)
+GRID_SHIFTS, GRID_WAVELENGTHS = SHIFTS, (512.0, 522.0, 532.0, 542.0, 552.0)
+TARGET_FRACTION, PA, SIGMA_SHIFT, SIGMA_WAVELENGTH = 0.5, 0.05, 1.0, 5.0
+SPEC = FocusDesigns(SHIFTS, BAND, GRID_SHIFTS, GRID_WAVELENGTHS, TARGET_FRACTION, PA, SIGMA_SHIFT,
+                    SIGMA_WAVELENGTH)
+SETUP = dataclasses.replace(em_focus.SETUP, name="em_robust", record={
+    **em_focus.SETUP.record, "shifts": SHIFTS, "band": BAND, "target_fraction": TARGET_FRACTION,
+    "pa": PA, "sigma_shift": SIGMA_SHIFT, "sigma_wavelength": SIGMA_WAVELENGTH})
+OPTIONS = (
+    Option("h", at_least(0.0, strict=True, high=10.0), 4.0,
+           "element size in the design region, nm (tutorial: 1)"),
+    Option("samples", at_least(1, int), 1000, "Monte Carlo FE solves per design"),
+    Option("workers", at_least(0, int), 2, "worker processes of the Monte Carlo (0: this one)"),
+)
+
+
+def run(h: float = 4.0, maxeval: int = 100, samples: int = 1000, workers: int = 2,
+        seed: int = 0, out: str | None = None, verbose: bool = False,
+        checkpoint: str | None = None, resume: str | None = None,
+        solver: str = "auto") -> RunResult:
+    """The three designs, their grids and pf (`run_focus_designs`)."""
+    return run_focus_designs(SETUP, h, maxeval, SPEC, samples, workers, seed, out,
+                             verbose, checkpoint, resume, solver)
+
+
+def summary(result: RunResult) -> str:
+    """The lines the script prints after its run."""
+    lines = []
+    for name, f in result["designs"].items():
+        pf = "n/a" if f["pf_form"] is None else f"{f['pf_form']:.3f}"
+        lines.append(f"{name:18s} E = {f['enhancement_nominal']:5.2f}, worst on the grid "
+                     f"{f['worst_on_grid']:5.2f}, pf(MC) = {f['pf_mc']:.3f} +- "
+                     f"{f['pf_mc_std']:.3f}, FORM {pf}")
+    return "\n".join(lines) + f"\n{result['seconds']:.0f} s"
+
+
+def main(argv=None) -> RunResult:
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, seed=0,
+                    maxeval_help="MMA evaluations per stage and phase: 3 stages of the "
+                                 "nominal design, one of the robust and one of the "
+                                 "reliability-based: up to 5 N in all",
+                    solvers=cli.DIRECT_SOLVERS, summary=summary,
+                    size=lambda kw: (2 * 100_800 / min(kw["h"], 1.0) ** 2, 2))
+
+
+if __name__ == "__main__":
+    main()

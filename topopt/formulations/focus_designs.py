@@ -1,0 +1,177 @@
+"""Three focusing designs side by side: nominal, robust (band + fabrication), reliability-based.
+
+`run_focus_designs` runs them one after the other, each from the one
+before (the robust design from the nominal optimum, the reliability-based
+one from the robust design), then evaluates each on one grid of edge
+shifts x wavelengths and estimates each one's ``pf`` by Monte Carlo on the
+executor of `topopt.parallel`. Each phase checkpoints: ``PATH.nominal.npz``,
+``PATH.robust.npz`` and ``PATH`` (``--checkpoint PATH``); ``--resume`` takes
+any of them: that phase continues, the phases before it come (finished)
+from their siblings.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import check_int, check_range
+from .._files import check_writable_file, check_writable_folder
+from ..io.folder import signals_held, write_json
+from ..io.result import RunResult, grey_level, run_record
+from .focus import FocusProblem, FocusSetup, run_focus
+from .focus_output import write_focus
+from .focus_reliable import FocusReliability, ReliableFocus
+from .focus_robust import robust_focus_stages
+from .focus_variations import FocusVariations, WorstFocus
+
+__all__ = ["FocusDesigns", "run_focus_designs", "phase_paths", "PHASES"]
+
+#: The phases before the last (reliability-based) one, in order.
+PHASES = ("nominal", "robust")
+
+
+@dataclass(frozen=True)
+class FocusDesigns:
+    """The specification of the three designs (lengths and wavelengths in nm)."""
+
+    shifts: tuple = (-2.0, -1.0, 0.0, 1.0, 2.0)       # robust design's edge shifts
+    band: tuple = (512.0, 532.0, 552.0)                # robust design's wavelengths
+    grid_shifts: tuple = (-2.0, -1.0, 0.0, 1.0, 2.0)   # the evaluation grid
+    grid_wavelengths: tuple = (512.0, 522.0, 532.0, 542.0, 552.0)
+    target_fraction: float = 0.5     # E_t of pf = P(E < E_t): this x the nominal design's E
+    pa: float = 0.05
+    sigma_shift: float = 1.0
+    sigma_wavelength: float = 5.0
+
+
+def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> list:
+    """``(checkpoint, resume)`` of each phase, the last one's at `checkpoint` itself.
+
+    Examples
+    --------
+    >>> phase_paths("ck.npz", "ck.robust.npz")
+    [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.npz', None)]
+    """
+    names = (*phases, "")
+
+    def sibling(path, name):
+        root, ext = os.path.splitext(path)
+        return root + (f".{name}" if name else "") + (ext or ".npz")
+
+    def base(path):
+        root, ext = os.path.splitext(path)
+        for name in phases:
+            if root.endswith("." + name):
+                return root[:-len(name) - 1] + ext, name
+        return path, ""
+
+    cks = [None if checkpoint is None else sibling(checkpoint, n) for n in names]
+    if resume is None:
+        return [(ck, None) for ck in cks]
+    root, at = base(resume)
+    k = names.index(at)
+    resumes = [sibling(root, n) for n in names[:k + 1]] + [None] * (len(names) - k - 1)
+    for path in resumes[:k]:
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"resume: {resume} continues a later phase, whose "
+                                    f"earlier design {path} is missing")
+    return list(zip(cks, resumes))
+
+
+def _figures(var, rel, x, spec, beta, samples, seed, executor) -> dict:
+    grid = var.grid(x, spec.grid_shifts, spec.grid_wavelengths, beta)
+    mc = rel.monte_carlo(x, samples, seed, executor)
+    E0 = float(var.enhancement(x, 0.0, None, beta))
+    out = {"enhancement_nominal": E0, "grid": grid.tolist(), "worst_on_grid": float(grid.min()),
+           "loss_at_worst": 1.0 - float(grid.min()) / E0,
+           "pf_mc": mc.pf, "pf_mc_std": mc.pf_std, "mc_failures": int(mc.n_failures),
+           "mc_solves": int(samples), "grey_level": grey_level(var.p_phys(x, 0.0, beta))}
+    try:
+        out["pf_form"] = float(np.exp(float(rel.ln_pf(x, "form"))))
+    except Exception as err:                       # noqa: BLE001 -- reported, not hidden
+        out["pf_form"], out["form_error"] = None, str(err).splitlines()[0]
+    return out
+
+
+def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
+                      spec: FocusDesigns = FocusDesigns(), samples: int = 1000,
+                      workers: int = 2, seed: int = 0, out: str | None = None,
+                      verbose: bool = False, checkpoint: str | None = None,
+                      resume: str | None = None, solver: str = "auto") -> RunResult:
+    """The three designs (`maxeval` MMA evaluations per stage and phase), their grids and pf.
+
+    ``x`` of the result is the reliability-based design; its metrics hold,
+    per design, the grid of enhancements (rows: `spec.grid_shifts`), the
+    worst, the Monte Carlo ``pf`` (`samples` solves on `workers`
+    processes; 0 workers: in this process) and FORM's.
+    """
+    samples = check_int("samples", samples, 1, what="Monte Carlo solves per design")
+    workers = check_int("workers", workers, 0, what="worker processes (0: this process)")
+    check_range("pa", spec.pa, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_range("target_fraction", spec.target_fraction, 0.0, 1.0, lo_open=True)
+    paths = phase_paths(checkpoint, resume)
+    if out is not None:
+        check_writable_folder(out, "out")                    # before any work
+    for ck, _ in paths:
+        if ck is not None:
+            check_writable_file(ck, "checkpoint")
+    t0 = time.perf_counter()
+    nominal = run_focus(setup, h, maxeval, None, verbose, *paths[0], solver=solver)
+    if nominal.status == "interrupted":
+        return nominal
+    beta = setup.betas[-1]
+    prob = FocusProblem(setup, h, solver=solver)
+    var = FocusVariations(prob)
+    worst = WorstFocus(var, spec.shifts, spec.band)
+    res_r = worst.minimize(nominal.x, robust_focus_stages((beta,), maxeval), verbose=verbose,
+                           checkpoint=paths[1][0], resume=paths[1][1])
+    x_r = res_r.x[:-1]
+    target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
+    rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
+    res = x_r if res_r.status == "interrupted" else ReliableFocus(rel, spec.pa).minimize(
+        x_r, maxeval, beta, verbose=verbose, checkpoint=paths[2][0], resume=paths[2][1])
+    if res_r.status == "interrupted":
+        res = res_r
+    x = res.x[:prob.n]
+    designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}
+    with (cf.ProcessPoolExecutor(workers) if workers else _Here()) as ex:
+        figs = {k: _figures(var, rel, v, spec, beta, samples, seed, ex if workers else None)
+                for k, v in designs.items()}
+    metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
+               "spec": spec.__dict__, "target": target, "designs": figs, "seconds": time.perf_counter() - t0,
+               "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
+               "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
+                                         res.evaluations]}
+    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
+                                   x_phys=prob.element_density(x, beta), history=res.history,
+                                   arrays={"x_nominal": nominal.x, "x_robust": x_r})
+    if out is not None:
+        with signals_held():
+            _write(out, prob, var, result, designs, spec, beta)
+    return result
+
+
+class _Here:
+    """No executor (``workers=0``): the samples run in this process."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _write(out, prob, var, result, designs, spec, beta) -> None:
+    from .focus_plots import save_designs, save_heatmaps
+    write_focus(out, prob, result, prob.field(result.x, beta))
+    save_designs(os.path.join(out, "designs.png"), prob, designs, result["designs"], beta)
+    save_heatmaps(os.path.join(out, "heatmap.png"), result["designs"], spec)
+    write_json(os.path.join(out, "designs.json"), {"spec": spec.__dict__,
+                                                   "target": result["target"],
+                                                   "designs": result["designs"]})
+

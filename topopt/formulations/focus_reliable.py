@@ -1,0 +1,186 @@
+"""The failure probability of a focusing device, and the design that bounds it.
+
+A fabricated device has its edges moved by ``d ~ N(0, sigma_d^2)`` nm (a
+Gaussian threshold: ``eta(d)`` of `topopt.robust.shifted_projection`) and
+works at ``lambda ~ N(lambda_0, sigma_lambda^2)``; it fails when its field
+enhancement drops below a specification ``E_t``:
+
+    pf = P(E(p; d, lambda) < E_t),   F(theta, p) = -E(p; sigma_d theta_1,
+                                      lambda_0 + sigma_lambda theta_2) >= -E_t,
+
+``theta ~ N(0, I_2)``: a limit state of `topopt.reliability` (FORM / SORM
+with the envelope-theorem design gradients; every derivative in ``theta``
+and ``p`` comes from `topopt.ad` through `FocusVariations`). The
+reliability-based design (`ReliableFocus`) maximises the nominal
+enhancement with ``ln pf <= ln pa`` as an MMA constraint; Monte Carlo on the
+executor of `topopt.parallel` checks the final ``pf`` (`FocusReliability.monte_carlo`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import parallel
+from .._validate import check_range
+from ..optimize.driver import Result, Stage, minimize
+from .focus import FocusProblem
+from .focus_variations import FocusVariations, silver_jc_cubic
+
+__all__ = ["FocusReliability", "ReliableFocus", "focus_limit_state"]
+
+
+def _rel():
+    """`topopt.reliability`, imported on first use (``import topopt`` stays light)."""
+    from .. import reliability
+    return reliability
+
+
+class FocusReliability:
+    """``pf = P(E < target)`` of a focusing design under an edge shift and a wavelength.
+
+    Parameters
+    ----------
+    variations : FocusVariations
+        The chain at ``(d, lambda)``; ``lambda_0`` is its nominal wavelength.
+    target : float > 0
+        The specification ``E_t`` on ``|E(x0)| / |E_inc|``.
+    sigma_shift : float > 0
+        Standard deviation of the edge shift, nm.
+    sigma_wavelength : float > 0
+        Standard deviation of the wavelength, nm.
+    beta : float
+        Projection sharpness of the designs evaluated.
+    method : str
+        Asymptotic method of `ln_pf` (`topopt.reliability.ASYMPTOTIC`).
+    **options
+        MPP options (`topopt.reliability.find_mpp`); ``n_starts=1`` and
+        ``max_radius=10`` unless given (the search then asks for ``|d| <=
+        14 sigma_d`` and ``|lambda - lambda_0| <= 14 sigma_lambda`` at most:
+        inside the silver table for ``sigma_lambda <= 5`` nm).
+
+    Examples
+    --------
+    >>> from problems import em_focus                                 # doctest: +SKIP
+    >>> rel = FocusReliability(FocusVariations(em_focus.EMFocus(h=8.0)), target=3.0)  # doctest: +SKIP
+    >>> rel.ln_pf(np.full(rel.n, 0.4))                                # doctest: +SKIP
+    """
+
+    def __init__(self, variations: FocusVariations, target: float, sigma_shift: float = 1.0,
+                 sigma_wavelength: float = 5.0, beta: float = 32.0, method: str = "form",
+                 **options):
+        if not isinstance(variations, FocusVariations):
+            raise TypeError("variations must be a FocusVariations")
+        self.variations, self.n = variations, variations.n
+        self.target = check_range("target", target, 0.0, None, lo_open=True,
+                                  what="field enhancement specification")
+        self.sigma_shift = check_range("sigma_shift", sigma_shift, 0.0, None, lo_open=True,
+                                       what="edge shift standard deviation, nm")
+        self.sigma_wavelength = check_range("sigma_wavelength", sigma_wavelength, 0.0,
+                                            variations.wavelength / 10, lo_open=True,
+                                            what="wavelength standard deviation, nm")
+        self.beta = check_range("beta", beta, 0.0, None, lo_open=True,
+                                what="projection sharpness")
+        self.options = {"n_starts": 1, "max_radius": 10.0} | options
+        self.fp = _rel().FailureProbability(self.limit_state, -self.target, method=method,
+                                            m=2, **self.options)
+        self.method = method
+
+    def physical(self, theta):
+        """``(d, lambda)`` of the standard-normal point `theta`."""
+        return (self.sigma_shift * theta[0],
+                self.variations.wavelength + self.sigma_wavelength * theta[1])
+
+    def limit_state(self, theta, p):
+        """``F = -E(p; d, lambda)``; fails when ``F >= -target``."""
+        d, lam = self.physical(theta)
+        return -self.variations.enhancement(p, d, lam, self.beta)
+
+    def ln_pf(self, p, method: str | None = None):
+        """``ln pf`` (differentiable in `p`); the MPP search starts at the last MPP.
+
+        Where that search fails (`topopt.reliability.MPPError`: a resonant
+        ``E(d, lambda)`` has several failure regions, and a warm start can
+        land on the far side of one), it is run again from the origin with
+        the multi-start of `topopt.reliability.find_mpp` (``n_starts="auto"``:
+        five searches); a second failure is raised.
+        """
+        method = self.method if method is None else method
+        if method == self.method:
+            try:
+                return self.fp(p)
+            except _rel().MPPError:
+                self.fp.last = None                     # no warm start from a bad MPP
+        return _rel().ln_pf(self.limit_state, p, -self.target, method=method, m=2,
+                            **(self.options | {"n_starts": "auto"}))
+
+    def builder(self) -> parallel.Builder:
+        """The limit state's recipe for workers (`focus_limit_state`)."""
+        prob = self.variations.problem
+        return parallel.Builder(focus_limit_state, prob.setup, prob.h, self.sigma_shift,
+                                self.sigma_wavelength, self.beta, self.variations.index,
+                                prob.solver)
+
+    def monte_carlo(self, p, n_samples: int = 1000, seed: int = 0, executor=None):
+        """Monte Carlo ``pf`` (`topopt.reliability.sampling_estimate`, one solve per sample)."""
+        return _rel().sampling_estimate(self.builder(), np.asarray(p, float), -self.target,
+                                        "mc", n_samples=n_samples, seed=seed, m=2,
+                                        executor=executor)
+
+
+def focus_limit_state(setup, h, sigma_shift, sigma_wavelength, beta, index=silver_jc_cubic,
+                      solver="auto"):
+    """A `FocusReliability` limit state built from picklable parts (for `parallel.Builder`)."""
+    var = FocusVariations(FocusProblem(setup, h, solver=solver), index)
+    return FocusReliability(var, 1.0, sigma_shift, sigma_wavelength, beta).limit_state
+
+
+class ReliableFocus:
+    """Maximise the nominal enhancement subject to ``ln pf <= ln pa``.
+
+    ``min -E(p; 0, lambda_0) / E_ref  s.t.  ln pf(p) - ln pa <= 0`` for MMA,
+    ``E_ref`` the start's nominal enhancement.
+
+    Parameters
+    ----------
+    reliability : FocusReliability
+    pa : float in (0, 1)
+        Allowed failure probability.
+
+    Examples
+    --------
+    >>> from problems import em_focus                                 # doctest: +SKIP
+    >>> var = FocusVariations(em_focus.EMFocus(h=8.0))                # doctest: +SKIP
+    >>> design = ReliableFocus(FocusReliability(var, 3.0), pa=0.05)   # doctest: +SKIP
+    >>> res = design.minimize(np.full(var.n, 0.4), maxeval=5)         # doctest: +SKIP
+    """
+
+    objective_name = "-E(p; 0, lambda_0) / E_ref"
+
+    def __init__(self, reliability: FocusReliability, pa: float):
+        if not isinstance(reliability, FocusReliability):
+            raise TypeError("reliability must be a FocusReliability")
+        self.reliability, self.n = reliability, reliability.n
+        self.pa = check_range("pa", pa, 0.0, 1.0, lo_open=True, hi_open=True,
+                              what="allowed failure probability")
+        self.E_ref = None
+
+    def responses(self, p, beta: float):
+        """``(-E_nominal / E_ref, ln pf - ln pa)``."""
+        rel = self.reliability
+        rel.beta = beta
+        E = rel.variations.enhancement(p, 0.0, None, beta)
+        return -E / self.E_ref, rel.ln_pf(p) - np.log(self.pa)
+
+    def minimize(self, p0, maxeval: int = 40, beta: float = 32.0, **options) -> Result:
+        """MMA from `p0` at one `beta` (`topopt.optimize.minimize`; `options` go there)."""
+        p0 = np.asarray(p0, dtype=float)
+        if p0.shape != (self.n,):
+            raise ValueError(f"p0 must have shape ({self.n},), got {p0.shape}")
+        rel = self.reliability
+        self.E_ref = float(rel.variations.enhancement(p0, 0.0, None, beta))
+        model = rel.variations.problem.model
+        opts = {"ftol_rel": 1e-8, "objective_name": self.objective_name,
+                "count_solves": lambda: model._wavenumber_pieces()[0].counts["factorizations"]}
+        return minimize(self.responses, p0, bounds=(np.zeros(self.n), np.ones(self.n)),
+                        stages=[Stage(maxeval=maxeval, params={"beta": float(beta)})],
+                        n_constraints=1, **(opts | options))
