@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import fem
 from .._files import check_writable_file
-from .._validate import check_choice, check_mapping, check_positive, check_range
+from .._validate import (check_callable, check_choice, check_mapping, check_positive,
+                         check_range)
 from ..design.filters import DensityFilter, HelmholtzFilter
 from ..design.interpolation import DENSITY_TOL, project, simp
 from ..design.measures import grey_level
@@ -43,6 +44,13 @@ def announce(system, verbose: bool) -> None:
     """Print the linear solver of a run (`topopt.fem.solvers.describe`) when `verbose`."""
     if verbose:
         show(describe(system))
+
+
+def _hook(callback, name: str, *args) -> None:
+    """``callback.name(*args)`` when the callback has such a method (`DensityProblem.run`)."""
+    method = getattr(callback, name, None)
+    if callable(method):
+        method(*args)
 
 
 def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
@@ -309,7 +317,7 @@ class DensityProblem:
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
             checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None) -> RunResult:
+            mma_params: dict | None = None, callback: Callable | None = None) -> RunResult:
         """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
 
         It says how the run ended (`topopt.io.run_record`: ``status``,
@@ -318,17 +326,30 @@ class DensityProblem:
         vector), ``x_phys`` and the history; an interrupted run
         (``status="interrupted"``) returns the last good design. MMA runs
         with the formulation's `mma_defaults` updated by `mma_params`.
+
+        ``callback(record, x)`` is called after each evaluation, as by
+        `minimize` (the evaluation's history record and MMA's design
+        variables; True stops the run). A callback object with ``start`` and
+        ``finish`` methods (`topopt.plot.live`) gets ``start(problem,
+        stages)`` before the first evaluation and ``finish()`` after the
+        last, also when the run fails.
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
+        check_callable("callback", callback, allow_none=True)
 
         def drive(z0):
-            return minimize(
-                self.responses, z0, n_constraints=len(self.constraint_names),
-                bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
-                ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
-                resume=resume, mma_params=options, count_solves=self.solves,
-                objective_scale=self.objective_scale, objective_name=self.objective_name)
+            _hook(callback, "start", self, stages)
+            try:
+                return minimize(
+                    self.responses, z0, n_constraints=len(self.constraint_names),
+                    bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
+                    ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose,
+                    checkpoint=checkpoint, resume=resume, mma_params=options,
+                    count_solves=self.solves, callback=callback,
+                    objective_scale=self.objective_scale, objective_name=self.objective_name)
+            finally:
+                _hook(callback, "finish")
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))
