@@ -35,7 +35,8 @@ from ..optimize.driver import Result, Stage, minimize
 from ..optimize.progress import show
 from ..responses.structural import volume
 
-__all__ = ["DensityProblem", "StartScaled", "timed_run", "announce", "FILTERS"]
+__all__ = ["DensityProblem", "StartScaled", "timed_run", "with_callback", "announce",
+           "FILTERS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -46,11 +47,35 @@ def announce(system, verbose: bool) -> None:
         show(describe(system))
 
 
-def _hook(callback, name: str, *args) -> None:
-    """``callback.name(*args)`` when the callback has such a method (`DensityProblem.run`)."""
-    method = getattr(callback, name, None)
-    if callable(method):
-        method(*args)
+def with_callback(callback, problem, stages, run: Callable):
+    """``run(callback)``, `callback` checked and, if it has them, its hooks called around.
+
+    `callback` is None or ``callback(record, x)`` (`minimize`'s: after each
+    evaluation, the evaluation's history record and MMA's design variables;
+    True stops the run). A callback object with ``start`` and ``finish``
+    methods (`topopt.plot.live`) gets ``start(problem, stages)`` before the
+    first evaluation and ``finish()`` after the last, also when `run` fails.
+
+    Examples
+    --------
+    >>> class Watch:
+    ...     def start(self, problem, stages): print("start", problem, stages)
+    ...     def __call__(self, record, x): pass
+    ...     def finish(self): print("finish")
+    >>> with_callback(Watch(), "problem", None, lambda cb: "result")
+    start problem None
+    finish
+    'result'
+    """
+    check_callable("callback", callback, allow_none=True)
+    start, finish = (getattr(callback, name, None) for name in ("start", "finish"))
+    if callable(start):
+        start(problem, stages)
+    try:
+        return run(callback)
+    finally:
+        if callable(finish):
+            finish()
 
 
 def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
@@ -326,30 +351,19 @@ class DensityProblem:
         vector), ``x_phys`` and the history; an interrupted run
         (``status="interrupted"``) returns the last good design. MMA runs
         with the formulation's `mma_defaults` updated by `mma_params`.
-
-        ``callback(record, x)`` is called after each evaluation, as by
-        `minimize` (the evaluation's history record and MMA's design
-        variables; True stops the run). A callback object with ``start`` and
-        ``finish`` methods (`topopt.plot.live`) gets ``start(problem,
-        stages)`` before the first evaluation and ``finish()`` after the
-        last, also when the run fails.
+        ``callback(record, x)`` follows each evaluation, as in `minimize`
+        (`with_callback`: a `topopt.plot.live` is started and finished).
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
-        check_callable("callback", callback, allow_none=True)
 
         def drive(z0):
-            _hook(callback, "start", self, stages)
-            try:
-                return minimize(
-                    self.responses, z0, n_constraints=len(self.constraint_names),
-                    bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
-                    ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose,
-                    checkpoint=checkpoint, resume=resume, mma_params=options,
-                    count_solves=self.solves, callback=callback,
-                    objective_scale=self.objective_scale, objective_name=self.objective_name)
-            finally:
-                _hook(callback, "finish")
+            return with_callback(callback, self, stages, lambda cb: minimize(
+                self.responses, z0, n_constraints=len(self.constraint_names),
+                bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
+                ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
+                resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
+                objective_scale=self.objective_scale, objective_name=self.objective_name))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))

@@ -185,10 +185,12 @@ class Live:
                         "constraint_names": None}
         if problem is None:
             return
+        from ..grid import Grid
         model = problem.model
         grid = getattr(model, "grid", None)
         if self._mesh is None:
-            self._mesh = _check_mesh(model.mesh if grid is None else grid, self.mirror)
+            self._mesh = _check_mesh(grid if isinstance(grid, Grid) else model.mesh,
+                                     self.mirror)
         supports, loads = boundary_markers(model, getattr(problem, "f", None))
         self._markers = {"supports": supports, "loads": loads}
         self._labels = {"objective_label": problem.objective_name,
@@ -236,8 +238,8 @@ class Live:
         self._drawn = True
         if self._screen is None:
             self._screen = _screen(self.show)
-        if self._screen.name == "none" and self.path is None:
-            return                                   # headless: nothing to draw
+        if not self._screen.active() and self.path is None:
+            return                    # headless, or the window closed: nothing to draw
         image = self.image()
         png = _png(image) if self.path is not None or self._screen.name == "notebook" else None
         if self.path is not None:
@@ -273,6 +275,9 @@ class Live:
 class _Headless:
     name = "none"
 
+    def active(self) -> bool:
+        return False
+
     def show(self, image, png, dpi) -> None:
         pass
 
@@ -287,6 +292,9 @@ class _Notebook:
 
     def __init__(self):
         self.handle = None
+
+    def active(self) -> bool:
+        return True
 
     def show(self, image, png, dpi) -> None:
         display, Image = _ipython_display()
@@ -306,11 +314,18 @@ class _Window:
     name = "window"
 
     def __init__(self):
-        self.fig, self.closed = None, False
+        self.fig = None
+
+    def active(self) -> bool:
+        """False once the user has closed the window: no more redraws."""
+        if self.fig is None:
+            return True
+        import matplotlib.pyplot as plt
+        return plt.fignum_exists(self.fig.number)
 
     def show(self, image, png, dpi) -> None:
         import matplotlib.pyplot as plt
-        if self.closed:
+        if not self.active():
             return
         h, w = image.shape[:2]
         if self.fig is None:
@@ -321,9 +336,6 @@ class _Window:
             if getattr(self.fig.canvas, "manager", None) is not None:
                 self.fig.canvas.manager.set_window_title("topopt live")
             plt.show(block=False)
-        elif not plt.fignum_exists(self.fig.number):
-            self.closed = True                       # closed by the user: no more redraws
-            return
         else:
             art = self.fig.axes[0].images[0]
             art.set_data(image)
