@@ -356,6 +356,7 @@ class DensityProblem:
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
+        check_callable("callback", callback, allow_none=True)     # before the first solve
 
         def drive(z0):
             return with_callback(callback, self, stages, lambda cb: minimize(
