@@ -10,6 +10,7 @@ every, ... and the last; the arguments are checked by name; a problem's
 """
 
 import importlib
+import sys
 
 import numpy as np
 import pytest
@@ -349,3 +350,55 @@ def test_a_script_run_and_minimize_directly(headless, tmp_path):
                        bounds=(0.01, 1.0), maxeval=4, verbose=False, callback=w)
     assert w.redraws == len(res.history) == 4
     assert np.array_equal(w._x, res.x_last)
+
+
+# --------------------------------------------------------------------------
+# a real window (TkAgg on a virtual X display), where the machine has one
+
+WINDOW_SCRIPT = """
+import json, matplotlib, matplotlib.pyplot as plt, numpy as np
+from topopt import plot
+from problems import cantilever
+seen = {}
+watch = plot.live(every=2)
+class Spy:
+    def start(self, problem, stages): watch.start(problem, stages)
+    def __call__(self, record, x):
+        watch(record, x)
+        seen.setdefault("where", watch.where)
+        seen.setdefault("figures", plt.get_fignums())
+    def finish(self): watch.finish()
+cantilever.run(nelx=12, nely=6, maxeval=5, callback=Spy())
+print(json.dumps(dict(seen, backend=matplotlib.get_backend(), redraws=watch.redraws,
+                      after=plt.get_fignums())))
+"""
+
+
+def test_a_real_window_on_a_virtual_display():
+    import json
+    import os
+    import shutil
+    import subprocess
+    pytest.importorskip("tkinter", reason="the real-window test needs tkinter")
+    if shutil.which("Xvfb") is None:
+        pytest.skip("the real-window test needs Xvfb (a virtual X display)")
+    read, write = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "800x600x24",
+                               "-nolisten", "tcp"], pass_fds=(write,),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    try:
+        with os.fdopen(read) as fh:
+            display = fh.readline().strip()
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, DISPLAY=f":{display}", MPLBACKEND="TkAgg", PYTHONPATH=root)
+        out = subprocess.run([sys.executable, "-c", WINDOW_SCRIPT], env=env, cwd=root,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["backend"].lower() == "tkagg"         # the user's backend, left as it was
+    assert seen["where"] == "window" and seen["figures"] == [1]      # one window
+    assert seen["redraws"] == 3 and seen["after"] == []             # 1, 3, 5; closed

@@ -139,7 +139,9 @@ class Live:
     Attributes
     ----------
     history : list of dict
-        The records seen since `start`.
+        The records seen since `start` (after a resume, those of the
+        evaluations run since: the history plot numbers them from 1, the
+        design's title gives each record's own ``evaluation``).
     redraws : int
         The pictures made since `start` (none headless without `path`).
     where : str or None
