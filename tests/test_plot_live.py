@@ -402,3 +402,20 @@ def test_a_real_window_on_a_virtual_display():
     assert seen["backend"].lower() == "tkagg"         # the user's backend, left as it was
     assert seen["where"] == "window" and seen["figures"] == [1]      # one window
     assert seen["redraws"] == 3 and seen["after"] == []             # 1, 3, 5; closed
+
+
+def test_a_grid_problem_and_a_3d_mesh(headless, monkeypatch, tmp_path):
+    from topopt.grid import Grid, grid_elasticity
+    model = grid_elasticity(Grid((8, 4))).fix(nodes=lambda x: x[0] == 0)
+    problem = ComplianceProblem(model, model.point_load((8, 0), (0, -1)), 0.5, 1.5,
+                                solver="voxel")
+    watch = plot.live(path=tmp_path / "grid.png")
+    problem.run(maxeval=2, verbose=False, callback=watch)
+    assert isinstance(watch._mesh, Grid) and watch.redraws == 2
+    drawn = []
+    real = LIVE.design_figure_3d
+    monkeypatch.setattr(LIVE, "design_figure_3d",
+                        lambda mesh, x, *a, **k: drawn.append(x.size) or real(mesh, x, *a, **k))
+    watch = plot.live(mesh=fem.box(4, 2, 2), path=tmp_path / "box.png")
+    watch(records(1)[0], np.ones(16))
+    assert drawn == [16] and watch.redraws == 1
