@@ -4,7 +4,7 @@
 formulation module holds one problem's physics.
 """
 
-from .base import (DensityProblem, StartScaled, timed_run, announce, FILTERS)
+from .base import (DensityProblem, StartScaled, timed_run, with_callback, announce, FILTERS)
 from .compliance import ComplianceProblem
 from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechanism, robust_run,
                         robust_constraint_names, MMA_OPTIONS, ROBUST_MMA_OPTIONS)
@@ -24,7 +24,8 @@ from .multimaterial import MultiMaterialCompliance, write_phases, PHASE_COLOURS
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
 
-__all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'announce', 'FILTERS', 'ComplianceProblem',
+__all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'with_callback', 'announce', 'FILTERS',
+           'ComplianceProblem',
            'MechanismProblem', 'ideal_output', 'port_springs', 'run_mechanism', 'robust_run',
            'robust_constraint_names', 'MMA_OPTIONS', 'ROBUST_MMA_OPTIONS', 'du_olhoff_mass',
            'EigenProblem', 'eigen_summary', 'SelfWeightProblem', 'MinimumVolumeStress', 'load_ratio',

@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import fem
 from .._files import check_writable_file
-from .._validate import check_choice, check_mapping, check_positive, check_range
+from .._validate import (check_callable, check_choice, check_mapping, check_positive,
+                         check_range)
 from ..design.filters import DensityFilter, HelmholtzFilter
 from ..design.interpolation import DENSITY_TOL, project, simp
 from ..design.measures import grey_level
@@ -34,7 +35,8 @@ from ..optimize.driver import Result, Stage, minimize
 from ..optimize.progress import show
 from ..responses.structural import volume
 
-__all__ = ["DensityProblem", "StartScaled", "timed_run", "announce", "FILTERS"]
+__all__ = ["DensityProblem", "StartScaled", "timed_run", "with_callback", "announce",
+           "FILTERS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -43,6 +45,37 @@ def announce(system, verbose: bool) -> None:
     """Print the linear solver of a run (`topopt.fem.solvers.describe`) when `verbose`."""
     if verbose:
         show(describe(system))
+
+
+def with_callback(callback, problem, stages, run: Callable):
+    """``run(callback)``, `callback` checked and, if it has them, its hooks called around.
+
+    `callback` is None or ``callback(record, x)`` (`minimize`'s: after each
+    evaluation, the evaluation's history record and MMA's design variables;
+    True stops the run). A callback object with ``start`` and ``finish``
+    methods (`topopt.plot.live`) gets ``start(problem, stages)`` before the
+    first evaluation and ``finish()`` after the last, also when `run` fails.
+
+    Examples
+    --------
+    >>> class Watch:
+    ...     def start(self, problem, stages): print("start", problem, stages)
+    ...     def __call__(self, record, x): pass
+    ...     def finish(self): print("finish")
+    >>> with_callback(Watch(), "problem", None, lambda cb: "result")
+    start problem None
+    finish
+    'result'
+    """
+    check_callable("callback", callback, allow_none=True)
+    start, finish = (getattr(callback, name, None) for name in ("start", "finish"))
+    if callable(start):
+        start(problem, stages)
+    try:
+        return run(callback)
+    finally:
+        if callable(finish):
+            finish()
 
 
 def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
@@ -309,7 +342,7 @@ class DensityProblem:
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
             checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None) -> RunResult:
+            mma_params: dict | None = None, callback: Callable | None = None) -> RunResult:
         """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
 
         It says how the run ended (`topopt.io.run_record`: ``status``,
@@ -318,17 +351,20 @@ class DensityProblem:
         vector), ``x_phys`` and the history; an interrupted run
         (``status="interrupted"``) returns the last good design. MMA runs
         with the formulation's `mma_defaults` updated by `mma_params`.
+        ``callback(record, x)`` follows each evaluation, as in `minimize`
+        (`with_callback`: a `topopt.plot.live` is started and finished).
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
+        check_callable("callback", callback, allow_none=True)     # before the first solve
 
         def drive(z0):
-            return minimize(
+            return with_callback(callback, self, stages, lambda cb: minimize(
                 self.responses, z0, n_constraints=len(self.constraint_names),
                 bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
-                resume=resume, mma_params=options, count_solves=self.solves,
-                objective_scale=self.objective_scale, objective_name=self.objective_name)
+                resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
+                objective_scale=self.objective_scale, objective_name=self.objective_name))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))

@@ -4,14 +4,17 @@
 * `design3d`: the 3-D iso-surface (`design_figure_3d`, `save_design_3d`);
 * `history`: the convergence history (`history_figure`, `save_history`);
 * `markers`: the supports and loads drawn on both (`boundary_markers`);
-* `canvas`: what they share (`grid_indices`, the atomic PNG write).
+* `canvas`: what they share (`grid_indices`, the atomic PNG write);
+* `live`: a run's design and history redrawn in place (`live`, `Live`): a
+  notebook's display handle, a script's window, nothing headless.
 """
 
 from .canvas import grid_indices
 from .design3d import design_figure_3d, save_design_3d
 from .figures import design_figure, save_design
 from .history import history_figure, save_history
+from .live import Live, live
 from .markers import boundary_markers
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
-           'save_design_3d', 'history_figure', 'save_history']
+           'save_design_3d', 'history_figure', 'save_history', 'live', 'Live']
