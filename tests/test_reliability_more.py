@@ -302,3 +302,21 @@ def test_subset_simulation_in_physical_variables():
 def test_subset_simulation_arguments(kwargs, err, match):
     with pytest.raises(err, match=match):
         rel.subset_simulation(linear10, None, 5.0, m=10, batch=True, **kwargs)
+
+
+@pytest.mark.parametrize("radius", [3.0, 6.0])
+def test_search_never_asks_outside_max_radius(radius):
+    # F = 0.05 theta_1 + 0.001 theta_2 from the origin: HL-RF's first step would land at
+    # |theta| = z / |grad F| = 80; a limit state defined only on a bounded set (a table of
+    # optical constants) must not be asked there: the search stays in the ball (SLSQP in the
+    # box |theta_i| <= radius) and reports the failure set unreachable
+    asked = []
+
+    def F(theta, p):
+        asked.append(float(np.linalg.norm(ad.value(theta), np.inf)))
+        return 0.05 * theta[0] + 0.001 * theta[1]
+    with pytest.raises(rel.MPPError) as info:
+        rel.failure_probability(F, None, 4.0, method="form", m=2, n_starts=1,
+                                max_radius=radius)
+    assert info.value.reason in ("unreachable", "not_converged")
+    assert max(asked) <= radius * (1 + 1e-12)
