@@ -73,3 +73,4 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting-started": []}
 html_show_sourcelink = False
+html_css_files = ["topopt.css"]
