@@ -74,3 +74,14 @@ html_theme_options = {
 html_sidebars = {"index": [], "getting-started": []}
 html_show_sourcelink = False
 html_css_files = ["topopt.css"]
+
+# formulas: MathJax comes from its CDN (what a reader's browser loads). To read the site
+# off-line, point TOPOPT_MATHJAX at a local copy, e.g. Debian's libjs-mathjax (MathJax 2):
+#   TOPOPT_MATHJAX="file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS_CHTML"
+if os.environ.get("TOPOPT_MATHJAX"):
+    mathjax_path = os.environ["TOPOPT_MATHJAX"]
+    if "MathJax.js" in mathjax_path:          # MathJax 2: Sphinx's delimiters
+        mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
+                                       "displayMath": [["\\[", "\\]"]],
+                                       "processEscapes": True,
+                                       "processClass": "tex2jax_process|mathjax_process|math|output_area"}}

@@ -3,7 +3,8 @@
 # shows: the home page, a gallery page, an API page and a tutorial page.
 #   bash scripts/docs_screenshots.sh [HTML_DIR] [OUT_DIR]
 # (apt-get install -y chromium; defaults: docs/_build/html and results/docs).
-# MathJax comes from its CDN: without network the formulas stay TeX source; the virtual
+# MathJax comes from its CDN: without network the formulas stay TeX source, unless the
+# site was built with TOPOPT_MATHJAX pointing at a local copy (docs/conf.py). The virtual
 # time budget gives the scripts (theme, MathJax when reachable) time to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
