@@ -26,7 +26,7 @@ through ``/proc/self/clear_refs``) is its own. Per mode:
 * ``objectives``: the objective of each evaluation (raw and driver must agree).
 
 Writes ``results/benchmark_mma_scale.json`` and prints a table; the figures
-are in ``scripts/NOTES-mma.md`` ("At millions of variables").
+are in ``docs/notes/mma.md`` ("At millions of variables").
 
 Usage::
 

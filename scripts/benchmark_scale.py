@@ -23,7 +23,7 @@ from which ``solver="auto"`` takes the voxel path (`VOXEL_MIN_DOFS`).
     python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26] [--evals 3] [--reference] [--spmv]
 
 writes ``results/benchmark_scale.json``. The figures need numpy and scipy
-only (no extra); the README's table quotes them.
+only (no extra); the table of docs/notes/grids.md quotes them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
     python scripts/gallery.py --list             # the commands, without running them
 
 A problem script writes to ``results/<name>/`` under the working directory
-by default (`topopt.cli`); the README's pictures are the committed
+by default (`topopt.cli`); the gallery's pictures (docs/gallery/) are the committed
 ``results/gallery/<name>/`` folders, which only this script (or the printed command)
 writes, each run with the problem's defaults and ``--out`` naming its folder.
 """

@@ -28,7 +28,7 @@ machine's load hits all of them alike). Written per run:
 ``--serial mg-cg`` adds the serial multigrid-CG run of the same sizes. The
 ``summary`` holds the median of each case over the repeats, per-iteration
 parts and the speed-up over one rank. Results go to ``--out`` (JSON);
-`scripts/NOTES-petsc.md` reads them.
+`docs/notes/petsc.md` reads them.
 """
 
 from __future__ import annotations

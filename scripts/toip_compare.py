@@ -7,7 +7,7 @@
 TopOpt_in_PETSc (Aage, Andreassen & Lazarov, Struct. Multidisc. Optim. 51
 (2015) 565-572; github.com/topopt/TopOpt_in_PETSc) is the reference parallel
 topology-optimization code on PETSc. Its papers give no per-iteration times
-or scaling tables that could be retrieved (``scripts/NOTES-petsc.md``), so
+or scaling tables that could be retrieved (``docs/notes/petsc.md``), so
 this script measures it here, beside our ``solver="petsc"``, on the same
 element counts, rank counts and cores. It is a peer, never a dependency:
 build it in a scratch folder against the PETSc of our ``[mpi]`` extra::

@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAVE_MPI = all(importlib.util.find_spec(m) for m in ("petsc4py", "mpi4py")) \
     and shutil.which("mpirun") is not None
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="petsc4py, mpi4py or mpirun missing "
-                               "(pip install 'topopt[mpi]', see the README)")
+                               "(pip install 'topopt[mpi]', see docs/notes/mpi.md)")
 
 
 def _clamped(model):

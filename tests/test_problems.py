@@ -254,7 +254,7 @@ def test_every_script_checks_its_paths_before_any_work(tmp_path, monkeypatch, ca
 
 
 def test_resume_measurement_script(tmp_path):
-    """scripts/resume_mbb.py (the README's resume table): the interruption lands at N/2
+    """scripts/resume_mbb.py (the resume table of docs/notes/runs.md): the interruption lands at N/2
     and both runs spend N evaluations."""
     spec = importlib.util.spec_from_file_location(
         "resume_mbb", os.path.join(ROOT, "scripts", "resume_mbb.py"))

@@ -1,12 +1,18 @@
-"""The README: its examples run and print what it says; its gallery shows every problem.
+"""The README and the site's pages: their examples run and print what they say; the
+gallery shows every problem.
 
-* The first example reproduces top88's MBB compliance and prints the line
-  its comment quotes.
-* The `topopt.plot` example writes its two PNGs.
-* Every image the README links exists; every gallery entry (``### ...:
-  `name```) names a problem of ``problems.__all__``, shows its committed
-  ``results/gallery/<name>/design.png`` and gives the command that makes it; every
-  problem with a committed picture has an entry.
+* The README has at most 200 lines; its first example reproduces top88's MBB
+  compliance and prints the line its comment quotes (the same example opens
+  ``docs/getting-started.md``).
+* The `topopt.plot` example (``docs/notes/pictures.md``) writes its two PNGs; the
+  ``topopt.grid`` example (``docs/notes/grids.md``) and the own-mesh example
+  (``docs/gallery/mesh_bracket.md``) run.
+* Every image and page the README links exists; every gallery page
+  (``docs/gallery/<name>.md``, titled ``# ...: `name```) names a problem of
+  ``problems.__all__``, shows its committed ``results/gallery/<name>/design.png`` and
+  gives the command that makes it; every problem with a committed picture has a
+  page, a thumbnail in the README's strip and one on the gallery's index, and the
+  pages' result.json blocks are current (``docs/gallery/generate.py --check``).
 """
 
 import contextlib
@@ -14,6 +20,8 @@ import io
 import os
 import re
 import stat
+import subprocess
+import sys
 
 import numpy as np
 
@@ -23,8 +31,24 @@ import problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXT = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-EXAMPLES = re.findall(r"```python\n(.*?)```", TEXT, re.S)
+DOCS = os.path.join(ROOT, "docs")
+GALLERY = os.path.join(DOCS, "gallery")
+PAGES = [os.path.join(DOCS, *p.split("/")) for p in
+         ("getting-started.md", "notes/pictures.md", "notes/grids.md", "gallery/mesh_bracket.md")]
+EXAMPLES = re.findall(r"```python\n(.*?)```", TEXT, re.S) + [
+    code for page in PAGES
+    for code in re.findall(r"```python\n(.*?)```", open(page, encoding="utf-8").read(), re.S)]
 NUMBER = r"[-+]?\d+(?:\.\d+)?"
+
+
+def test_readme_fits_on_a_screen_or_two():
+    assert len(TEXT.splitlines()) <= 200
+
+
+def test_getting_started_shows_the_readme_example():
+    page = open(PAGES[0], encoding="utf-8").read()
+    assert EXAMPLES[0] in page
+    assert "pip install -e . && python problems/mbb_beam.py" in page
 
 
 def test_first_lines_install_and_run():
@@ -57,19 +81,25 @@ def test_plot_example_writes_its_pictures(tmp_path, monkeypatch):
         assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o644
 
 
-def test_every_linked_image_exists():
-    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", TEXT)
-    assert links
-    missing = [p for p in links if not os.path.isfile(os.path.join(ROOT, p))]
+def test_every_linked_image_and_page_exists():
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", TEXT) + re.findall(r'<img src="([^"]+)"', TEXT)
+    links = [p for p in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", TEXT) + re.findall(r'href="([^"]+)"', TEXT)
+             if not p.startswith(("http:", "https:"))]
+    assert images and links
+    missing = [p for p in images + links if not os.path.isfile(os.path.join(ROOT, p))]
     assert not missing
 
 
 def gallery_entries():
-    """``{name: block text}`` of the gallery's ``### title: `name``` blocks."""
-    gallery = TEXT[TEXT.index("## Gallery"):]
-    gallery = gallery[:gallery.index("\n## ", 1)]
-    blocks = re.split(r"^### ", gallery, flags=re.M)[1:]
-    return {re.search(r"`(\w+)`\s*$", b.splitlines()[0]).group(1): b for b in blocks}
+    """``{name: page text}`` of the gallery's pages ``docs/gallery/<name>.md``."""
+    entries = {}
+    for file in sorted(os.listdir(GALLERY)):
+        if file.endswith(".md") and file != "index.md":
+            text = open(os.path.join(GALLERY, file), encoding="utf-8").read()
+            name = re.search(r"`(\w+)`\s*$", text.splitlines()[0]).group(1)
+            assert file == name + ".md", (file, name)
+            entries[name] = text
+    return entries
 
 
 def test_gallery_entries_show_their_picture_and_command():
@@ -77,18 +107,28 @@ def test_gallery_entries_show_their_picture_and_command():
     assert entries
     for name, block in entries.items():
         assert name in problems.__all__, name
-        assert f"](results/gallery/{name}/design.png)" in block, name
+        assert f"](../../results/gallery/{name}/design.png)" in block, name
         assert f"python problems/{name}.py" in block, name
 
 
-# problems whose gallery entry their authors still have to write (one ### block
-# each, in the shape of the others); remove a name when its entry is added
 def test_every_problem_with_a_committed_picture_has_an_entry():
     entries = gallery_entries()
     pictured = {n for n in problems.__all__
                 if os.path.isfile(os.path.join(ROOT, "results", "gallery", n, "design.png"))}
     assert pictured
-    assert pictured <= set(entries), "a problem's picture without a gallery entry"
+    assert pictured <= set(entries), "a problem's picture without a gallery page"
+    index = open(os.path.join(GALLERY, "index.md"), encoding="utf-8").read()
+    for name in pictured:
+        assert f'<a href="docs/gallery/{name}.md"><img src="results/gallery/{name}/design.png"' \
+            in TEXT, f"{name}: no thumbnail in the README's gallery strip"
+        assert f"(../../results/gallery/{name}/design.png)]({name}.md)" in index, name
+
+
+def test_gallery_pages_are_current():
+    """The result.json blocks and the index match the committed results."""
+    done = subprocess.run([sys.executable, os.path.join(GALLERY, "generate.py"), "--check"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_grid_example_prints_what_it_says():

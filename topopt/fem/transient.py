@@ -323,7 +323,7 @@ def _shape(Y, L):
 
 @ad.primitive
 def transient(S: TransientSystem, k, c, Q, s, L):
-    """Observations ``Y_n = L^T T_n`` (``n = 0 .. N``) of the theta time stepping of `S`.
+    """Observations ``Y_n = L^T T_n`` (``n = 0, ..., N``) of the theta time stepping of `S`.
 
     `k`, `c`: conduction and capacity coefficients per element (``c > 0``),
     differentiable (reverse with checkpointing, forward, second order); `Q`

@@ -32,11 +32,11 @@ def field_map(prob, result: RunResult, u) -> np.ndarray:
 
 
 def write_focus(out: str, prob, result: RunResult, u) -> None:
-    """The design, its field `u` (|E|/|E_inc| map), the history and the metrics.
+    """The design, its field `u` (``|E|/|E_inc|`` map), the history and the metrics.
 
     ``design.npz`` / ``design.vtu`` (`topopt.io.save_design`) hold ``x`` and
     ``x_phys`` on the whole mesh (0 outside the design region, cell data
-    ``design`` marks it), ``E_abs`` = |E|/|E_inc| per element and the field
+    ``design`` marks it), ``E_abs`` = ``|E|/|E_inc|`` per element and the field
     ``u`` at the points (``u_real``, ``u_imag``, ``u_abs``).
     """
     from ..plot.figures import save_design

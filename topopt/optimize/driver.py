@@ -19,7 +19,7 @@ progress lines (`topopt.optimize.progress`) and the checkpoint file
 (`topopt.optimize.checkpoint`); here the stage loop and `Result`.
 
 Settings, one line each with the figure behind it (details in
-``scripts/NOTES-mma.md``):
+``docs/notes/mma.md``):
 
 * ``inner_maxeval`` stays NLopt's 0: with 1, the EM focusing stages stalled
   (enhancement 8.3 against 23.6); the MBB beam gives 233.50 either way.

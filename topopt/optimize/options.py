@@ -3,7 +3,7 @@
 Every option is validated before the first evaluation: a wrong type raises
 ``TypeError``, a value outside its range ``ValueError``, both naming the
 argument; the output paths are really written to (`check_writable_file`).
-The measurements behind the defaults are in ``scripts/NOTES-mma.md``.
+The measurements behind the defaults are in ``docs/notes/mma.md``.
 
 NLopt MMA parameters (``opt.set_param``; NLopt 2.11 reads exactly these for
 ``LD_MMA``, any other name is silently ignored by NLopt and rejected here):
@@ -58,7 +58,7 @@ MMA_PARAMS: dict[str, float] = {
     "dual_algorithm": nlopt.LD_MMA, "rho_init": 1.0, "inner_gradients": 1,
     "always_improve": 1, "sigma_min": 0.0, "verbosity": 0,
 }
-#: What `minimize` sets unless ``mma_params`` overrides it (``scripts/NOTES-mma.md``).
+#: What `minimize` sets unless ``mma_params`` overrides it (``docs/notes/mma.md``).
 DEFAULT_MMA_PARAMS = {"dual_algorithm": nlopt.LD_SLSQP, "rho_init": "auto"}
 
 

@@ -6,7 +6,7 @@ NLopt's ``LD_MMA`` one stage at a time (`_Run.run_stage`, from
 `topopt.optimize.nlopt_stage`) and writes the history and the checkpoint (`topopt.optimize.checkpoint`); `_Signals` turns
 SIGINT/SIGTERM into a clean stop. The evaluator is in `topopt.optimize.evaluator`,
 the options in `topopt.optimize.options`, the measurements behind the settings
-in ``scripts/NOTES-mma.md``.
+in ``docs/notes/mma.md``.
 """
 
 from __future__ import annotations

@@ -307,8 +307,7 @@ def crn_directional_derivative(estimator: Callable, design, direction, h: float 
     per sample, ``u_k = (c+_k/pf+ - c-_k/pf-)/(2h)`` (delta method for the
     difference of logs).
 
-    Why a counting estimate cannot be differentiated
-    ------------------------------------------------
+    *Why a counting estimate cannot be differentiated.*
     With fixed samples, ``mean 1{F(theta_k; p) >= z}`` changes only when a
     sample crosses ``F = z``: it is piecewise constant in ``p``. Its central
     difference is exactly 0 for small ``h`` (and O(1/(N h)) noise for larger

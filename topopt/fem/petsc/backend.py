@@ -73,7 +73,7 @@ PCS = ("auto", "mg", "gamg")
 """Preconditioners of the CG solve: ``"mg"``, PCMG on the geometric hierarchy of a
 structured lattice (`topopt.fem.petsc.mg`); ``"gamg"``, PETSc's algebraic multigrid
 with the rigid-body near-nullspace, for any mesh; ``"auto"``, ``"mg"`` where the
-nodes form a lattice, else ``"gamg"`` (``scripts/NOTES-petsc.md``: on the 3-D
+nodes form a lattice, else ``"gamg"`` (``docs/notes/petsc.md``: on the 3-D
 cantilever ``"mg"`` takes 2-4x less time per design)."""
 
 _OPTIONS = {"rtol": RTOL, "maxiter": MAXITER, "warm_start": False, "pc": "auto"}

@@ -109,7 +109,7 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("amg-cg", _iterative_factor, module="pyamg", iterative=True, spd_only=True,
             hierarchy=SmoothedAggregation),
     Backend("petsc", _iterative_factor, module="petsc4py", iterative=True, spd_only=True,
-            hierarchy=_petsc_context, extra="pip install 'topopt[mpi]' (see the README)"),
+            hierarchy=_petsc_context, extra="pip install 'topopt[mpi]' (see docs/notes/mpi.md)"),
 ]}
 """Every backend, fastest first; ``"auto"``: `topopt.fem.solvers.auto_solver`."""
 
