@@ -279,47 +279,15 @@ class WaveModel:
         if self.pml_x is not None:
             raise ValueError("k= needs a periodic cell without side PML (pml_x=None): "
                              "the side layers make the source depend on k")
-        system, sig_x, sig_y, n_air = self._wavenumber_pieces()
+        system, sig_x, sig_y, n_air = _wavenumber_pieces(self)
         s_x, s_y = 1.0 + 1j * sig_x / k, 1.0 + 1j * sig_y / k
         k2 = k * k
         coef = [a, -k2 * np.ones(n_air), s_y / s_x, s_x / s_y, -k2 * (s_x * s_y)]
         return solve(system, np.concatenate(coef), b)
 
-    def _wavenumber_pieces(self):
-        """The `LinearSystem` of `solve`'s ``k=`` form and the PML profiles at its points."""
-        if getattr(self, "_kparts", None) is not None:
-            return self._kparts
-        b = self.basis
-        x = np.asarray(b.global_coordinates())                         # (2, n_el, n_q)
-        depth = lambda t, lo, hi: np.maximum(np.maximum(lo - t, t - hi), 0.0)  # noqa: E731
-        sig_y = self.sigma0 * (depth(x[1], *self.pml[:2]) / self.pml[2]) ** 2
-        pml = np.flatnonzero(np.any(sig_y > 0, axis=1))
-        air = np.setdiff1d(np.arange(self.mesh.t.shape[1]), pml)
-        phi = np.stack([np.asarray(b.basis[i][0]) for i in range(b.Nbfun)])
-        g = np.stack([np.asarray(b.basis[i][0].grad) for i in range(b.Nbfun)])
-        dofs = self.reduced[b.element_dofs.T]                     # (n_el, n_loc)
-        n_q = b.dx.shape[1]
-
-        def pieces(u, v, els):                                    # (n_els * n_q, i, j)
-            return np.einsum("iep,jep,ep->epij", u[:, els], v[:, els],
-                             b.dx[els]).reshape(-1, b.Nbfun, b.Nbfun)
-
-        mass_air = np.einsum("iep,jep,ep->eij", phi[:, air], phi[:, air], b.dx[air])
-        lap = np.einsum("idep,jdep,ep->eij", g[:, :, air], g[:, :, air], b.dx[air])
-        rows = np.repeat(dofs[air], b.Nbfun, axis=1).ravel()
-        cols = np.tile(dofs[air], (1, b.Nbfun)).ravel()
-        L = sps.csr_matrix((lap.ravel().astype(complex), (rows, cols)), shape=(self.n,) * 2)
-        d = self.system
-        Kd = np.broadcast_to(d.Ke, (d.n_el,) + d.Ke.shape[-2:]) if d.uniform else d.Ke
-        Ke = np.concatenate([Kd, mass_air, pieces(g[:, 0], g[:, 0], pml),
-                             pieces(g[:, 1], g[:, 1], pml), pieces(phi, phi, pml)])
-        q_dofs = np.repeat(dofs[pml], n_q, axis=0)
-        edofs = np.concatenate([d.element_dofs, dofs[air], q_dofs, q_dofs, q_dofs])
-        system = LinearSystem(edofs, Ke, self.n, d.fixed, K0=L, symmetric=True,
-                              solver=d.requested_solver)
-        sy = sig_y[pml].ravel()
-        self._kparts = (system, np.zeros_like(sy), sy, air.size)
-        return self._kparts
+    def wavenumber_system(self) -> LinearSystem:
+        """The `LinearSystem` of `solve`'s ``k=`` form (built on first use; its ``counts``)."""
+        return _wavenumber_pieces(self)[0]
 
     def full(self, u) -> np.ndarray:
         """Nodal values on the whole mesh from reduced (periodic) dofs."""
@@ -335,3 +303,40 @@ class WaveModel:
                              quadrature=(np.full((2, 1), 1 / 3), np.array([0.5])))
         g = cb.interpolate(ub).grad
         return g[:, :, 0].T
+
+
+def _wavenumber_pieces(self: WaveModel):
+    """The `LinearSystem` of `solve`'s ``k=`` form and the PML profiles at its points."""
+    if getattr(self, "_kparts", None) is not None:
+        return self._kparts
+    b = self.basis
+    x = np.asarray(b.global_coordinates())                         # (2, n_el, n_q)
+    depth = lambda t, lo, hi: np.maximum(np.maximum(lo - t, t - hi), 0.0)  # noqa: E731
+    sig_y = self.sigma0 * (depth(x[1], *self.pml[:2]) / self.pml[2]) ** 2
+    pml = np.flatnonzero(np.any(sig_y > 0, axis=1))
+    air = np.setdiff1d(np.arange(self.mesh.t.shape[1]), pml)
+    phi = np.stack([np.asarray(b.basis[i][0]) for i in range(b.Nbfun)])
+    g = np.stack([np.asarray(b.basis[i][0].grad) for i in range(b.Nbfun)])
+    dofs = self.reduced[b.element_dofs.T]                     # (n_el, n_loc)
+    n_q = b.dx.shape[1]
+
+    def pieces(u, v, els):                                    # (n_els * n_q, i, j)
+        return np.einsum("iep,jep,ep->epij", u[:, els], v[:, els],
+                         b.dx[els]).reshape(-1, b.Nbfun, b.Nbfun)
+
+    mass_air = np.einsum("iep,jep,ep->eij", phi[:, air], phi[:, air], b.dx[air])
+    lap = np.einsum("idep,jdep,ep->eij", g[:, :, air], g[:, :, air], b.dx[air])
+    rows = np.repeat(dofs[air], b.Nbfun, axis=1).ravel()
+    cols = np.tile(dofs[air], (1, b.Nbfun)).ravel()
+    L = sps.csr_matrix((lap.ravel().astype(complex), (rows, cols)), shape=(self.n,) * 2)
+    d = self.system
+    Kd = np.broadcast_to(d.Ke, (d.n_el,) + d.Ke.shape[-2:]) if d.uniform else d.Ke
+    Ke = np.concatenate([Kd, mass_air, pieces(g[:, 0], g[:, 0], pml),
+                         pieces(g[:, 1], g[:, 1], pml), pieces(phi, phi, pml)])
+    q_dofs = np.repeat(dofs[pml], n_q, axis=0)
+    edofs = np.concatenate([d.element_dofs, dofs[air], q_dofs, q_dofs, q_dofs])
+    system = LinearSystem(edofs, Ke, self.n, d.fixed, K0=L, symmetric=True,
+                          solver=d.requested_solver)
+    sy = sig_y[pml].ravel()
+    self._kparts = (system, np.zeros_like(sy), sy, air.size)
+    return self._kparts

@@ -180,7 +180,7 @@ class ReliableFocus:
         self.E_ref = float(rel.variations.enhancement(p0, 0.0, None, beta))
         model = rel.variations.problem.model
         opts = {"ftol_rel": 1e-8, "objective_name": self.objective_name,
-                "count_solves": lambda: model._wavenumber_pieces()[0].counts["factorizations"]}
+                "count_solves": lambda: model.wavenumber_system().counts["factorizations"]}
         return minimize(self.responses, p0, bounds=(np.zeros(self.n), np.ones(self.n)),
                         stages=[Stage(maxeval=maxeval, params={"beta": float(beta)})],
                         n_constraints=1, **(opts | options))

@@ -164,5 +164,5 @@ class WorstFocus:
         """MMA from ``[p0, z0]`` (`epigraph_minimize`); ``x`` ends with ``z``."""
         model = self.variations.problem.model
         return epigraph_minimize(self.responses, self.start, p0, stages, self.n,
-                                 lambda: model._wavenumber_pieces()[0].counts["factorizations"],
+                                 lambda: model.wavenumber_system().counts["factorizations"],
                                  **options)
