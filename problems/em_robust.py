@@ -11,9 +11,10 @@ three designs, each started from the one before:
   for the filter radius ``r = 10 / (2 sqrt 3) = 2.887``) times the band
   ``BAND`` = 512 / 532 / 552 nm, one epigraph (`WorstFocus`), at ``beta = 32``;
 * **reliability-based**: maximum nominal enhancement with ``pf = P(E <
-  E_t) <= PA = 0.05``, ``E_t`` half the nominal design's enhancement,
-  ``d ~ N(0, 1 nm)``, ``lambda ~ N(532, 5 nm)`` (FORM, with design
-  gradients; `ReliableFocus`).
+  E_t) <= PA = 0.01``, ``E_t`` a quarter of the nominal design's
+  enhancement, ``d ~ N(0, 1 nm)``, ``lambda ~ N(532, 5 nm)`` (FORM, the
+  dilation and erosion modes, with design gradients; `ReliableFocus`), at
+  most RELIABLE_MAXEVAL = 30 evaluations from the robust design.
 
 Silver away from 532 nm: the natural cubic spline through Johnson &
 Christy's (1972) table (`silver_jc_cubic`; at 532 nm its ``eps`` is 0.14 %
@@ -47,9 +48,9 @@ DEFAULT_OUT = os.path.join("results", "em_robust")
 
 SHIFTS, BAND = (-2.0, -1.0, 0.0, 1.0, 2.0), (512.0, 532.0, 552.0)
 GRID_SHIFTS, GRID_WAVELENGTHS = SHIFTS, (512.0, 522.0, 532.0, 542.0, 552.0)
-TARGET_FRACTION, PA, SIGMA_SHIFT, SIGMA_WAVELENGTH = 0.5, 0.05, 1.0, 5.0
-SPEC = FocusDesigns(SHIFTS, BAND, GRID_SHIFTS, GRID_WAVELENGTHS, TARGET_FRACTION, PA, SIGMA_SHIFT,
-                    SIGMA_WAVELENGTH)
+TARGET_FRACTION, PA, SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL = 0.25, 0.01, 1.0, 5.0, 30
+SPEC = FocusDesigns(SHIFTS, BAND, GRID_SHIFTS, GRID_WAVELENGTHS, TARGET_FRACTION, PA,
+                    SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL)
 SETUP = dataclasses.replace(em_focus.SETUP, name="em_robust", record={
     **em_focus.SETUP.record, "shifts": SHIFTS, "band": BAND, "target_fraction": TARGET_FRACTION,
     "pa": PA, "sigma_shift": SIGMA_SHIFT, "sigma_wavelength": SIGMA_WAVELENGTH})

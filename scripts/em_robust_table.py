@@ -10,13 +10,19 @@ grid GRID_SHIFTS x GRID_WAVELENGTHS (projected with beta = 32, cubic Johnson
 the two tables.
 
     python scripts/em_robust_table.py [h] [maxeval] [robust_maxeval] [--nominal DIR]
+                                      [--robust CHECKPOINT] [--samples N]
 
 ``--nominal DIR`` takes the nominal design from ``DIR/design.npz`` (a run of
-``problems/em_focus.py --h H --maxeval MAXEVAL --out DIR``) instead of running it.
+``problems/em_focus.py --h H --maxeval MAXEVAL --out DIR``) instead of running it;
+``--robust CHECKPOINT`` the robust one from the robust phase's checkpoint of
+``problems/em_robust.py`` (``OUT/checkpoint.robust.npz``). ``--samples N``
+adds each design's Monte Carlo ``pf = P(E < E_t)`` (em_robust's ``E_t``, ``d``
+and ``lambda``; N FE solves on 2 worker processes) and FORM's (both modes).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import os
 import sys
@@ -28,8 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from problems import em_focus, em_robust  # noqa: E402
-from topopt.formulations import (FocusVariations, WorstFocus,  # noqa: E402
-                                 robust_focus_stages)
+from topopt.formulations import (FocusReliability, FocusVariations,  # noqa: E402
+                                 WorstFocus, robust_focus_stages)
+from topopt.reliability import MPPError  # noqa: E402
 from topopt.io import load_design  # noqa: E402
 
 
@@ -41,14 +48,38 @@ def nominal_design(h: float, maxeval: int, folder: str | None) -> np.ndarray:
     return saved["x"][saved["cell_data"]["design"].astype(bool)]
 
 
-def table(h: float, maxeval: int, robust_maxeval: int, folder: str | None) -> dict:
+def robust_design(var, x_n, beta, robust_maxeval: int, checkpoint: str | None):
+    if checkpoint is not None:
+        return np.load(checkpoint, allow_pickle=True)["x"][:-1]
+    worst = WorstFocus(var, em_robust.SHIFTS, em_robust.BAND)
+    res = worst.minimize(x_n, robust_focus_stages((beta,), robust_maxeval), verbose=False)
+    return res.x[:-1]
+
+
+def reliability(var, x, target: float, samples: int) -> dict:
+    rel = FocusReliability(var, target, em_robust.SIGMA_SHIFT, em_robust.SIGMA_WAVELENGTH)
+    with cf.ProcessPoolExecutor(2) as ex:
+        mc = rel.monte_carlo(x, samples, seed=0, executor=ex)
+    out = {"target": target, "pf_mc": mc.pf, "pf_mc_std": mc.pf_std,
+           "mc_failures": int(mc.n_failures), "mc_solves": samples}
+    try:
+        out["pf_form"] = float(np.exp(float(rel.ln_pf(x))))
+        out["form_modes"] = [None if fp.last is None else
+                             {"beta": fp.last.beta, "mpp": fp.last.mpp.tolist()}
+                             for fp in rel.modes]
+    except MPPError as err:
+        out["pf_form"], out["form_error"] = None, str(err).splitlines()[0]
+    return out
+
+
+def table(h: float, maxeval: int, robust_maxeval: int, folder: str | None,
+          robust: str | None = None, samples: int = 0) -> dict:
     t0 = time.perf_counter()
     x_n = nominal_design(h, maxeval, folder)
     var = FocusVariations(em_focus.EMFocus(h=h))
     beta = em_focus.BETAS[-1]
-    worst = WorstFocus(var, em_robust.SHIFTS, em_robust.BAND)
-    res = worst.minimize(x_n, robust_focus_stages((beta,), robust_maxeval), verbose=False)
-    x_r = res.x[:-1]
+    x_r = robust_design(var, x_n, beta, robust_maxeval, robust)
+    target = em_robust.TARGET_FRACTION * float(var.enhancement(x_n, 0.0, None, beta))
     out = {"resolution_nm": h, "maxeval": maxeval, "robust_maxeval": robust_maxeval,
            "grid_shifts_nm": list(em_robust.GRID_SHIFTS),
            "grid_wavelengths_nm": list(em_robust.GRID_WAVELENGTHS), "designs": {}}
@@ -58,6 +89,8 @@ def table(h: float, maxeval: int, robust_maxeval: int, folder: str | None) -> di
         out["designs"][name] = {"grid": G.tolist(), "enhancement_nominal": E0,
                                 "worst_on_grid": float(G.min()),
                                 "loss_at_worst": 1 - float(G.min()) / E0}
+        if samples:
+            out["designs"][name] |= reliability(var, x, target, samples)
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -66,7 +99,9 @@ def show(out: dict) -> None:
     for name, d in out["designs"].items():
         print(f"{name}, h = {out['resolution_nm']:g} nm: E(0, 532) = "
               f"{d['enhancement_nominal']:.2f}, worst {d['worst_on_grid']:.2f} "
-              f"(loss {100 * d['loss_at_worst']:.0f} %)")
+              f"(loss {100 * d['loss_at_worst']:.0f} %)" + (
+                  f"; pf(E < {d['target']:.2f}) MC {d['pf_mc']:.4f} +- {d['pf_mc_std']:.4f} "
+                  f"({d['mc_solves']} solves), FORM {d['pf_form']}" if "pf_mc" in d else ""))
         print("  d \\ lambda " + " ".join(f"{v:7g}" for v in out["grid_wavelengths_nm"]))
         for d_k, row in zip(out["grid_shifts_nm"], d["grid"]):
             print(f"  {d_k:+9g}  " + " ".join(f"{v:7.2f}" for v in row))
@@ -74,15 +109,17 @@ def show(out: dict) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    folder = None
-    if "--nominal" in args:
-        i = args.index("--nominal")
-        folder = args[i + 1]
-        del args[i:i + 2]
+    flags = {}
+    for flag in ("--nominal", "--robust", "--samples"):
+        if flag in args:
+            i = args.index(flag)
+            flags[flag] = args[i + 1]
+            del args[i:i + 2]
     h = float(args[0]) if args else 1.0
     maxeval = int(args[1]) if len(args) > 1 else 100
     robust_maxeval = int(args[2]) if len(args) > 2 else 50
-    result = table(h, maxeval, robust_maxeval, folder)
+    result = table(h, maxeval, robust_maxeval, flags.get("--nominal"), flags.get("--robust"),
+                   int(flags.get("--samples", 0)))
     show(result)
     os.makedirs(os.path.join(ROOT, "results", "em_robust"), exist_ok=True)
     path = os.path.join(ROOT, "results", "em_robust", f"table_{h:g}nm.json")

@@ -43,10 +43,11 @@ class FocusDesigns:
     band: tuple = (512.0, 532.0, 552.0)                # robust design's wavelengths
     grid_shifts: tuple = (-2.0, -1.0, 0.0, 1.0, 2.0)   # the evaluation grid
     grid_wavelengths: tuple = (512.0, 522.0, 532.0, 542.0, 552.0)
-    target_fraction: float = 0.5     # E_t of pf = P(E < E_t): this x the nominal design's E
-    pa: float = 0.05
+    target_fraction: float = 0.25    # E_t of pf = P(E < E_t): this x the nominal design's E
+    pa: float = 0.01
     sigma_shift: float = 1.0
     sigma_wavelength: float = 5.0
+    reliable_maxeval: int = 30                         # MMA evaluations of the last phase
 
 
 def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> list:
@@ -134,7 +135,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
     rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
     res = x_r if res_r.status == "interrupted" else ReliableFocus(rel, spec.pa).minimize(
-        x_r, maxeval, beta, verbose=verbose, checkpoint=paths[2][0], resume=paths[2][1])
+        x_r, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
+        checkpoint=paths[2][0], resume=paths[2][1])
     if res_r.status == "interrupted":
         res = res_r
     x = res.x[:prob.n]

@@ -53,10 +53,12 @@ class FocusReliability:
     method : str
         Asymptotic method of `ln_pf` (`topopt.reliability.ASYMPTOTIC`).
     **options
-        MPP options (`topopt.reliability.find_mpp`); ``n_starts=1`` and
-        ``max_radius=10`` unless given (the search then asks for ``|d| <=
-        14 sigma_d`` and ``|lambda - lambda_0| <= 14 sigma_lambda`` at most:
-        inside the silver table for ``sigma_lambda <= 5`` nm).
+        MPP options (`topopt.reliability.find_mpp`); unless given
+        ``n_starts=1``, ``tol=1e-8`` (KKT residual; the Newton polish then
+        reaches round-off), ``max_iter=50`` and ``max_radius=10`` (the
+        search then asks for ``|d| <= 14 sigma_d`` and ``|lambda - lambda_0|
+        <= 14 sigma_lambda`` at most: inside the silver table for
+        ``sigma_lambda <= 5`` nm).
 
     Examples
     --------
@@ -80,9 +82,12 @@ class FocusReliability:
                                             what="wavelength standard deviation, nm")
         self.beta = check_range("beta", beta, 0.0, None, lo_open=True,
                                 what="projection sharpness")
-        self.options = {"n_starts": 1, "max_radius": 10.0} | options
-        self.fp = _rel().FailureProbability(self.limit_state, -self.target, method=method,
-                                            m=2, **self.options)
+        self.options = {"n_starts": 1, "max_radius": 10.0, "tol": 1e-8, "max_iter": 50} | options
+        # one search per failure mode: dilation (d > 0) and erosion (d < 0), each warm-started
+        self.modes = [_rel().FailureProbability(self.limit_state, -self.target, method=method,
+                                                m=2, **({"theta0": np.array([s, 0.0])}
+                                                        | self.options))
+                      for s in (1.0, -1.0)]
         self.method = method
 
     def physical(self, theta):
@@ -96,22 +101,53 @@ class FocusReliability:
         return -self.variations.enhancement(p, d, lam, self.beta)
 
     def ln_pf(self, p, method: str | None = None):
-        """``ln pf`` (differentiable in `p`); the MPP search starts at the last MPP.
+        """``ln pf`` (differentiable in `p`): the two failure modes' sum, ``pf_+ + pf_-``.
 
-        Where that search fails (`topopt.reliability.MPPError`: a resonant
-        ``E(d, lambda)`` has several failure regions, and a warm start can
-        land on the far side of one), it is run again from the origin with
-        the multi-start of `topopt.reliability.find_mpp` (``n_starts="auto"``:
-        five searches); a second failure is raised.
+        An edge shift fails a resonant design both ways (dilated and
+        eroded), at two MPPs on opposite sides of ``theta_1 = 0``: one
+        search each, started at ``theta = (+1, 0)`` and ``(-1, 0)`` and then
+        at its last MPP. The sum is the first-order series-system bound,
+        sharp when the two failure sets hardly overlap (MPPs on opposite
+        sides); both searches reaching one MPP count it once; a side whose
+        failure set lies beyond ``max_radius`` adds nothing (`topopt.reliability.MPPError`
+        ``"unreachable"``; both: the bound ``-max_radius^2 / 2``); any other
+        failure of a search is raised.
         """
         method = self.method if method is None else method
-        if method == self.method:
+        if method != self.method:
+            other = FocusReliability(self.variations, self.target, self.sigma_shift,
+                                     self.sigma_wavelength, self.beta, method, **self.options)
+            return other.ln_pf(p)
+        parts, points = [], []
+        for fp in self.modes:
             try:
-                return self.fp(p)
-            except _rel().MPPError:
-                self.fp.last = None                     # no warm start from a bad MPP
-        return _rel().ln_pf(self.limit_state, p, -self.target, method=method, m=2,
-                            **(self.options | {"n_starts": "auto"}))
+                value = self._search(fp, p)
+            except _rel().MPPError as err:
+                if err.reason != "unreachable":
+                    raise
+                continue
+            mpp = fp.last.mpp
+            if all(np.linalg.norm(mpp - q) > 1e-3 * max(1.0, np.linalg.norm(q)) for q in points):
+                parts.append(value)
+                points.append(mpp)
+        if not parts:
+            return -0.5 * self.options["max_radius"] ** 2 + 0.0 * np.sum(p)   # pf's bound
+        return parts[0] if len(parts) == 1 else np.log(sum(np.exp(v) for v in parts))
+
+    @staticmethod
+    def _search(fp, p):
+        """``fp(p)``; a failed search is run once more from the origin (then raised)."""
+        try:
+            return fp(p)
+        except _rel().MPPError as err:
+            fp.last = None
+            if err.reason == "unreachable":
+                raise
+        fresh = _rel().FailureProbability(fp.limit_state, fp.z, fp.method,
+                                          **(fp.options | {"theta0": None}))
+        value = fresh(p)
+        fp.last = fresh.last
+        return value
 
     def builder(self) -> parallel.Builder:
         """The limit state's recipe for workers (`focus_limit_state`)."""

@@ -233,7 +233,9 @@ class FailureProbability:
 
     Calling it returns ``ln pf`` (differentiable with `topopt.ad` for the
     asymptotic methods); `result` gives the whole `ReliabilityResult`. The
-    MPP of the previous call starts the next search (``warm_start``).
+    MPP of the previous call starts the next search (``warm_start``); a
+    ``theta0`` among the options starts the first one (and any search after
+    one that did not converge).
 
     Parameters
     ----------
@@ -285,8 +287,8 @@ class FailureProbability:
     def _options(self) -> dict:
         opts = dict(self.options)
         if self.warm_start and self.last is not None and self.last.mpp is not None \
-                and self.last.converged and "theta0" not in self.options:
-            opts["theta0"] = self.last.mpp
+                and self.last.converged:
+            opts["theta0"] = self.last.mpp           # a given theta0 seeds the first search
         return opts
 
     def __call__(self, design):
