@@ -6,7 +6,7 @@ would take hours on 2 cores): em_focus's nominal design (MAXEVAL per
 stage, beta 8 -> 16 -> 32), then the worst case over em_robust's SHIFTS x
 BAND from it (ROBUST_MAXEVAL evaluations at beta 32), each evaluated on the
 grid GRID_SHIFTS x GRID_WAVELENGTHS (projected with beta = 32, cubic Johnson
-& Christy silver). Writes ``results/em_robust/table_<h>nm.json`` and prints
+& Christy silver). Writes ``results/em_robust_<h>nm.json`` and prints
 the two tables.
 
     python scripts/em_robust_table.py [h] [maxeval] [robust_maxeval] [--nominal DIR]
@@ -121,8 +121,7 @@ if __name__ == "__main__":
     result = table(h, maxeval, robust_maxeval, flags.get("--nominal"), flags.get("--robust"),
                    int(flags.get("--samples", 0)))
     show(result)
-    os.makedirs(os.path.join(ROOT, "results", "em_robust"), exist_ok=True)
-    path = os.path.join(ROOT, "results", "em_robust", f"table_{h:g}nm.json")
+    path = os.path.join(ROOT, "results", f"em_robust_{h:g}nm.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
     print(f"{result['seconds']:.0f} s -> {path}")
