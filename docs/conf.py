@@ -35,7 +35,8 @@ try:                              # a copy button on code blocks, when installed
 except ImportError:
     pass
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "api/generate.py", "gallery/generate.py"]
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "api/generate.py", "gallery/generate.py",
+                    "sync.py"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 

@@ -126,20 +126,9 @@ def pages() -> dict:
 
 
 def main(argv) -> int:
-    stale = []
-    for name, text in pages().items():
-        path = os.path.join(HERE, name)
-        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
-        if old != text:
-            stale.append(name)
-            if "--check" not in argv:
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-    if "--check" in argv and stale:
-        print("stale API pages (run python docs/api/generate.py):", ", ".join(stale))
-        return 1
-    return 0
-
+    sys.path.insert(0, os.path.dirname(HERE))
+    from sync import sync
+    return sync(HERE, pages(), "--check" in argv, "API pages", "python docs/api/generate.py")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -117,20 +117,10 @@ def main(argv) -> int:
         return 1
     out = {n + ".md": page(n) for n in names}
     out["index.md"] = index(names)
-    stale = []
-    for file, text in out.items():
-        path = os.path.join(HERE, file)
-        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
-        if old != text:
-            stale.append(file)
-            if "--check" not in argv:
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-    if "--check" in argv and stale:
-        print("stale gallery pages (run python docs/gallery/generate.py):", ", ".join(stale))
-        return 1
-    return 0
-
+    sys.path.insert(0, os.path.dirname(HERE))
+    from sync import sync
+    return sync(HERE, out, "--check" in argv, "gallery pages",
+                "python docs/gallery/generate.py")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
