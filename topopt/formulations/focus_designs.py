@@ -55,7 +55,14 @@ def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> li
 
     Examples
     --------
-    >>> phase_paths("ck.npz", "ck.robust.npz")
+    >>> phase_paths("ck.npz", None)
+    [('ck.nominal.npz', None), ('ck.robust.npz', None), ('ck.npz', None)]
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> open(os.path.join(folder, "ck.nominal.npz"), "w").close()   # a finished phase
+    >>> [tuple(p and os.path.basename(p) for p in pair)
+    ...  for pair in phase_paths(os.path.join(folder, "ck.npz"),
+    ...                          os.path.join(folder, "ck.robust.npz"))]
     [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.npz', None)]
     """
     names = (*phases, "")
