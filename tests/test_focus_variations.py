@@ -184,3 +184,29 @@ def test_reliable_focus_responses(reliability):
     assert float(c) == pytest.approx(float(rel.ln_pf(p)) - np.log(0.05), rel=1e-9)
     with pytest.raises(ValueError, match="pa"):
         ReliableFocus(rel, pa=1.0)
+
+
+
+class _Mode:
+    """A failure mode's search with a fixed answer (``ln pf`` and its MPP)."""
+
+    def __init__(self, ln_pf, mpp):
+        self.value, self.last = ln_pf, type("R", (), {"mpp": np.asarray(mpp, float)})()
+
+    def __call__(self, p):
+        return self.value
+
+
+@pytest.mark.parametrize("pfs, mpps, expected", [
+    ((0.02, 0.01), ((1.5, 0.0), (-2.0, 0.1)), 0.03),      # two modes: their sum
+    ((0.02, 0.02), ((1.5, 0.0), (1.5, 0.0)), 0.02),       # one MPP reached twice: once
+    ((0.7, 0.6), ((-0.3, 0.0), (0.2, 0.1)), 1.0),         # the origin fails: min(1, sum)
+])
+def test_modes_combine_as_a_series_bound(reliability, pfs, mpps, expected):
+    rel, p = reliability
+    saved = rel.modes
+    rel.modes = [_Mode(np.log(f), m) for f, m in zip(pfs, mpps)]
+    try:
+        assert np.exp(float(rel.ln_pf(p))) == pytest.approx(expected, rel=1e-12)
+    finally:
+        rel.modes = saved

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import parallel
+from .. import ad, parallel
 from .._validate import check_range
 from ..optimize.driver import Result, Stage, minimize
 from .focus import FocusProblem
@@ -108,7 +108,8 @@ class FocusReliability:
         search each, started at ``theta = (+1, 0)`` and ``(-1, 0)`` and then
         at its last MPP. The sum is the first-order series-system bound,
         sharp when the two failure sets hardly overlap (MPPs on opposite
-        sides); both searches reaching one MPP count it once; a side whose
+        sides), capped at 1 (``ln pf <= 0``: where the nominal point itself
+        fails, both modes count it); both searches reaching one MPP count it once; a side whose
         failure set lies beyond ``max_radius`` adds nothing (`topopt.reliability.MPPError`
         ``"unreachable"``; both: the bound ``-max_radius^2 / 2``); any other
         failure of a search is raised.
@@ -132,7 +133,12 @@ class FocusReliability:
                 points.append(mpp)
         if not parts:
             return -0.5 * self.options["max_radius"] ** 2 + 0.0 * np.sum(p)   # pf's bound
-        return parts[0] if len(parts) == 1 else np.log(sum(np.exp(v) for v in parts))
+        if len(parts) == 1:
+            return parts[0]
+        total = sum(np.exp(v) for v in parts)
+        if float(ad.value(total)) >= 1.0:            # the bound min(1, sum): pf <= 1
+            return 0.0 * np.sum(p)
+        return np.log(total)
 
     @staticmethod
     def _search(fp, p):
