@@ -35,6 +35,8 @@ wavelength: differentiable (`topopt.ad`) in every mode.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -164,13 +166,21 @@ def silver_index_jc(wavelength_nm: ArrayLike, kind: str = "linear"):
     return _cubic(lam)
 
 
-def _cubic(lam):
-    """The natural cubic spline of the J&C ``n`` and ``k`` at `lam` (traced or not)."""
+@functools.lru_cache(maxsize=1)
+def _cubic_coefficients() -> np.ndarray:
+    """The natural cubic spline's coefficients ``(4, intervals)`` through the J&C ``n + i k``."""
     from scipy.interpolate import CubicSpline
     table = JOHNSON_CHRISTY_AG
-    spline = CubicSpline(table[:, 0], table[:, 1] + 1j * table[:, 2], bc_type="natural")
+    c = CubicSpline(table[:, 0], table[:, 1] + 1j * table[:, 2], bc_type="natural").c
+    c.setflags(write=False)                       # shared by every call
+    return c
+
+
+def _cubic(lam):
+    """The natural cubic spline of the J&C ``n`` and ``k`` at `lam` (traced or not)."""
+    table = JOHNSON_CHRISTY_AG
     i = np.clip(np.searchsorted(table[:, 0], np.asarray(ad.value(lam), float), side="right")
                 - 1, 0, len(table) - 2)
     t = lam - table[i, 0]
-    c = spline.c[:, i]
+    c = _cubic_coefficients()[:, i]
     return ((c[0] * t + c[1]) * t + c[2]) * t + c[3]

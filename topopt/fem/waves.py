@@ -185,8 +185,12 @@ class WaveModel:
         return self._stretch(x, *self.pml_x)
 
     def _stretch(self, t, lo, hi) -> np.ndarray:
+        return 1.0 + 1j * self._sigma(t, lo, hi) / self.k
+
+    def _sigma(self, t, lo, hi) -> np.ndarray:
+        """The PML profile ``sigma = sigma_0 (depth / d)^2`` outside ``[lo, hi]`` (0 inside)."""
         depth = np.maximum(np.maximum(lo - t, t - hi), 0.0)
-        return 1.0 + 1j * self.sigma0 / self.k * (depth / self.pml[2]) ** 2
+        return self.sigma0 * (depth / self.pml[2]) ** 2
 
     def _air_form(self) -> skfem.BilinearForm:
         k2 = self.k ** 2
@@ -279,10 +283,9 @@ class WaveModel:
         if self.pml_x is not None:
             raise ValueError("k= needs a periodic cell without side PML (pml_x=None): "
                              "the side layers make the source depend on k")
-        system, sig_x, sig_y, n_air = _wavenumber_pieces(self)
-        s_x, s_y = 1.0 + 1j * sig_x / k, 1.0 + 1j * sig_y / k
-        k2 = k * k
-        coef = [a, -k2 * np.ones(n_air), s_y / s_x, s_x / s_y, -k2 * (s_x * s_y)]
+        system, sig_y, n_air = _wavenumber_pieces(self)
+        s_y, k2 = 1.0 + 1j * sig_y / k, k * k                     # s_x = 1: no side PML
+        coef = [a, -k2 * np.ones(n_air), s_y, 1.0 / s_y, -k2 * s_y]
         return solve(system, np.concatenate(coef), b)
 
     def wavenumber_system(self) -> LinearSystem:
@@ -306,13 +309,12 @@ class WaveModel:
 
 
 def _wavenumber_pieces(self: WaveModel):
-    """The `LinearSystem` of `solve`'s ``k=`` form and the PML profiles at its points."""
+    """The `LinearSystem` of `solve`'s ``k=`` form, ``sigma_y`` at its PML points, the air count."""
     if getattr(self, "_kparts", None) is not None:
         return self._kparts
     b = self.basis
     x = np.asarray(b.global_coordinates())                         # (2, n_el, n_q)
-    depth = lambda t, lo, hi: np.maximum(np.maximum(lo - t, t - hi), 0.0)  # noqa: E731
-    sig_y = self.sigma0 * (depth(x[1], *self.pml[:2]) / self.pml[2]) ** 2
+    sig_y = self._sigma(x[1], *self.pml[:2])
     pml = np.flatnonzero(np.any(sig_y > 0, axis=1))
     air = np.setdiff1d(np.arange(self.mesh.t.shape[1]), pml)
     phi = np.stack([np.asarray(b.basis[i][0]) for i in range(b.Nbfun)])
@@ -337,6 +339,5 @@ def _wavenumber_pieces(self: WaveModel):
     edofs = np.concatenate([d.element_dofs, dofs[air], q_dofs, q_dofs, q_dofs])
     system = LinearSystem(edofs, Ke, self.n, d.fixed, K0=L, symmetric=True,
                           solver=d.requested_solver)
-    sy = sig_y[pml].ravel()
-    self._kparts = (system, np.zeros_like(sy), sy, air.size)
+    self._kparts = (system, sig_y[pml].ravel(), air.size)
     return self._kparts

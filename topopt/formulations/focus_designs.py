@@ -15,6 +15,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,14 +142,12 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     x_r = res_r.x[:-1]
     target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
     rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
-    res = x_r if res_r.status == "interrupted" else ReliableFocus(rel, spec.pa).minimize(
+    res = res_r if res_r.status == "interrupted" else ReliableFocus(rel, spec.pa).minimize(
         x_r, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
         checkpoint=paths[2][0], resume=paths[2][1])
-    if res_r.status == "interrupted":
-        res = res_r
     x = res.x[:prob.n]
     designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}
-    with (cf.ProcessPoolExecutor(workers) if workers else _Here()) as ex:
+    with cf.ProcessPoolExecutor(workers) if workers else nullcontext() as ex:
         figs = {k: _figures(var, rel, v, spec, beta, samples, seed, ex if workers else None)
                 for k, v in designs.items()}
     metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
@@ -163,16 +162,6 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
         with signals_held():
             _write(out, prob, var, result, designs, spec, beta)
     return result
-
-
-class _Here:
-    """No executor (``workers=0``): the samples run in this process."""
-
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _write(out, prob, var, result, designs, spec, beta) -> None:
