@@ -20,12 +20,12 @@ from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem.transient import TransientSystem, temperatures, transient
 from ..responses.structural import volume
-from .base import DensityProblem
+from .base import DensityProblem, StartScaled
 
 __all__ = ["TransientHeatProblem"]
 
 
-class TransientHeatProblem(DensityProblem):
+class TransientHeatProblem(StartScaled, DensityProblem):
     """Minimum observed temperature summed over the time steps, under a volume fraction.
 
     Parameters
@@ -82,7 +82,7 @@ class TransientHeatProblem(DensityProblem):
             raise ValueError("the heat input Q s is zero: nothing to conduct")
         if not np.any(self.L[self.transient.A.free]):
             raise ValueError("L observes only fixed dofs (T = 0 there): the objective is 0")
-        self.scale, self.J0 = check_positive("scale", scale, "objective factor"), None
+        self.scale, self.c0 = check_positive("scale", scale, "objective factor"), None
         self.f = self.Q @ np.max(np.abs(self.s), axis=0)      # the heaters, for the pictures
         super().__init__(model, volfrac, rmin, penal=penal, filter=filter, Emin=Emin,
                          solver=solver, eta=eta, passive=passive)
@@ -117,18 +117,21 @@ class TransientHeatProblem(DensityProblem):
         x_phys = self.x_phys(x, beta)
         k = self.coefficients(x_phys)
         J = self.scale * np.sum(transient(self.transient, k, k, self.Q, self.s, self.L))
-        return J / self.J0, volume(x_phys, self.weights) / self.volfrac - 1.0
+        return J / self.c0, volume(x_phys, self.weights) / self.volfrac - 1.0
 
     # ----------------------------------------------------------- the run's hooks
-    def prepare(self, x0, stages) -> np.ndarray:
-        """``J0``: the objective of the start (unless set), the objective's scale."""
-        if self.J0 is None:
-            self.J0 = float(self.objective(x0))
-        return x0
+    def start_objective(self, x0):
+        """``J`` of the start: the objective's scale ``J0`` (`StartScaled`'s ``c0``)."""
+        return self.objective(x0)
 
     @property
-    def objective_scale(self) -> float:
-        return self.J0
+    def J0(self):                                              # noqa: N802 -- the paper's J0
+        """The start objective ``J0`` (None until the run's start; settable)."""
+        return self.c0
+
+    @J0.setter
+    def J0(self, value):                                       # noqa: N802
+        self.c0 = value
 
     def solves(self) -> int:
         """The time-step solves so far (forward, recomputed and adjoint)."""
