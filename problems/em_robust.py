@@ -12,9 +12,13 @@ three designs, each started from the one before:
   ``BAND`` = 512 / 532 / 552 nm, one epigraph (`WorstFocus`), at ``beta = 32``;
 * **reliability-based**: maximum nominal enhancement with ``pf = P(E <
   E_t) <= PA = 0.01``, ``E_t`` a quarter of the nominal design's
-  enhancement, ``d ~ N(0, 1 nm)``, ``lambda ~ N(532, 5 nm)`` (FORM, the
-  dilation and erosion modes, with design gradients; `ReliableFocus`), at
-  most RELIABLE_MAXEVAL = 30 evaluations from the robust design.
+  enhancement, ``d ~ N(0, 1 nm)``, ``lambda ~ N(532, 5 nm)``, at most
+  RELIABLE_MAXEVAL = 30 evaluations from the robust design (`ReliableFocus`):
+  ``--approach pma`` (default) asks ``E >= E_t`` over the disk
+  ``|theta| <= beta_a = Phi^-1(1 - PA / 2) = 2.576`` of the standard-normal
+  space (the dilation and erosion modes' FORM sum then at most PA), sampled
+  on N_SHIFTS = 21 chords, 59 points; ``--approach ria`` bounds FORM's
+  ``ln pf`` itself (two MPP searches per evaluation, with design gradients).
 
 Silver away from 532 nm: the natural cubic spline through Johnson &
 Christy's (1972) table (`silver_jc_cubic`; at 532 nm its ``eps`` is 0.14 %
@@ -28,14 +32,15 @@ for the reliability-based design, em_focus's files (``design.png``,
 Checkpoints: ``OUT/checkpoint.nominal.npz``, ``checkpoint.robust.npz`` and
 ``checkpoint.npz``; ``--resume`` takes any of them (`phase_paths`).
 
-Cost at 4 nm on 2 shared cores: the nominal phase 2.5 minutes, the robust
-one 10 (100 evaluations of 15 factorizations), the reliability-based one
-about 2 minutes per evaluation (two MPP searches of a resonant limit state;
-131 s measured for the first), Monte Carlo 5-10 minutes per design: about
-an hour in all. `scripts/em_robust_table.py` gives the first two designs'
+Cost at 4 nm on 2 shared cores: the nominal phase under a minute, the
+robust one 4 minutes (100 evaluations of 15 factorizations), the
+reliability-based one 7 minutes (30 evaluations of 59 factorizations; with
+``--approach ria`` about 2 minutes per evaluation: two MPP searches of a
+resonant limit state), Monte Carlo and FORM some minutes per design. `scripts/em_robust_table.py` gives the first two designs'
 tables and pf alone (docs/gallery/em_focus.md).
 
     python problems/em_robust.py [--h 4] [--maxeval 100] [--samples 1000] [--workers 2]
+                                 [--approach pma]
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import os
 from topopt import cli
 from topopt.cli.script import Option, at_least
 from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
+from topopt.formulations.focus_reliable import APPROACHES
 from topopt.io.result import RunResult
 
 from problems import em_focus
@@ -56,8 +62,9 @@ DEFAULT_OUT = os.path.join("results", "em_robust")
 SHIFTS, BAND = (-2.0, -1.0, 0.0, 1.0, 2.0), (512.0, 532.0, 552.0)
 GRID_SHIFTS, GRID_WAVELENGTHS = SHIFTS, (512.0, 522.0, 532.0, 542.0, 552.0)
 TARGET_FRACTION, PA, SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL = 0.25, 0.01, 1.0, 5.0, 30
+N_SHIFTS = 21
 SPEC = FocusDesigns(SHIFTS, BAND, GRID_SHIFTS, GRID_WAVELENGTHS, TARGET_FRACTION, PA,
-                    SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL)
+                    SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL, "pma", N_SHIFTS)
 SETUP = dataclasses.replace(em_focus.SETUP, name="em_robust", record={
     **em_focus.SETUP.record, "shifts": SHIFTS, "band": BAND, "target_fraction": TARGET_FRACTION,
     "pa": PA, "sigma_shift": SIGMA_SHIFT, "sigma_wavelength": SIGMA_WAVELENGTH})
@@ -66,15 +73,18 @@ OPTIONS = (
            "element size in the design region, nm (tutorial: 1)"),
     Option("samples", at_least(1, int), 1000, "Monte Carlo FE solves per design"),
     Option("workers", at_least(0, int), 2, "worker processes of the Monte Carlo (0: this one)"),
+    Option("approach", str, "pma", "reliability-based design: performance measure or "
+           "reliability index approach", choices=APPROACHES),
 )
 
 
 def run(h: float = 4.0, maxeval: int = 100, samples: int = 1000, workers: int = 2,
-        seed: int = 0, out: str | None = None, verbose: bool = False,
+        approach: str = "pma", seed: int = 0, out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None,
         solver: str = "auto") -> RunResult:
     """The three designs, their grids and pf (`run_focus_designs`)."""
-    return run_focus_designs(SETUP, h, maxeval, SPEC, samples, workers, seed, out,
+    spec = dataclasses.replace(SPEC, approach=approach)
+    return run_focus_designs(SETUP, h, maxeval, spec, samples, workers, seed, out,
                              verbose, checkpoint, resume, solver)
 
 

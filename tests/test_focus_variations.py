@@ -15,6 +15,7 @@ from topopt.design import project
 from topopt.design.materials import JOHNSON_CHRISTY_AG, silver_index_jc
 from topopt.formulations import (FocusProblem, FocusReliability, FocusSetup, FocusVariations,
                                  ReliableFocus, WorstFocus, enhancement)
+from topopt.formulations.focus_reliable import disk_chords
 from topopt.robust import shifted_projection, threshold_for_shift
 
 LAMBDA0 = 532.0
@@ -177,13 +178,62 @@ def test_monte_carlo_agrees_with_sorm(reliability):
 
 def test_reliable_focus_responses(reliability):
     rel, p = reliability
-    design = ReliableFocus(rel, pa=0.05)
+    design = ReliableFocus(rel, pa=0.05, approach="ria")
     design.E_ref = float(enhancement(rel.variations.g(p, 0.0, None, 8.0)))
     f, c = design.responses(p, 8.0)
     assert float(f) == pytest.approx(-1.0, rel=1e-12)
     assert float(c) == pytest.approx(float(rel.ln_pf(p)) - np.log(0.05), rel=1e-9)
     with pytest.raises(ValueError, match="pa"):
         ReliableFocus(rel, pa=1.0)
+
+
+@pytest.mark.parametrize("radius, n_shifts", [(1.0, 2), (2.0, 3), (2.576, 21), (3.0, 8)])
+def test_disk_chords(radius, n_shifts):
+    theta = disk_chords(radius, n_shifts)
+    r = np.linalg.norm(theta, axis=1)
+    assert len(theta) == 2 + 3 * (n_shifts - 2)              # two tangent points, 3 per chord
+    assert np.all(r <= radius * (1 + 1e-12))
+    ends = theta[theta[:, 1] != 0]
+    np.testing.assert_allclose(np.linalg.norm(ends, axis=1), radius, rtol=1e-12)
+    np.testing.assert_allclose(np.unique(theta[:, 0]), np.linspace(-radius, radius, n_shifts))
+    assert len(np.unique(theta, axis=0)) == len(theta)      # no point twice
+    np.testing.assert_allclose(theta[::-1] * [-1, -1], theta, atol=1e-12)   # symmetric
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"radius": 0.0, "n_shifts": 3}, "radius"), ({"radius": 2.0, "n_shifts": 1}, "n_shifts")])
+def test_disk_chords_rejects(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        disk_chords(**kwargs)
+
+
+@pytest.mark.parametrize("pa, beta_a", [(0.01, 2.5758293), (0.05, 1.9599640), (0.1, 1.6448536)])
+def test_pma_disk_radius(reliability, pa, beta_a):
+    # beta_a = Phi^-1(1 - pa / 2): the two-sided normal quantiles of any table
+    assert ReliableFocus(reliability[0], pa).beta_a == pytest.approx(beta_a, abs=1e-7)
+
+
+def test_pma_responses_are_the_disk_enhancements(reliability):
+    rel, p = reliability
+    design = ReliableFocus(rel, pa=0.05, n_shifts=4)
+    design.E_ref = 2.0
+    f, *c = design.responses(p, 8.0)
+    assert design.n_constraints == len(c) == 8
+    E = [float(rel.variations.enhancement(p, *rel.physical(t), 8.0)) for t in design.points]
+    np.testing.assert_allclose([float(v) for v in c], 1 - np.array(E) / rel.target, rtol=1e-12)
+    assert float(f) == pytest.approx(-float(rel.variations.enhancement(p, 0.0, None, 8.0)) / 2)
+    with pytest.raises(ValueError, match="approach"):
+        ReliableFocus(rel, pa=0.05, approach="sora")
+
+
+def test_pma_constraints_taylor(reliability):
+    rel, p = reliability
+    design = ReliableFocus(rel, pa=0.05, n_shifts=3)
+    design.E_ref = 1.0
+    w = np.random.default_rng(5).uniform(0.5, 1.5, 1 + design.n_constraints)
+    rate = taylor_test(lambda p: sum(wi * r for wi, r in zip(w, design.responses(p, 8.0))),
+                       p, np.random.default_rng(6).standard_normal(p.size))
+    assert rate >= 1.9
 
 
 

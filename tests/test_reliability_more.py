@@ -166,6 +166,21 @@ def test_two_symmetric_failure_modes_are_both_found():
     assert abs(r.ln_pf - exact) < 3 * r.ln_pf_std and r.ln_pf_std < 0.02
 
 
+@pytest.mark.parametrize("method", ("form",) + SORMS)
+def test_modes_of_a_failing_origin_sum_to_at_most_one(method):
+    """F = -d theta_1^2 >= -9: the origin fails; the two mirrored MPPs (+-3, beta = -3)
+    each give Phi(3), their sum 1.997 is capped at the series bound pf = 1 (exact: 1 -
+    2 Phi(-3) = 0.9973), flat in the design; one MPP alone stays Phi(3)."""
+    F = lambda t, d: -d * t[..., 0] ** 2        # noqa: E731
+    both = rel.failure_probability(F, 1.0, -9.0, method, m=2, n_starts=3)
+    assert both.n_mpp == 2 and both.ln_pf == 0.0 and both.info["capped"]
+    v, g = ad.value_and_gradient(lambda d: rel.ln_pf(F, d, -9.0, method=method, m=2,
+                                                     n_starts=3), 1.0)
+    assert float(v) == 0.0 and float(g) == 0.0
+    one = rel.failure_probability(F, 1.0, -9.0, method, m=2, n_starts=1)
+    assert one.ln_pf == pytest.approx(sp.log_ndtr(3.0), abs=1e-10) and "capped" not in one.info
+
+
 def test_two_unequal_modes_and_their_gradient():
     """F = p theta_1^2 + 0.3 theta_1 >= 9: two half planes, pf = Phi(-a) + Phi(-b) exactly
     with a, b the roots; d ln pf/dp from the weighted MPP contributions."""

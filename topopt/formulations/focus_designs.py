@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_int, check_range
+from .._validate import check_choice, check_int, check_range, check_sequence
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import signals_held, write_json
 from ..io.result import RunResult, grey_level, run_record
 from .focus import FocusProblem, FocusSetup, run_focus
 from .focus_output import write_focus
-from .focus_reliable import FocusReliability, ReliableFocus
+from .focus_reliable import APPROACHES, FocusReliability, ReliableFocus
 from .focus_robust import robust_focus_stages
 from .focus_variations import FocusVariations, WorstFocus
 
@@ -49,6 +49,24 @@ class FocusDesigns:
     sigma_shift: float = 1.0
     sigma_wavelength: float = 5.0
     reliable_maxeval: int = 30                         # MMA evaluations of the last phase
+    approach: str = "pma"                              # `ReliableFocus`'s formulation
+    n_shifts: int = 21                                 # its disk's chords ("pma")
+
+    def __post_init__(self):
+        for name in ("shifts", "band", "grid_shifts", "grid_wavelengths"):
+            values = check_sequence(name, getattr(self, name))
+            if not values:
+                raise ValueError(f"{name} must hold at least one value")
+            lo = 0.0 if name in ("band", "grid_wavelengths") else None
+            for i, v in enumerate(values):
+                check_range(f"{name}[{i}]", v, lo, None, lo_open=True)
+        check_range("target_fraction", self.target_fraction, 0.0, 1.0, lo_open=True)
+        check_range("pa", self.pa, 0.0, 1.0, lo_open=True, hi_open=True)
+        for name in ("sigma_shift", "sigma_wavelength"):
+            check_range(name, getattr(self, name), 0.0, None, lo_open=True)
+        check_int("reliable_maxeval", self.reliable_maxeval, 1)
+        check_choice("approach", self.approach, APPROACHES)
+        check_int("n_shifts", self.n_shifts, 2)
 
 
 def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> list:
@@ -121,8 +139,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     """
     samples = check_int("samples", samples, 1, what="Monte Carlo solves per design")
     workers = check_int("workers", workers, 0, what="worker processes (0: this process)")
-    check_range("pa", spec.pa, 0.0, 1.0, lo_open=True, hi_open=True)
-    check_range("target_fraction", spec.target_fraction, 0.0, 1.0, lo_open=True)
+    if not isinstance(spec, FocusDesigns):
+        raise TypeError(f"spec must be a FocusDesigns, got {type(spec).__name__}")
     paths = phase_paths(checkpoint, resume)
     if out is not None:
         check_writable_folder(out, "out")                    # before any work
@@ -142,7 +160,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     x_r = res_r.x[:-1]
     target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
     rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
-    res = res_r if res_r.status == "interrupted" else ReliableFocus(rel, spec.pa).minimize(
+    design = ReliableFocus(rel, spec.pa, spec.approach, spec.n_shifts)
+    res = res_r if res_r.status == "interrupted" else design.minimize(
         x_r, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
         checkpoint=paths[2][0], resume=paths[2][1])
     x = res.x[:prob.n]
@@ -151,7 +170,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
         figs = {k: _figures(var, rel, v, spec, beta, samples, seed, ex if workers else None)
                 for k, v in designs.items()}
     metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
-               "spec": spec.__dict__, "target": target, "designs": figs, "seconds": time.perf_counter() - t0,
+               "spec": spec.__dict__, "target": target, "beta_a": design.beta_a,
+               "designs": figs, "seconds": time.perf_counter() - t0,
                "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
                "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
                                          res.evaluations]}

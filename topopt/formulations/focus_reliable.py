@@ -12,8 +12,11 @@ enhancement drops below a specification ``E_t``:
 with the envelope-theorem design gradients; every derivative in ``theta``
 and ``p`` comes from `topopt.ad` through `FocusVariations`). The
 reliability-based design (`ReliableFocus`) maximises the nominal
-enhancement with ``ln pf <= ln pa`` as an MMA constraint; Monte Carlo on the
-executor of `topopt.parallel` checks the final ``pf`` (`FocusReliability.monte_carlo`).
+enhancement with ``pf <= pa`` as MMA constraints: the enhancement at least
+``E_t`` over the disk of radius ``beta_a = Phi^-1(1 - pa / 2)`` (the
+performance measure approach) or ``ln pf <= ln pa`` itself (the reliability
+index approach); Monte Carlo on the executor of `topopt.parallel` checks the
+final ``pf`` (`FocusReliability.monte_carlo`).
 """
 
 from __future__ import annotations
@@ -21,12 +24,18 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad, parallel
-from .._validate import check_range
+from .._validate import check_choice, check_int, check_range
 from ..optimize.driver import Result, Stage, minimize
 from .focus import FocusProblem
 from .focus_variations import FocusVariations, silver_jc_cubic
 
-__all__ = ["FocusReliability", "ReliableFocus", "focus_limit_state"]
+__all__ = ["FocusReliability", "ReliableFocus", "focus_limit_state", "disk_chords", "APPROACHES"]
+
+
+def _norm():
+    """`scipy.stats.norm`, imported on first use."""
+    from scipy.stats import norm
+    return norm
 
 
 def _rel():
@@ -176,17 +185,61 @@ def focus_limit_state(setup, h, sigma_shift, sigma_wavelength, beta, index=silve
     return FocusReliability(var, 1.0, sigma_shift, sigma_wavelength, beta).limit_state
 
 
-class ReliableFocus:
-    """Maximise the nominal enhancement subject to ``ln pf <= ln pa``.
+#: The formulations of `ReliableFocus`: performance measure / reliability index approach.
+APPROACHES = ("pma", "ria")
 
-    ``min -E(p; 0, lambda_0) / E_ref  s.t.  ln pf(p) - ln pa <= 0`` for MMA,
-    ``E_ref`` the start's nominal enhancement.
+
+def disk_chords(radius: float, n_shifts: int) -> np.ndarray:
+    """Standard-normal points ``theta`` on `n_shifts` chords of the disk ``|theta| <= radius``.
+
+    The chords stand at ``theta_1 = linspace(-radius, radius, n_shifts)``
+    (the edge-shift axis, where a resonant design's enhancement changes
+    fastest); each holds its two ends ``theta_2 = +-sqrt(radius^2 -
+    theta_1^2)`` and its middle ``theta_2 = 0`` (the wavelength axis, along
+    which the enhancement varies slowly: a chord's minimum at its ends or
+    near its middle). Rows ``(theta_1, theta_2)``, no point twice.
+
+    Examples
+    --------
+    >>> disk_chords(2.0, 3).tolist()
+    [[-2.0, 0.0], [0.0, -2.0], [0.0, 0.0], [0.0, 2.0], [2.0, 0.0]]
+    """
+    radius = check_range("radius", radius, 0.0, None, lo_open=True, what="disk radius")
+    n_shifts = check_int("n_shifts", n_shifts, 2, what="chords of the disk")
+    rows = []
+    for t1 in np.linspace(-radius, radius, n_shifts):
+        c = np.sqrt(max(radius ** 2 - t1 ** 2, 0.0))
+        rows += [(t1, 0.0)] if c <= 1e-12 * radius else [(t1, -c), (t1, 0.0), (t1, c)]
+    return np.array(rows, dtype=float)
+
+
+class ReliableFocus:
+    """Maximise the nominal enhancement while ``pf <= pa``.
+
+    ``min -E(p; 0, lambda_0) / E_ref`` for MMA, ``E_ref`` the start's
+    nominal enhancement, subject to (`approach`):
+
+    * ``"pma"``, the performance measure approach (Tu, Choi & Park 1999,
+      J. Mech. Des. 121, 557, eq. (8)): the enhancement at least ``E_t``
+      over the disk ``|theta| <= beta_a`` of the standard-normal space,
+      ``beta_a = Phi^-1(1 - pa / 2)``, so that each failure mode (dilation,
+      erosion) has its MPP at ``beta >= beta_a`` and the two modes' FORM sum
+      (`FocusReliability.ln_pf`) is at most ``pa``. The disk is sampled on
+      `n_shifts` chords (`disk_chords`): ``1 - E(p; theta_j) / E_t <= 0``
+      per point, one factorization each; no MPP search, whose iterations
+      do not settle on a resonant design's limit state (`FocusReliability`).
+    * ``"ria"``, the reliability index approach: ``ln pf(p) - ln pa <= 0``
+      with FORM / SORM's ``ln pf`` and its design gradient
+      (`FocusReliability.ln_pf`): two MPP searches per evaluation.
 
     Parameters
     ----------
     reliability : FocusReliability
     pa : float in (0, 1)
         Allowed failure probability.
+    approach : {"pma", "ria"}
+    n_shifts : int >= 2
+        Chords of the disk (``"pma"``): 21 puts them ``beta_a / 10`` apart.
 
     Examples
     --------
@@ -198,20 +251,34 @@ class ReliableFocus:
 
     objective_name = "-E(p; 0, lambda_0) / E_ref"
 
-    def __init__(self, reliability: FocusReliability, pa: float):
+    def __init__(self, reliability: FocusReliability, pa: float, approach: str = "pma",
+                 n_shifts: int = 21):
         if not isinstance(reliability, FocusReliability):
             raise TypeError("reliability must be a FocusReliability")
         self.reliability, self.n = reliability, reliability.n
         self.pa = check_range("pa", pa, 0.0, 1.0, lo_open=True, hi_open=True,
                               what="allowed failure probability")
+        self.approach = check_choice("approach", approach, APPROACHES)
+        self.beta_a = float(_norm().isf(self.pa / 2))
+        self.points = disk_chords(self.beta_a, n_shifts)
         self.E_ref = None
 
+    @property
+    def n_constraints(self) -> int:
+        """One per disk point (``"pma"``), one ``ln pf`` bound (``"ria"``)."""
+        return len(self.points) if self.approach == "pma" else 1
+
     def responses(self, p, beta: float):
-        """``(-E_nominal / E_ref, ln pf - ln pa)``."""
+        """``(-E_nominal / E_ref, constraints...)`` (see the class)."""
         rel = self.reliability
         rel.beta = beta
         E = rel.variations.enhancement(p, 0.0, None, beta)
-        return -E / self.E_ref, rel.ln_pf(p) - np.log(self.pa)
+        if self.approach == "ria":
+            return -E / self.E_ref, rel.ln_pf(p) - np.log(self.pa)
+        values = [E if not theta.any() else
+                  rel.variations.enhancement(p, *rel.physical(theta), beta)
+                  for theta in self.points]
+        return (-E / self.E_ref, *(1.0 - v / rel.target for v in values))
 
     def minimize(self, p0, maxeval: int = 40, beta: float = 32.0, **options) -> Result:
         """MMA from `p0` at one `beta` (`topopt.optimize.minimize`; `options` go there)."""
@@ -225,4 +292,4 @@ class ReliableFocus:
                 "count_solves": lambda: model.wavenumber_system().counts["factorizations"]}
         return minimize(self.responses, p0, bounds=(np.zeros(self.n), np.ones(self.n)),
                         stages=[Stage(maxeval=maxeval, params={"beta": float(beta)})],
-                        n_constraints=1, **(opts | options))
+                        n_constraints=self.n_constraints, **(opts | options))

@@ -181,8 +181,10 @@ def _asymptotic(ls: LimitState, q: tuple, z: float, method: str, on_failure: str
     lns = np.array([pt["ln_pf"] for pt in points])
     top = np.max(lns)
     ln = float(top + np.log(np.sum(np.exp(lns - top))))
+    capped = ln > 0.0          # the series bound min(1, sum): where the origin fails
+    ln = min(ln, 0.0)          # several MPPs count it; pf = 1, flat in the design
     for pt in points:
-        pt["weight"] = float(np.exp(pt["ln_pf"] - ln))
+        pt["weight"] = 0.0 if capped else float(np.exp(pt["ln_pf"] - ln))
     main = points[0]
     result = ReliabilityResult(method, ln, float(np.exp(ln)), beta=mpp.beta, mpp=mpp.theta,
                                multiplier=mpp.multiplier, curvatures=main["curvatures"],
@@ -192,6 +194,8 @@ def _asymptotic(ls: LimitState, q: tuple, z: float, method: str, on_failure: str
     _mpp_summary(ls, result)
     if dropped:
         result.info["dropped"] = dropped
+    if capped:
+        result.info["capped"] = True
     return result
 
 

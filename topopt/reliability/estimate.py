@@ -184,7 +184,9 @@ lam`` (LDT), ``c = phi(beta)/(Phi(-beta)|grad F|)`` (FORM), plus the
 derivative of the curvature factor through the KKT adjoint (SORM,
 LDT-prefactor; see the module docstring). With several local MPPs
 (`QuadraticLimitState`) ``ln pf`` is the logsumexp of their contributions
-and the gradient their weighted sum. First derivatives only.
+and the gradient their weighted sum, capped at ``ln pf = 0`` (the series
+bound ``min(1, sum)``: where the origin fails, each mirrored MPP counts it;
+``info["capped"]``, gradient 0). First derivatives only.
 
 Examples
 --------
