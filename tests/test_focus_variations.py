@@ -144,6 +144,22 @@ def test_grid_and_worst_case(ring):
         WorstFocus(var, (0.0,), (-5.0,))
 
 
+def test_worst_case_on_pairs(ring):
+    _, var, p = ring
+    pairs = [(-1.0, 520.0), (0.5, 532.0), (1.0, 545.0)]
+    worst = WorstFocus.on_pairs(var, pairs)
+    assert worst.pairs == pairs
+    E = [float(var.enhancement(p, d, lam, 8.0)) for d, lam in pairs]
+    np.testing.assert_allclose([float(e) for e in worst.enhancements(p, 8.0)], E, rtol=1e-12)
+    assert worst.start(p, 8.0)[-1] == pytest.approx(-min(E))
+    with pytest.raises(ValueError, match="pairs"):
+        WorstFocus.on_pairs(var, [])
+    with pytest.raises(ValueError, match="pairs"):
+        WorstFocus.on_pairs(var, [(0.0, 532.0, 1.0)])
+    with pytest.raises(ValueError, match=r"wavelengths\[0\]"):
+        WorstFocus.on_pairs(var, [(0.0, -532.0)])
+
+
 def test_variations_need_a_periodic_element_design():
     with pytest.raises(ValueError, match="subcell=False"):
         FocusVariations(FocusProblem(SETUP, h=4.0, subcell=True))

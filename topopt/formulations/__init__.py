@@ -57,9 +57,11 @@ __all__ += ['RobustFocus', 'robust_focus_stages', 'run_robust_focus', 'epigraph_
 from .focus_variations import FocusVariations, WorstFocus, silver_jc_cubic  # noqa: E402
 
 __all__ += ['FocusVariations', 'WorstFocus', 'silver_jc_cubic']
-from .focus_reliable import FocusReliability, ReliableFocus, focus_limit_state  # noqa: E402
+from .focus_reliable import (FocusReliability, ReliableFocus, focus_limit_state,  # noqa: E402
+                             disk_chords, APPROACHES as FOCUS_RELIABLE_APPROACHES)
 
-__all__ += ['FocusReliability', 'ReliableFocus', 'focus_limit_state']
+__all__ += ['FocusReliability', 'ReliableFocus', 'focus_limit_state', 'disk_chords',
+            'FOCUS_RELIABLE_APPROACHES']
 from .focus_designs import (FocusDesigns, run_focus_designs, phase_paths,  # noqa: E402
                             PHASES as FOCUS_DESIGN_PHASES)
 from .focus_plots import save_designs, save_heatmaps  # noqa: E402

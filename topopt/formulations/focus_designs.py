@@ -4,8 +4,15 @@
 before (the robust design from the nominal optimum, the reliability-based
 one from the robust design), then evaluates each on one grid of edge
 shifts x wavelengths and estimates each one's ``pf`` by Monte Carlo on the
-executor of `topopt.parallel`. Each phase checkpoints: ``PATH.nominal.npz``,
-``PATH.robust.npz`` and ``PATH`` (``--checkpoint PATH``); ``--resume`` takes
+executor of `topopt.parallel`. With the performance measure approach
+(``spec.approach = "pma"``) the reliability-based design starts from the
+worst case over its disk of standard-normal points (``spec.disk_maxeval``
+evaluations of `WorstFocus.on_pairs` from the robust design): the PMA's
+constraints, which MMA did not make feasible from the robust or the
+nominal design (a notch of the enhancement between the robust design's
+shifts; the dead plateau of the nominal one's dilations), hold there.
+Each phase checkpoints: ``PATH.nominal.npz``, ``PATH.robust.npz``,
+``PATH.disk.npz`` and ``PATH`` (``--checkpoint PATH``); ``--resume`` takes
 any of them: that phase continues, the phases before it come (finished)
 from their siblings.
 """
@@ -33,7 +40,7 @@ from .focus_variations import FocusVariations, WorstFocus
 __all__ = ["FocusDesigns", "run_focus_designs", "phase_paths", "PHASES"]
 
 #: The phases before the last (reliability-based) one, in order.
-PHASES = ("nominal", "robust")
+PHASES = ("nominal", "robust", "disk")
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class FocusDesigns:
     reliable_maxeval: int = 30                         # MMA evaluations of the last phase
     approach: str = "pma"                              # `ReliableFocus`'s formulation
     n_shifts: int = 21                                 # its disk's chords ("pma")
+    disk_maxeval: int = 25          # "pma": the worst case over the disk first, from the robust
 
     def __post_init__(self):
         for name in ("shifts", "band", "grid_shifts", "grid_wavelengths"):
@@ -65,6 +73,7 @@ class FocusDesigns:
         for name in ("sigma_shift", "sigma_wavelength"):
             check_range(name, getattr(self, name), 0.0, None, lo_open=True)
         check_int("reliable_maxeval", self.reliable_maxeval, 1)
+        check_int("disk_maxeval", self.disk_maxeval, 0)
         check_choice("approach", self.approach, APPROACHES)
         check_int("n_shifts", self.n_shifts, 2)
 
@@ -75,14 +84,14 @@ def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> li
     Examples
     --------
     >>> phase_paths("ck.npz", None)
-    [('ck.nominal.npz', None), ('ck.robust.npz', None), ('ck.npz', None)]
+    [('ck.nominal.npz', None), ('ck.robust.npz', None), ('ck.disk.npz', None), ('ck.npz', None)]
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
     >>> open(os.path.join(folder, "ck.nominal.npz"), "w").close()   # a finished phase
     >>> [tuple(p and os.path.basename(p) for p in pair)
     ...  for pair in phase_paths(os.path.join(folder, "ck.npz"),
     ...                          os.path.join(folder, "ck.robust.npz"))]
-    [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.npz', None)]
+    [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.disk.npz', None), ('ck.npz', None)]
     """
     names = (*phases, "")
 
@@ -141,7 +150,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     workers = check_int("workers", workers, 0, what="worker processes (0: this process)")
     if not isinstance(spec, FocusDesigns):
         raise TypeError(f"spec must be a FocusDesigns, got {type(spec).__name__}")
-    paths = phase_paths(checkpoint, resume)
+    with_disk = spec.approach == "pma" and spec.disk_maxeval > 0
+    paths = phase_paths(checkpoint, resume, PHASES if with_disk else PHASES[:2])
     if out is not None:
         check_writable_folder(out, "out")                    # before any work
     for ck, _ in paths:
@@ -161,11 +171,18 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
     rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
     design = ReliableFocus(rel, spec.pa, spec.approach, spec.n_shifts)
-    res = res_r if res_r.status == "interrupted" else design.minimize(
-        x_r, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
-        checkpoint=paths[2][0], resume=paths[2][1])
+    res_d, x_d = res_r, x_r
+    if with_disk and res_r.status != "interrupted":
+        # a feasible start for the PMA: the worst case over its disk points (an epigraph)
+        disk = WorstFocus.on_pairs(var, [rel.physical(t) for t in design.points])
+        res_d = disk.minimize(x_r, robust_focus_stages((beta,), spec.disk_maxeval),
+                              verbose=verbose, checkpoint=paths[2][0], resume=paths[2][1])
+        x_d = res_d.x[:-1]
+    res = res_d if res_d.status == "interrupted" else design.minimize(
+        x_d, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
+        checkpoint=paths[-1][0], resume=paths[-1][1])
     x = res.x[:prob.n]
-    designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}
+    designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}   # x_d: a step
     with cf.ProcessPoolExecutor(workers) if workers else nullcontext() as ex:
         figs = {k: _figures(var, rel, v, spec, beta, samples, seed, ex if workers else None)
                 for k, v in designs.items()}
@@ -174,6 +191,7 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
                "designs": figs, "seconds": time.perf_counter() - t0,
                "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
                "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
+                                         res_d.evaluations if res_d is not res_r else 0,
                                          res.evaluations]}
     result = RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
                                    x_phys=prob.element_density(x, beta), history=res.history,

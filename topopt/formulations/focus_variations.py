@@ -145,6 +145,18 @@ class WorstFocus:
         self.variations, self.n = variations, variations.n
         self.pairs = [(d, lam) for d in shifts for lam in lams]
 
+    @classmethod
+    def on_pairs(cls, variations: FocusVariations, pairs) -> "WorstFocus":
+        """The worst case over given ``(d, lambda)`` `pairs` (not a product of two sets)."""
+        pairs = [tuple(check_sequence(f"pairs[{i}]", q)) for i, q in
+                 enumerate(check_sequence("pairs", pairs))]
+        if not pairs or any(len(q) != 2 for q in pairs):
+            raise ValueError("pairs must hold at least one (shift, wavelength) pair")
+        worst = cls(variations, [pairs[0][0]], [pairs[0][1]])
+        checked = [cls(variations, [d], [lam]).pairs[0] for d, lam in pairs]
+        worst.pairs = checked
+        return worst
+
     def enhancements(self, p, beta):
         """``E(p; d, lambda)`` of every pair (traced if `p` is)."""
         return [self.variations.enhancement(p, d, lam, beta) for d, lam in self.pairs]
