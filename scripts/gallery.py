@@ -2,7 +2,7 @@
 
 ::
 
-    python scripts/gallery.py                    # every problem (about an hour on 2 cores)
+    python scripts/gallery.py                    # every problem (1.5 hours on 2 cores)
     python scripts/gallery.py mbb_beam inverter  # some of them
     python scripts/gallery.py --list             # the commands, without running them
 

@@ -2,6 +2,9 @@
 
 import json
 import os
+import re
+import signal
+import subprocess
 
 import numpy as np
 import pytest
@@ -10,7 +13,8 @@ from topopt import ad, fem
 from topopt.design.interpolation import permittivity
 from topopt.optimize.driver import load_checkpoint
 
-from script_runs import interrupt_after, interrupted_evaluations, run_script, script
+from script_runs import (interrupt_after, interrupted_evaluations, run_script, script,
+                         script_env)
 
 from problems import em_focus
 
@@ -193,3 +197,35 @@ def test_interrupted_run_exits_143_records_and_resumes(tmp_path):
     stages = load_checkpoint(ck)["stages"]
     assert [s["stage"] for s in stages] == [0, 1, 2]
     assert stages[0]["evaluations"] == n + 1
+
+
+def test_em_robust_interrupted_in_its_robust_phase_stops_there_and_resumes(tmp_path):
+    """SIGTERM in em_robust's second phase: exit 143 at once (no Monte Carlo of a half
+    design), result.json names the phase and its checkpoint, --resume of that checkpoint
+    finishes every phase."""
+    out = tmp_path / "emr"
+    ck = out / "checkpoint.robust.npz"
+    cmd = script("em_robust", "--h", 8, "--samples", 4, "--workers", 0, "--out", out)
+    proc = subprocess.Popen(list(map(str, [*cmd, "--maxeval", 20])), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=script_env())
+    robust = False
+    try:
+        for line in proc.stderr:
+            robust = robust or "z = -min_k E_k |" in line        # the robust phase's header
+            if robust and re.match(r"\s*1 s0 obj", line):
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert robust and proc.returncode == 143, stderr
+    n = interrupted_evaluations(stderr, ck)
+    saved = json.load(open(out / "result.json"))
+    assert (saved["status"], saved["evaluations"], saved["result"]["phase"]) == (
+        "interrupted", n, "robust")
+    assert saved["resume"] == f"--resume {ck}" and not (out / "designs.json").exists()
+    done = run_script([*cmd, "--maxeval", n + 1, "--resume", ck, "--quiet"], timeout=600)
+    assert done.returncode == 0, done.stderr
+    finished = json.load(open(out / "result.json"))
+    assert finished["status"] != "interrupted" and (out / "designs.json").exists()
+    assert finished["result"]["evaluations_per_phase"][1] == n + 1

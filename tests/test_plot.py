@@ -314,3 +314,21 @@ def test_write_results_refuses_mirror_in_3d(tmp_path):
     with pytest.raises(ValueError, match="mirror=True draws a 2-D half model"):
         write_results(str(tmp_path / "out"), mesh, result, {}, "t", mirror=True)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("width", [plot.MAX_CONSTRAINT_LINES, plot.MAX_CONSTRAINT_LINES + 1, 149])
+def test_history_of_many_constraints_draws_their_maximum(width):
+    """Up to MAX_CONSTRAINT_LINES a line per constraint, beyond one line: the maximum."""
+    rng = np.random.default_rng(width)
+    g = rng.normal(size=(6, width))
+    history = [{"objective": 1.0, "constraints": list(row)} for row in g]
+    fig = plot.history_figure(history)
+    ax2 = fig.axes[1]
+    curves = [line for line in ax2.lines if line.get_linestyle() == "--"]
+    labels = [t.get_text() for t in fig.legends[0].texts]
+    if width <= plot.MAX_CONSTRAINT_LINES:
+        assert len(curves) == width and labels[1:] == [f"g{j + 1}" for j in range(width)]
+        np.testing.assert_array_equal(curves[-1].get_ydata(), g[:, -1])
+    else:
+        assert len(curves) == 1 and labels[1:] == [f"max of {width} constraints"]
+        np.testing.assert_array_equal(curves[0].get_ydata(), g.max(axis=1))

@@ -14,7 +14,8 @@ shifts; the dead plateau of the nominal one's dilations), hold there.
 Each phase checkpoints: ``PATH.nominal.npz``, ``PATH.robust.npz``,
 ``PATH.disk.npz`` and ``PATH`` (``--checkpoint PATH``); ``--resume`` takes
 any of them: that phase continues, the phases before it come (finished)
-from their siblings.
+from their siblings. An interrupted phase ends the run (no Monte Carlo):
+its result names the phase and the checkpoint to resume from.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class FocusDesigns:
     sigma_wavelength: float = 5.0
     reliable_maxeval: int = 30                         # MMA evaluations of the last phase
     approach: str = "pma"                              # `ReliableFocus`'s formulation
-    n_shifts: int = 21                                 # its disk's chords ("pma")
+    n_shifts: int = 51                                 # its disk's chords ("pma")
     disk_maxeval: int = 25          # "pma": the worst case over the disk first, from the robust
 
     def __post_init__(self):
@@ -167,20 +168,26 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     worst = WorstFocus(var, spec.shifts, spec.band)
     res_r = worst.minimize(nominal.x, robust_focus_stages((beta,), maxeval), verbose=verbose,
                            checkpoint=paths[1][0], resume=paths[1][1])
+    if res_r.status == "interrupted":
+        return _stopped("robust", res_r, paths[1][0], prob, h, beta, out)
     x_r = res_r.x[:-1]
     target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
     rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
     design = ReliableFocus(rel, spec.pa, spec.approach, spec.n_shifts)
-    res_d, x_d = res_r, x_r
-    if with_disk and res_r.status != "interrupted":
+    res_d, x_d = None, x_r
+    if with_disk:
         # a feasible start for the PMA: the worst case over its disk points (an epigraph)
         disk = WorstFocus.on_pairs(var, [rel.physical(t) for t in design.points])
-        res_d = disk.minimize(x_r, robust_focus_stages((beta,), spec.disk_maxeval),
-                              verbose=verbose, checkpoint=paths[2][0], resume=paths[2][1])
+        stages = robust_focus_stages((beta,), min(maxeval, spec.disk_maxeval))
+        res_d = disk.minimize(x_r, stages, verbose=verbose, checkpoint=paths[2][0],
+                              resume=paths[2][1])
+        if res_d.status == "interrupted":
+            return _stopped("disk", res_d, paths[2][0], prob, h, beta, out)
         x_d = res_d.x[:-1]
-    res = res_d if res_d.status == "interrupted" else design.minimize(
-        x_d, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
-        checkpoint=paths[-1][0], resume=paths[-1][1])
+    res = design.minimize(x_d, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
+                          checkpoint=paths[-1][0], resume=paths[-1][1])
+    if res.status == "interrupted":
+        return _stopped("reliability_based", res, paths[-1][0], prob, h, beta, out)
     x = res.x[:prob.n]
     designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}   # x_d: a step
     with cf.ProcessPoolExecutor(workers) if workers else nullcontext() as ex:
@@ -188,10 +195,11 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
                 for k, v in designs.items()}
     metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
                "spec": spec.__dict__, "target": target, "beta_a": design.beta_a,
+               "E_ref": design.E_ref, "n_constraints": design.n_constraints,
                "designs": figs, "seconds": time.perf_counter() - t0,
                "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
                "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
-                                         res_d.evaluations if res_d is not res_r else 0,
+                                         0 if res_d is None else res_d.evaluations,
                                          res.evaluations]}
     result = RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
                                    x_phys=prob.element_density(x, beta), history=res.history,
@@ -202,9 +210,31 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     return result
 
 
+def _stopped(phase, res, checkpoint, prob, h, beta, out) -> RunResult:
+    """An interrupted `phase`: its last design (the checkpoint holds it), no Monte Carlo.
+
+    ``OUT/result.json`` says which phase stopped, after how many evaluations
+    and how to resume.
+    """
+    x = res.x[:prob.n]
+    result = RunResult.from_record(run_record(res, checkpoint),
+                                   {"phase": phase, "resolution_nm": h}, x=x,
+                                   x_phys=prob.element_density(x, beta), history=res.history)
+    if out is not None:
+        with signals_held():
+            write_json(os.path.join(out, "result.json"),
+                       {**result.record(), "result": result.summary()})
+    return result
+
+
 def _write(out, prob, var, result, designs, spec, beta) -> None:
     from .focus_plots import save_designs, save_heatmaps
-    write_focus(out, prob, result, prob.field(result.x, beta))
+    what = ("E >= E_t on %d disk points (PMA)" % result["n_constraints"]
+            if spec.approach == "pma" else "ln pf <= ln pa (FORM)")
+    write_focus(out, prob, result, prob.field(result.x, beta),
+                objective_label="nominal enhancement E(0, lambda_0)",
+                objective_scale=-result["E_ref"],
+                history_title=f"reliability-based phase: {what}, beta = {beta:g}")
     save_designs(os.path.join(out, "designs.png"), prob, designs, result["designs"], beta)
     save_heatmaps(os.path.join(out, "heatmap.png"), result["designs"], spec)
     write_json(os.path.join(out, "designs.json"), {"spec": spec.__dict__,

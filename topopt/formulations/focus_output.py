@@ -31,8 +31,13 @@ def field_map(prob, result: RunResult, u) -> np.ndarray:
     return 2.0 * np.linalg.norm(np.abs(prob.model.element_gradients(u)), axis=1) / np.abs(eps)
 
 
-def write_focus(out: str, prob, result: RunResult, u) -> None:
+def write_focus(out: str, prob, result: RunResult, u, objective_label: str = G_LABEL,
+                objective_scale: float = -1.0, history_title: str | None = None) -> None:
     """The design, its field `u` (``|E|/|E_inc|`` map), the history and the metrics.
+
+    The history is drawn as `objective_label`, the minimized objective times
+    `objective_scale` (by default ``g``, minimized as ``-g``), titled
+    `history_title` (by default the stages' ``beta``).
 
     ``design.npz`` / ``design.vtu`` (`topopt.io.save_design`) hold ``x`` and
     ``x_phys`` on the whole mesh (0 outside the design region, cell data
@@ -52,10 +57,11 @@ def write_focus(out: str, prob, result: RunResult, u) -> None:
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 label="|E| / |E_inc|", **s.window)
-    record = plot_record(result.history, G_LABEL, objective_scale=-1.0, **s.window)  # -g
-    save_history(result.history, os.path.join(out, "history.png"),
-                 title="EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in s.betas),
-                 objective_label=G_LABEL, objective_scale=-1.0)
+    record = plot_record(result.history, objective_label, objective_scale, **s.window)
+    if history_title is None:
+        history_title = "EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in s.betas)
+    save_history(result.history, os.path.join(out, "history.png"), title=history_title,
+                 objective_label=objective_label, objective_scale=objective_scale)
     write_json(os.path.join(out, "result.json"),
                {**result.record(), "setup": s.record, "result": result.metrics | result.record(),
                 **record})

@@ -12,9 +12,10 @@
 from .canvas import grid_indices
 from .design3d import design_figure_3d, save_design_3d
 from .figures import design_figure, save_design
-from .history import history_figure, save_history
+from .history import history_figure, save_history, MAX_CONSTRAINT_LINES
 from .live import Live, live
 from .markers import boundary_markers
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
-           'save_design_3d', 'history_figure', 'save_history', 'live', 'Live']
+           'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
+           'Live']

@@ -1,7 +1,8 @@
 """The convergence-history figure.
 
 `history_figure` (`save_history`): the objective in the user's unit and
-each named constraint per evaluation, with a legend outside the axes.
+each named constraint per evaluation (their maximum alone beyond
+`MAX_CONSTRAINT_LINES`), with a legend outside the axes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from matplotlib.lines import Line2D
 
 from .canvas import _save
 
-__all__ = ["history_figure", "save_history"]
+__all__ = ["history_figure", "save_history", "MAX_CONSTRAINT_LINES"]
+
+#: More constraints than this are drawn as one line, their maximum per evaluation.
+MAX_CONSTRAINT_LINES = 8
 
 
 def history_figure(history: Sequence[dict], title: str = "",
@@ -32,7 +36,9 @@ def history_figure(history: Sequence[dict], title: str = "",
     objective_label : str
         The left axis's label and legend entry (``"compliance c"``).
     constraint_names : list of str, optional
-        One per constraint (``g1``, ``g2``, ... by default).
+        One per constraint (``g1``, ``g2``, ... by default). Beyond
+        `MAX_CONSTRAINT_LINES` constraints one line shows their maximum
+        (``max of N constraints``) and the names are not drawn.
     objective_scale : float
         The history's objective times this is plotted: the minimized ``c /
         c0`` times ``c0`` is the compliance (`minimize`'s ``objective_scale``).
@@ -89,7 +95,10 @@ def _constraint_lines(ax, n, history, constraint_names) -> list:
         raise ValueError(f"constraint_names has {len(names)} names for {width} constraints")
     ax2 = ax.twinx()
     lines = []
-    for j in range(width):
+    if width > MAX_CONSTRAINT_LINES:
+        lines += ax2.plot(n, np.nanmax(g, axis=1), "--", lw=1.2, color="C0",
+                          label=f"max of {width} constraints")
+    for j in range(width if width <= MAX_CONSTRAINT_LINES else 0):
         lines += ax2.plot(n, g[:, j], "--", lw=1.2, color=f"C{j}",
                           label=names[j] if names else f"g{j + 1}")
     ax2.axhline(0, color="0.7", lw=0.8)
