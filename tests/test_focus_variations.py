@@ -184,6 +184,23 @@ def test_ln_pf_taylor(reliability, method):
     assert rate >= 1.9
 
 
+def test_cold_ln_pf_does_not_depend_on_the_designs_before(reliability):
+    """warm=False: the value of a fresh FocusReliability, whatever was searched before;
+    the warm searches keep their last MPPs (the optimization's default)."""
+    base, p = reliability
+    other = np.clip(p + 0.3 * np.random.default_rng(3).standard_normal(p.size), 0.0, 1.0)
+    rel, fresh = (FocusReliability(base.variations, base.target, base.sigma_shift,
+                                   base.sigma_wavelength, base.beta) for _ in range(2))
+    expected = float(fresh.ln_pf(p))
+    rel.ln_pf(other)                                            # moves the warm starts
+    kept = [None if fp.last is None else fp.last.mpp.copy() for fp in rel.modes]
+    assert float(rel.ln_pf(p, warm=False)) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    for fp, mpp in zip(rel.modes, kept):                     # the warm state untouched
+        assert (fp.last is None and mpp is None) or np.array_equal(fp.last.mpp, mpp)
+    with pytest.raises(TypeError, match="warm"):
+        rel.ln_pf(p, warm=1)
+
+
 def test_monte_carlo_agrees_with_sorm(reliability):
     # 2000 samples: pf ~ 0.2, standard error ~ 0.009; SORM of a smooth 2-D limit state
     rel, p = reliability

@@ -129,7 +129,7 @@ def _figures(var, rel, x, spec, beta, samples, seed, executor) -> dict:
            "pf_mc": mc.pf, "pf_mc_std": mc.pf_std, "mc_failures": int(mc.n_failures),
            "mc_solves": int(samples), "grey_level": grey_level(var.p_phys(x, 0.0, beta))}
     try:
-        out["pf_form"] = float(np.exp(float(rel.ln_pf(x, "form"))))
+        out["pf_form"] = float(np.exp(float(rel.ln_pf(x, "form", warm=False))))
     except Exception as err:                       # noqa: BLE001 -- reported, not hidden
         out["pf_form"], out["form_error"] = None, str(err).splitlines()[0]
     return out

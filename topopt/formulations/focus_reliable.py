@@ -109,13 +109,16 @@ class FocusReliability:
         d, lam = self.physical(theta)
         return -self.variations.enhancement(p, d, lam, self.beta)
 
-    def ln_pf(self, p, method: str | None = None):
+    def ln_pf(self, p, method: str | None = None, warm: bool = True):
         """``ln pf`` (differentiable in `p`): the two failure modes' sum, ``pf_+ + pf_-``.
 
         An edge shift fails a resonant design both ways (dilated and
         eroded), at two MPPs on opposite sides of ``theta_1 = 0``: one
         search each, started at ``theta = (+1, 0)`` and ``(-1, 0)`` and then
-        at its last MPP. The sum is the first-order series-system bound,
+        (`warm`, as in an optimization) at its last MPP; ``warm=False``
+        starts both at ``(+-1, 0)`` and keeps nothing, so that the value of
+        one design does not depend on the designs searched before (a
+        resonant limit state has several local MPPs). The sum is the first-order series-system bound,
         sharp when the two failure sets hardly overlap (MPPs on opposite
         sides), capped at 1 (``ln pf <= 0``: where the nominal point itself
         fails, both modes count it); both searches reaching one MPP count it once; a side whose
@@ -124,7 +127,9 @@ class FocusReliability:
         failure of a search is raised.
         """
         method = self.method if method is None else method
-        if method != self.method:
+        if not isinstance(warm, bool):
+            raise TypeError(f"warm must be True or False, got {warm!r}")
+        if method != self.method or not warm:
             other = FocusReliability(self.variations, self.target, self.sigma_shift,
                                      self.sigma_wavelength, self.beta, method, **self.options)
             return other.ln_pf(p)
