@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     wavelengths = [float(v) for v in args.wavelengths.split(",")]
     var = FocusVariations(em_focus.EMFocus(h=args.h))
     beta = em_focus.BETAS[-1]
-    x_n = None
+    target = None
     for name, file, extra in DESIGNS:
         path = os.path.join(args.out, file)
         if not os.path.isfile(path):
@@ -66,8 +66,8 @@ def main(argv=None) -> int:
         if x.shape != (var.n,):
             parser.error(f"argument --h: {file} holds {x.size} variables, the {args.h:g} nm "
                          f"cell has {var.n}")
-        x_n = x if x_n is None else x_n
-        target = em_robust.TARGET_FRACTION * float(var.enhancement(x_n, 0.0, None, beta))
+        if target is None:                                # E_t: a quarter of the nominal's E
+            target = em_robust.TARGET_FRACTION * float(var.enhancement(x, 0.0, None, beta))
         for lam, curve in scan(var, x, wavelengths, beta).items():
             print(f"{name}, {lam:g} nm (E_t = {target:.2f}, * below):")
             print("  " + " ".join(f"{d:+.1f}:{e:.1f}{'*' if e < target else ''}"

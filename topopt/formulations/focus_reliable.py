@@ -118,13 +118,14 @@ class FocusReliability:
         (`warm`, as in an optimization) at its last MPP; ``warm=False``
         starts both at ``(+-1, 0)`` and keeps nothing, so that the value of
         one design does not depend on the designs searched before (a
-        resonant limit state has several local MPPs). The sum is the first-order series-system bound,
-        sharp when the two failure sets hardly overlap (MPPs on opposite
-        sides), capped at 1 (``ln pf <= 0``: where the nominal point itself
-        fails, both modes count it); both searches reaching one MPP count it once; a side whose
-        failure set lies beyond ``max_radius`` adds nothing (`topopt.reliability.MPPError`
-        ``"unreachable"``; both: the bound ``-max_radius^2 / 2``); any other
-        failure of a search is raised.
+        resonant limit state has several local MPPs). The sum is the
+        first-order series-system bound, sharp when the two failure sets
+        hardly overlap (MPPs on opposite sides), capped at 1 (``ln pf <=
+        0``: where the nominal point itself fails, both modes count it); both
+        searches reaching one MPP count it once; a side whose failure set
+        lies beyond ``max_radius`` adds nothing
+        (`topopt.reliability.MPPError` ``"unreachable"``; both: the bound
+        ``-max_radius^2 / 2``); any other failure of a search is raised.
         """
         method = self.method if method is None else method
         if not isinstance(warm, bool):

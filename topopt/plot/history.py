@@ -98,9 +98,10 @@ def _constraint_lines(ax, n, history, constraint_names) -> list:
     if width > MAX_CONSTRAINT_LINES:
         lines += ax2.plot(n, np.nanmax(g, axis=1), "--", lw=1.2, color="C0",
                           label=f"max of {width} constraints")
-    for j in range(width if width <= MAX_CONSTRAINT_LINES else 0):
-        lines += ax2.plot(n, g[:, j], "--", lw=1.2, color=f"C{j}",
-                          label=names[j] if names else f"g{j + 1}")
+    else:
+        for j in range(width):
+            lines += ax2.plot(n, g[:, j], "--", lw=1.2, color=f"C{j}",
+                              label=names[j] if names else f"g{j + 1}")
     ax2.axhline(0, color="0.7", lw=0.8)
     ax2.set_ylabel("constraint g (feasible <= 0)")
     return lines
