@@ -1,4 +1,9 @@
-"""The problem scripts as a package: ``problems.mbb_beam``, ``problems.em_focus``, ...
+"""The problem scripts as a package: ``topopt_problems.mbb_beam``, ``topopt_problems.em_focus``, ...
+
+The folder ``problems/`` is installed under our own name, ``topopt_problems``
+(``pyproject.toml``: ``package-dir``), so that an install puts no package named
+``problems`` on a user's path; in a checkout the link ``topopt_problems`` -> ``problems``
+makes the same name importable from the checkout's root.
 
 Each module builds its model (``setup``), optimizes it (``run``, returning a
 `topopt.io.RunResult`) and has the command line of `topopt.cli`

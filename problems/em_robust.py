@@ -59,7 +59,7 @@ from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
 from topopt.formulations.focus_reliable import APPROACHES
 from topopt.io.result import RunResult
 
-from problems import em_focus
+from topopt_problems import em_focus
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "em_robust")

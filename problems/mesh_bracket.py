@@ -44,7 +44,7 @@ from topopt.optimize.driver import Stage
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "mesh_bracket")
 MESH_NAME = os.path.join("problems", "meshes", "bracket.msh")       # in result.json
-MESH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), MESH_NAME)
+MESH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "meshes", "bracket.msh")  # installed too
 BOLTS = ((12.0, 15.0, 6.0), (12.0, 65.0, 6.0))     # (x, y, radius), as in the gmsh script
 PIN = (110.0, 40.0, 8.0)
 CUTOUT = (58.0, 53.0, 9.0)

@@ -36,7 +36,7 @@ from topopt.formulations.multimaterial import LIMITS, MultiMaterialCompliance, w
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 
-from problems.mbb_beam import setup
+from topopt_problems.mbb_beam import setup
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "multimaterial_beam")

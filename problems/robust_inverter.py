@@ -32,7 +32,7 @@ from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
 
-from problems.inverter import setup
+from topopt_problems.inverter import setup
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "robust_inverter")

@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 import topopt
-from problems import cantilever3d, mbb_beam
+from topopt_problems import cantilever3d, mbb_beam
 from topopt import fem
 from topopt.formulations.compliance import ComplianceProblem
 

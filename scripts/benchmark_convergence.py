@@ -63,7 +63,7 @@ def cases(quick: bool) -> list[dict]:
 def build(case: dict):
     """Our `ComplianceProblem` of `case` (problem scripts' `setup`)."""
     sys.path.insert(0, ROOT)
-    from problems import cantilever3d, mbb_beam
+    from topopt_problems import cantilever3d, mbb_beam
     from topopt.formulations.compliance import ComplianceProblem
     if case["kind"] == "mbb":
         _, model, f = mbb_beam.setup(*case["sizes"])

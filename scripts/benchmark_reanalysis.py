@@ -29,7 +29,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from problems import cantilever3d, mbb_beam  # noqa: E402
+from topopt_problems import cantilever3d, mbb_beam  # noqa: E402
 from topopt import fem  # noqa: E402
 from topopt.formulations.compliance import ComplianceProblem  # noqa: E402
 

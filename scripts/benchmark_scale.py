@@ -70,7 +70,7 @@ def _timed_responses(problem) -> list:
 
 def run_case(kind: str, shape: tuple, evals: int) -> dict:
     """One cantilever run; its setup, per-iteration seconds, phases and memory."""
-    from problems import cantilever3d
+    from topopt_problems import cantilever3d
     from topopt.formulations.compliance import ComplianceProblem
     from topopt.io.folder import run_compliance
     t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Peak memory of the transient gradient: O(sqrt N) states with checkpointing, O(N) without.
 
-The problem is `problems.transient_heat` (40 x 60 elements, 2 460 free
+The problem is `topopt_problems.transient_heat` (40 x 60 elements, 2 460 free
 dofs, one state = 19.7 kB) at N = 50, 200 and 800 steps. Each measurement
 runs in a fresh process: it builds the problem, evaluates the objective
 once (the factorization is then cached), starts `tracemalloc` (numpy's
@@ -40,7 +40,7 @@ import json, sys, tracemalloc
 sys.path.insert(0, {root!r})
 import numpy as np
 from topopt import ad
-from problems import transient_heat
+from topopt_problems import transient_heat
 from topopt.formulations.transient_heat import TransientHeatProblem
 model, Q, s, L, dt = transient_heat.setup(40, 60, {steps}, 0.1)
 p = TransientHeatProblem(model, Q, s, L, dt, 0.5, 2 * transient_heat.LX / 40, capacity=1000.0,
@@ -112,7 +112,7 @@ def main(argv=None) -> dict:
             + f"; grows like N^{slope:.2f} from N = {n0} to {n1}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump({"setup": "problems.transient_heat 40 x 60, implicit Euler, tracemalloc peak "
+        json.dump({"setup": "topopt_problems.transient_heat 40 x 60, implicit Euler, tracemalloc peak "
                             "of one gradient minus that of one objective, medians",
                    "repeats": args.repeats, "fit": fit,
                    "results": {s: {str(k): v for k, v in rows.items()}

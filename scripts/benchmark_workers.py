@@ -36,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
 import numpy as np                             # noqa: E402
 
-from problems.reliable_bracket import moduli_limit_state  # noqa: E402
+from topopt_problems.reliable_bracket import moduli_limit_state  # noqa: E402
 from topopt import reliability as rel  # noqa: E402
 from topopt.parallel import Builder, _chunk_bounds, _run_chunks  # noqa: E402
 

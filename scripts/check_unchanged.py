@@ -5,7 +5,7 @@
     python scripts/check_unchanged.py --write results/unchanged.json   # record (before a change)
     python scripts/check_unchanged.py --compare results/unchanged.json # after it: exit 1 on a difference
 
-Each problem of ``problems.__all__`` runs with its defaults (``--out`` a scratch
+Each problem of ``topopt_problems.__all__`` runs with its defaults (``--out`` a scratch
 folder, ``--quiet``), one after the other; every number in its ``result.json``
 (metrics, setup, the objective, constraint and stage histories, the plot's
 supports and loads) is compared at 1e-12 relative (1e-300 absolute, for exact
@@ -83,8 +83,8 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", help="problems (default: all)")
     args = parser.parse_args(argv)
     sys.path.insert(0, ROOT)
-    import problems
-    names = args.names or list(problems.__all__)
+    import topopt_problems
+    names = args.names or list(topopt_problems.__all__)
     found = run_all(names)
     if args.write:
         with open(args.write, "w") as fh:

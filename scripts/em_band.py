@@ -1,8 +1,8 @@
-"""The nominal (532 nm) and the min-max band designs of `problems.em_focus`, over the band.
+"""The nominal (532 nm) and the min-max band designs of `topopt_problems.em_focus`, over the band.
 
 Both are optimized on the same cell (``--h``, nm) with the same budget
 (``--maxeval`` MMA evaluations per beta stage, beta 8 -> 16 -> 32): the
-nominal one by `problems.em_focus.run` (the tutorial's silver ``0.054 +
+nominal one by `topopt_problems.em_focus.run` (the tutorial's silver ``0.054 +
 3.429i`` at 532 nm), the band one by `topopt.formulations.focus_band`
 (``--band`` wavelengths; silver from the Johnson & Christy 1972 table,
 ``--index jc``, or the Rakić 1998 Lorentz-Drude fit, ``--index rakic``).
@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from problems import em_focus  # noqa: E402
+from topopt_problems import em_focus  # noqa: E402
 from topopt.design.materials import silver_index, silver_index_jc  # noqa: E402
 from topopt.formulations.focus_band import FORMS, FocusBand, run_focus_band  # noqa: E402
 

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from problems import em_focus, em_robust  # noqa: E402
+from topopt_problems import em_focus, em_robust  # noqa: E402
 from topopt import ad  # noqa: E402
 from topopt.design.materials import silver_index, silver_index_jc  # noqa: E402
 from topopt.formulations import (FocusBand, FocusReliability, FocusVariations,  # noqa: E402

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from problems import em_focus, em_robust  # noqa: E402
+from topopt_problems import em_focus, em_robust  # noqa: E402
 from topopt.formulations import FocusVariations  # noqa: E402
 
 #: The phase checkpoints and how many trailing entries of x are not the design.

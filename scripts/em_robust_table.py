@@ -33,7 +33,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from problems import em_focus, em_robust  # noqa: E402
+from topopt_problems import em_focus, em_robust  # noqa: E402
 from topopt.formulations import (FocusReliability, FocusVariations,  # noqa: E402
                                  WorstFocus, robust_focus_stages)
 from topopt.reliability import MPPError  # noqa: E402

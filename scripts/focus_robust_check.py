@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from topopt import ad  # noqa: E402
 from topopt.formulations.focus_robust import RobustFocus, run_robust_focus  # noqa: E402
 from topopt.robust import edge_shift  # noqa: E402
-from problems import em_focus  # noqa: E402
+from topopt_problems import em_focus  # noqa: E402
 from test_focus_robust import measured_shifts  # noqa: E402
 
 

@@ -30,11 +30,11 @@ EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),
 def commands(names=None) -> list[list[str]]:
     """The command lines that make the gallery of problems `names` (None: all)."""
     sys.path.insert(0, ROOT)
-    import problems
-    names = list(problems.__all__) if not names else list(names)
-    unknown = [n for n in names if n not in problems.__all__]
+    import topopt_problems
+    names = list(topopt_problems.__all__) if not names else list(names)
+    unknown = [n for n in names if n not in topopt_problems.__all__]
     if unknown:
-        raise ValueError(f"problem must be one of {', '.join(problems.__all__)}, "
+        raise ValueError(f"problem must be one of {', '.join(topopt_problems.__all__)}, "
                          f"got {', '.join(map(repr, unknown))}")
     runs = [(name, name, ()) for name in names]
     runs += [run for run in EXTRA if run[1] in names]

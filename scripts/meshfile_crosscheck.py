@@ -38,7 +38,7 @@ from skfem.helpers import ddot, sym_grad, trace
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from problems import mesh_bracket as mb  # noqa: E402
+from topopt_problems import mesh_bracket as mb  # noqa: E402
 
 NU, PENAL, EMIN = 0.3, 3.0, 1e-9
 # skfem.io.meshio warns that it finds no MSH 2.2 tags (this file is msh 4.1; no tags needed)

@@ -115,7 +115,7 @@ def child(size, iterations: int, solver: str, pc: str = "gamg",
     The split covers the whole `problem.run` window: the start (``c0``), the
     MMA iterations and the final solve (factorizations = iterations + 1).
     """
-    from problems import cantilever3d
+    from topopt_problems import cantilever3d
     from topopt.formulations.compliance import ComplianceProblem
     t0 = time.perf_counter()
     mesh, model, f = cantilever3d.setup(*size)

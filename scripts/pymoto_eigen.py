@@ -7,7 +7,7 @@ SIMP stiffness ``E0 (1e-9 + (1 - 1e-9) x^3)`` and the two-range mass
 2007; pyMOTO's ``ex_eigenfrequency.py`` uses this one, and so does our
 default), the three smallest eigenvalues of ``K phi = lambda M phi``:
 
-* ``eigen_beam`` -- our problem (`problems.eigen_beam`) on 48 x 8 unit
+* ``eigen_beam`` -- our problem (`topopt_problems.eigen_beam`) on 48 x 8 unit
   elements: both ends clamped, plane stress, E0 = rho0 = 1, the central
   non-structural mass (0.2 of the structural mass at volume fraction 0.5)
   on the nodes around the centre, filter radius 1.5;
@@ -129,7 +129,7 @@ def _our_problem(case: str):
     from topopt.formulations.eigen import EigenProblem
     c = CASES[case]
     if case == "eigen_beam":
-        from problems import eigen_beam
+        from topopt_problems import eigen_beam
         _, model, M0 = eigen_beam.setup(c["nx"], c["ny"], VOLFRAC, MASS_FRACTION)
     else:
         model = fem.elasticity(fem.rectangle(c["nx"], c["ny"]), nu=0.3, E0=c["E0"],

@@ -2,7 +2,7 @@
 
 Two setups, each on five seeded random designs (uniform in [0.01, 1]):
 
-* ``heat_sink`` -- our volume-to-point problem (`problems.heat_sink`) on 40 x
+* ``heat_sink`` -- our volume-to-point problem (`topopt_problems.heat_sink`) on 40 x
   40 unit elements: uniform heat source 0.01 per unit area (consistent
   nodal loads, h^2/4 per element corner), T = 0 on the middle tenth of the
   left edge, k = 1e-3 + (1 - 1e-3) x_tilde^3, density filter rmin = 1.2;
@@ -89,7 +89,7 @@ def _our_problem(case: str):
     from topopt.formulations.compliance import ComplianceProblem
     c = CASES[case]
     if case == "heat_sink":
-        from problems import heat_sink
+        from topopt_problems import heat_sink
         _, model, f = heat_sink.setup(c["nx"], c["ny"])
     else:
         nx, ny = c["nx"], c["ny"]

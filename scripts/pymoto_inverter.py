@@ -45,7 +45,7 @@ ROBUST = ("u_out_eroded", "u_out_intermediate", "u_out_dilated", "volume_dilated
 
 def topopt_side(nelx: int, nely: int, rmin: float, k_in: float, k_out: float, designs):
     """``{name: (values (5,), gradients (5, n_el))}`` in pyMOTO's element order."""
-    from problems.inverter import setup
+    from topopt_problems.inverter import setup
     from topopt import ad, fem
     from topopt.design.interpolation import simp
     from topopt.formulations.mechanism import MechanismProblem

@@ -75,7 +75,7 @@ def _pymoto_outputs(d: dict) -> dict:
 def ours(nelx: int, nely: int, n_designs: int):
     """Designs (seeds 0, 1, ...), compliances, gradients and element centres of topopt."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from problems.arch import setup
+    from topopt_problems.arch import setup
     from topopt import ad, fem
     from topopt.formulations.selfweight import SelfWeightProblem
     mesh, model, f, gravity = setup(nelx, nely, VOLFRAC, WEIGHT)

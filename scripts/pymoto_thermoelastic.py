@@ -7,7 +7,7 @@ and ``u = 0`` on the right edge, ``u_x = 0`` on the left; density filter of
 radius 2; RAMP ``Emin + (1 - Emin) x / (3 - 2 x)`` (q = 2, Emin = 1e-9) of
 the stiffness and the conductivity; the thermal load ``ThermoMechanical(x_f
 T_e)`` (alpha = 1, ``T_e`` the element average); ``c = u^T f``. Ours is
-`problems.thermo_beam.setup` with `topopt.formulations.ThermoelasticProblem`
+`topopt_problems.thermo_beam.setup` with `topopt.formulations.ThermoelasticProblem`
 (``temperature="centroid"``, ``q_beta = 0``: ``beta = x_f``), differentiated
 by `topopt.ad`; gradients are compared as element grids.
 
@@ -89,7 +89,7 @@ def pymoto_side(plane: str, grids: np.ndarray) -> dict:
 
 def our_side(plane: str, grids: np.ndarray) -> dict:
     """topopt's ``c`` and ``dc/dx`` of each design (gradients as element grids)."""
-    from problems.thermo_beam import setup
+    from topopt_problems.thermo_beam import setup
     from topopt import ad, fem
     from topopt.formulations.thermoelastic import ThermoelasticProblem
     # the example's loads act on the half model as they are (not halved)

@@ -25,7 +25,7 @@ import tempfile
 import numpy as np
 
 import topopt
-from problems.mbb_beam import setup as mbb_setup
+from topopt_problems.mbb_beam import setup as mbb_setup
 from topopt.formulations.compliance import ComplianceProblem
 
 TOP88 = 233.71                       # Andreassen et al. 2011, Fig. 4 (density filter)

@@ -74,7 +74,7 @@ def run_one(name: str, setting: dict) -> dict:
 
     mma_options._check_mma_params = forced
     try:
-        module = importlib.import_module(f"problems.{name}")
+        module = importlib.import_module(f"topopt_problems.{name}")
         t0 = time.perf_counter()
         result = module.run(**LIGHTER.get(name, {}))
         seconds = time.perf_counter() - t0
@@ -134,9 +134,9 @@ def print_table(table: dict) -> None:
 
 
 def main(argv=None) -> None:
-    import problems
+    import topopt_problems
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--problems", nargs="*", default=list(problems.__all__))
+    parser.add_argument("--problems", nargs="*", default=list(topopt_problems.__all__))
     parser.add_argument("--settings", nargs="*", default=list(SETTINGS))
     parser.add_argument("--out", default=None, help="JSON file (rewritten after each run)")
     parser.add_argument("--table", default=None, help="JSON file for the summary table")

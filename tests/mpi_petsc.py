@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from problems import cantilever3d  # noqa: E402
+from topopt_problems import cantilever3d  # noqa: E402
 from topopt import ad, fem  # noqa: E402
 from topopt.fem.petsc import backend as petsc  # noqa: E402
 from topopt.design.interpolation import simp  # noqa: E402

@@ -1,4 +1,4 @@
-"""The problem scripts as a table for the tests: every module of ``problems.__all__``.
+"""The problem scripts as a table for the tests: every module of ``topopt_problems.__all__``.
 
 `SMALL` gives each problem the keywords of a run small enough for a test; a
 problem without a row fails `test_every_problem_has_a_small_run`, so a new
@@ -8,9 +8,9 @@ script cannot be left out of the tests that iterate over this table.
 import importlib
 import inspect
 
-import problems
+import topopt_problems
 
-PROBLEMS = {name: importlib.import_module(f"problems.{name}") for name in problems.__all__}
+PROBLEMS = {name: importlib.import_module(f"topopt_problems.{name}") for name in topopt_problems.__all__}
 
 # the scripts that draw random numbers: their `run` takes a seed
 SEEDED = {name for name, module in PROBLEMS.items()

@@ -8,7 +8,7 @@ from topopt import fem
 from topopt.fem.solvers import auto
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import cantilever3d, mbb_beam
+from topopt_problems import cantilever3d, mbb_beam
 
 DIRECT = fem.available_solvers()[0]          # CHOLMOD with the fast extra, else SuperLU
 

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from problems import cantilever3d
+from topopt_problems import cantilever3d
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

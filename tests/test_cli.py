@@ -13,7 +13,7 @@ import pytest
 from topopt.cli import script as cli
 from topopt.io.result import RUN_KEYS, RunResult
 
-from problems import mbb_beam
+from topopt_problems import mbb_beam
 from problem_table import PROBLEMS, SEEDED
 from script_runs import installed_env
 
@@ -158,7 +158,7 @@ def test_a_solver_that_is_not_installed_is_a_usage_error(tmp_path, monkeypatch, 
 @pytest.mark.parametrize("name", PROBLEMS)
 def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     """``python problems/<name>.py --maxeval 0``: exit status 2, argparse's usage and one
-    error line, no traceback; the script imports the `problems` package as a file."""
+    error line, no traceback; the script imports the `topopt_problems` package as a file."""
     env = installed_env() | {"MPLBACKEND": "Agg"}
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "problems", f"{name}.py"),
                            "--out", str(tmp_path / "out"), "--maxeval", "0"],
@@ -214,7 +214,7 @@ print(len(calls), m.TUNED)
 
 def test_import_leaves_malloc_alone():
     """Importing the library, its problems and its command line calls no mallopt."""
-    proc = _python(SPY.format(body="import topopt, topopt.cli, topopt.formulations.compliance, problems.mbb_beam"))
+    proc = _python(SPY.format(body="import topopt, topopt.cli, topopt.formulations.compliance, topopt_problems.mbb_beam"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["0", "False"]
 
@@ -322,7 +322,7 @@ def test_every_option_accepts_what_its_help_says(name):
 
 
 def test_l_bracket_q_below_3_and_maxeval_one_per_block():
-    from problems import l_bracket
+    from topopt_problems import l_bracket
     rows = {flag: convert for flag, convert, *_ in _options("l_bracket")}
     with pytest.raises(argparse.ArgumentTypeError, match=r"in \(0, 3\), got 3.0"):
         rows["--q"]("3")

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-import problems
+import topopt_problems
 from script_runs import ROOT, installed_env, interrupt_after, script, run_script
 from topopt.io.designs import load_design
 
@@ -49,12 +49,12 @@ def test_console_script_declared():
 
 @pytest.mark.parametrize("launcher", LAUNCHERS)
 def test_list(launcher, tmp_path):
-    """One line per problem of ``problems.__all__``: its name and docstring's first line."""
+    """One line per problem of ``topopt_problems.__all__``: its name and docstring's first line."""
     r = topopt(launcher, "list", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == list(problems.__all__)
-    for line, name in zip(lines, problems.__all__):
+    assert [line.split()[0] for line in lines] == list(topopt_problems.__all__)
+    for line, name in zip(lines, topopt_problems.__all__):
         assert line[len(name):].strip() == first_doc_line(name)
 
 
@@ -63,7 +63,7 @@ USAGE_ERRORS = [
     (["frob"], "invalid choice: 'frob'"),
     ([], "required"),
     (["run"], "required: problem"),
-    (["run", "nope"], "unknown problem 'nope'; known: " + ", ".join(problems.__all__)),
+    (["run", "nope"], "unknown problem 'nope'; known: " + ", ".join(topopt_problems.__all__)),
     (["run", "mbb_beam", "--nelx", "0"], "argument --nelx: must be an integer >= 1, got 0"),
     (["run", "mbb_beam", "--bogus"], "unrecognized arguments: --bogus"),
     (["show", "{empty}"], "holds no result (design.npz and result.json missing"),
@@ -213,7 +213,7 @@ def test_show_draws_the_runs_own_history_and_markers(mbb_run):
     and the supports and loads are the model's."""
     from topopt.cli import command
     from topopt.plot.markers import boundary_markers
-    from problems.mbb_beam import setup
+    from topopt_problems.mbb_beam import setup
     out, _ = mbb_run
     record = json.loads((out / "result.json").read_text())
     history = command._history(record)

@@ -1,6 +1,6 @@
 """Saved designs (`topopt.io`): design.npz, design.vtu, design.stl and load_design.
 
-Every problem script of ``problems.__all__`` is run on a tiny mesh with a small
+Every problem script of ``topopt_problems.__all__`` is run on a tiny mesh with a small
 budget (`RUNS`; a script without a row fails `test_every_problem_has_a_run`);
 its folder must hold the design files, readable by others (0644), the VTU must
 give back ``x_phys`` and the state field, and `load_design` plus the problem's
@@ -20,7 +20,7 @@ import stat
 import numpy as np
 import pytest
 
-import problems
+import topopt_problems
 from topopt import fem
 from topopt.formulations.eigen import EigenProblem
 from topopt.design.interpolation import simp
@@ -102,7 +102,7 @@ def _heat_sink(saved, module):
 
 
 def _u_out(saved, module):
-    """``u_out = l_out^T K(simp(x_phys))^-1 f`` (both inverters: problems.inverter.setup)."""
+    """``u_out = l_out^T K(simp(x_phys))^-1 f`` (both inverters: topopt_problems.inverter.setup)."""
     s = saved["setup"]
     _, model, f, l_out = module.setup(s["nelx"], s["nely"], s["k_in"], s["k_out"])
     problem = MechanismProblem(model, f, l_out, s["volfrac"], s["rmin"], penal=s["penal"],
@@ -285,11 +285,11 @@ WORK = ["mbb_beam", "cantilever", "cantilever3d", "cantilever_hole", "heat_sink"
 
 
 def test_every_problem_has_a_run():
-    """Each script of ``problems.__all__`` has its row in RUNS and ANALYSES (issue 13)."""
-    assert set(problems.__all__) == set(RUNS)
-    assert set(problems.__all__) == set(ANALYSES)
+    """Each script of ``topopt_problems.__all__`` has its row in RUNS and ANALYSES (issue 13)."""
+    assert set(topopt_problems.__all__) == set(RUNS)
+    assert set(topopt_problems.__all__) == set(ANALYSES)
     for name, (kwargs, *_rest) in RUNS.items():
-        module = importlib.import_module(f"problems.{name}")
+        module = importlib.import_module(f"topopt_problems.{name}")
         params = inspect.signature(module.run).parameters
         assert set(kwargs) <= set(params), name
         assert "out" in params, name
@@ -300,7 +300,7 @@ def runs(tmp_path_factory):
     done = {}
     for name, (kwargs, *_rest) in RUNS.items():
         out = str(tmp_path_factory.mktemp(name))
-        module = importlib.import_module(f"problems.{name}")
+        module = importlib.import_module(f"topopt_problems.{name}")
         done[name] = (module, module.run(out=out, **kwargs), out)
     return done
 
@@ -459,7 +459,7 @@ def test_load_design_round_trip_and_as_x0(tmp_path):
     assert saved["setup"] == {"problem": "t", "volfrac": 0.5}
     assert np.array_equal(saved["point_data"]["temperature"], np.arange(20.0))
     # used as x0 of a run on the same mesh
-    from problems import mbb_beam
+    from topopt_problems import mbb_beam
     result = mbb_beam.run(nelx=4, nely=3, maxeval=2, x0=saved["x"], verbose=False)
     assert result.evaluations == 2
 

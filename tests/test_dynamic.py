@@ -200,7 +200,7 @@ def test_dynamic_compliance_matches_pymoto(monkeypatch):
 # ------------------------------------------------------------ the problem script
 
 def test_dynamic_beam_moves_the_resonance_above_the_load():
-    from problems import dynamic_beam
+    from topopt_problems import dynamic_beam
     r = dynamic_beam.run(nelx=24, nely=12, static_maxeval=40, maxeval=30)
     assert r["omega"] == pytest.approx(0.95 * r["omega1_static"], rel=1e-12)
     # the static design near resonance responds several times its static compliance

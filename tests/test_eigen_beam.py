@@ -9,7 +9,7 @@ from topopt import ad, fem
 from topopt.formulations.eigen import EigenProblem, du_olhoff_mass
 from topopt.fem.modal import ModalSystem, eigenvalues
 
-from problems import eigen_beam
+from topopt_problems import eigen_beam
 
 # --------------------------------------------------------------- mass interpolation
 

@@ -16,7 +16,7 @@ from topopt.optimize.driver import load_checkpoint
 from script_runs import (interrupt_after, interrupted_evaluations, run_script, script,
                          script_env)
 
-from problems import em_focus
+from topopt_problems import em_focus
 
 
 @pytest.fixture(scope="module")

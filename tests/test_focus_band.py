@@ -8,7 +8,7 @@ from topopt import ad
 from topopt.design.materials import silver_index, silver_index_jc
 from topopt.formulations.focus_band import FocusBand, run_focus_band
 
-from problems import em_focus
+from topopt_problems import em_focus
 
 BAND = [500.0, 532.0, 560.0]
 

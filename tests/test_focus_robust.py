@@ -9,7 +9,7 @@ from topopt.design.filters import HelmholtzFilter
 from topopt.formulations.focus_robust import RobustFocus, robust_focus_stages, run_robust_focus
 from topopt.robust import ETAS, edge_shift, filtered_step, threshold_for_shift
 
-from problems import em_focus
+from topopt_problems import em_focus
 
 R = em_focus.R_FILTER                               # 10 / (2 sqrt 3) = 2.887 nm
 

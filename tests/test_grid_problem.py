@@ -16,7 +16,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.grid import Grid, GridModel, GridSystem, grid_elasticity, grid_heat
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from problems import cantilever3d  # noqa: E402
+from topopt_problems import cantilever3d  # noqa: E402
 
 TIGHT = {"rtol": 1e-12}
 DIRECT = "cholmod" if "cholmod" in fem.available_solvers() else "superlu"

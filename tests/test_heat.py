@@ -17,7 +17,7 @@ from scipy import ndimage
 from topopt import ad, fem
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import heat_sink
+from topopt_problems import heat_sink
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -8,7 +8,7 @@ from topopt.optimize import run as mma_run
 from topopt.optimize.driver import minimize
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import mbb_beam
+from topopt_problems import mbb_beam
 
 
 def spy_dimensions(monkeypatch) -> list:

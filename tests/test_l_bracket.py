@@ -7,7 +7,7 @@ import pytest
 
 from topopt import ad
 
-from problems import l_bracket as lb
+from topopt_problems import l_bracket as lb
 from topopt.responses.stress import MinimumVolumeStress
 
 

@@ -10,7 +10,7 @@ from topopt import ad, fem
 from topopt.formulations.mechanism import MechanismProblem, ideal_output, port_springs
 from topopt.io.result import RunResult
 
-from problems import inverter
+from topopt_problems import inverter
 
 
 def heat_bar(nelx: int, k: float):

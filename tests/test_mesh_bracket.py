@@ -20,7 +20,7 @@ from topopt import ad, fem
 from topopt.formulations.compliance import ComplianceProblem
 
 meshio = pytest.importorskip("meshio")
-from problems import mesh_bracket as mb  # noqa: E402
+from topopt_problems import mesh_bracket as mb  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SQUARE = [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]]

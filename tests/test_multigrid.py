@@ -16,7 +16,7 @@ from topopt.design.filters import DensityFilter
 from topopt.design.interpolation import simp
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import cantilever3d
+from topopt_problems import cantilever3d
 
 EMIN = 1e-9
 SMALL = {"coarse_size": 60}          # several levels on test-sized meshes

@@ -15,7 +15,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.multimaterial import MultiMaterialCompliance
 from topopt.plot.figures import design_figure
 
-from problems import mbb_beam, multimaterial_beam
+from topopt_problems import mbb_beam, multimaterial_beam
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = {f"{m}/arg 0" for m in ("reverse", "forward", "hvp", "nested")}

@@ -21,7 +21,7 @@ from topopt.design.overhang import (OverhangFilter, overhang, overhang_support,
 from topopt.formulations.printable import PrintableCompliance
 from topopt.grid import Grid
 
-from problems import printable_cantilever
+from topopt_problems import printable_cantilever
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPS = 1e-4

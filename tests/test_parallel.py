@@ -20,7 +20,7 @@ import pytest
 from topopt import reliability as rel
 from topopt.parallel import Builder, multistart, spawn_seeds, sweep
 
-from problems.reliable_bracket import moduli_limit_state
+from topopt_problems.reliable_bracket import moduli_limit_state
 
 N_EL = 10                                   # bracket: N_EL x N_EL elements
 SIGMA_E = 0.3                               # log-std of each quadrant's modulus
@@ -39,7 +39,7 @@ def two_modes(theta, p):
 
 def bracket_quadratic(n):
     """The reliable bracket's limit state: compliance, quadratic in the load ``theta``."""
-    from problems.reliable_bracket import ReliableBracket
+    from topopt_problems.reliable_bracket import ReliableBracket
     return ReliableBracket(n).limit_state
 
 

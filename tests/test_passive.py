@@ -16,7 +16,7 @@ from topopt import ad, fem
 from topopt.design.passive import Passive, embed
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import cantilever_hole, cantilever_two_loads
+from topopt_problems import cantilever_hole, cantilever_two_loads
 
 #: (n_el, solid, void): no passive element, solid only, void only, both (mask and indices)
 PASSIVES = [

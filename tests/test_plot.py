@@ -49,7 +49,7 @@ def cantilever(nelx=4, nely=2):
 
 
 def half_mbb(nelx=6, nely=2):
-    from problems.mbb_beam import setup
+    from topopt_problems.mbb_beam import setup
     _, model, f = setup(nelx, nely)
     return model, f
 
@@ -186,7 +186,7 @@ def test_3d_design_is_the_iso_surface_filling_the_frame():
 
 def test_3d_supports_and_loads_drawn():
     pytest.importorskip("skimage")
-    from problems.cantilever3d import setup
+    from topopt_problems.cantilever3d import setup
     mesh, model, f = setup(4, 2, 2)
     s, l = plot.boundary_markers(model, f)
     fig = plot.design_figure_3d(mesh, np.ones(16), supports=s, loads=l)
@@ -283,7 +283,7 @@ def test_pngs_are_written_0644_under_a_private_umask(tmp_path):
 def test_compliance_run_records_units_names_and_markers(tmp_path):
     """result.json: objective_scale * (c / c0) is c, with c0 the compliance of the
     uniform start; the volume constraint named; the model's supports and loads."""
-    from problems import mbb_beam
+    from topopt_problems import mbb_beam
     mbb_beam.run(nelx=12, nely=4, maxeval=5, out=str(tmp_path))
     saved = json.load(open(tmp_path / "result.json"))
     _, model, f = mbb_beam.setup(12, 4)

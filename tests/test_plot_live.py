@@ -338,7 +338,7 @@ def test_the_hooks_order_and_a_failing_run(headless):
 
 
 def test_a_script_run_and_minimize_directly(headless, tmp_path):
-    from problems import mbb_beam
+    from topopt_problems import mbb_beam
     watch = plot.live(mirror=True, path=tmp_path / "mbb.png")
     result = mbb_beam.run(nelx=12, nely=4, maxeval=3, callback=watch)
     assert watch.redraws == 3 and result.evaluations == 3
@@ -358,7 +358,7 @@ def test_a_script_run_and_minimize_directly(headless, tmp_path):
 WINDOW_SCRIPT = """
 import json, matplotlib, matplotlib.pyplot as plt, numpy as np
 from topopt import plot
-from problems import cantilever
+from topopt_problems import cantilever
 seen = {}
 watch = plot.live(every=2)
 class Spy:

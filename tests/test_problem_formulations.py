@@ -11,7 +11,7 @@ from topopt.formulations.reliable import ReliableCompliance, phase_checkpoints, 
 from topopt.formulations.robust_compliance import RobustCompliance, check_robust
 from topopt.formulations.stress_reference import StressSchedule, run_stress_reference
 
-from problems import em_focus, l_bracket, reliable_bracket, robust_cantilever
+from topopt_problems import em_focus, l_bracket, reliable_bracket, robust_cantilever
 
 
 def test_scripts_build_the_library_classes():

@@ -17,8 +17,8 @@ from topopt.optimize.driver import load_checkpoint
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.result import RunResult
 
-import problems
-from problems import cantilever, mbb_beam
+import topopt_problems
+from topopt_problems import cantilever, mbb_beam
 from problem_table import PROBLEMS, SMALL
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script, tree_state
 
@@ -323,7 +323,7 @@ def test_gallery_script_passes_each_problem_its_gallery_folder():
     done = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list"])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    for name in problems.__all__:
+    for name in topopt_problems.__all__:
         assert any(line.split()[1].endswith(os.path.join("problems", f"{name}.py")) and
                    line.endswith(f"--out {os.path.join(ROOT, 'results', 'gallery', name)}")
                    for line in lines), name

@@ -162,12 +162,12 @@ def test_import_is_inert():
 
 
 def test_problems_lists_every_problem_module():
-    """``problems.__all__`` names the problem modules (imported on ``from problems import *``)."""
-    import problems
-    folder = os.path.dirname(problems.__file__)
+    """``topopt_problems.__all__`` names the problem modules (imported on ``from topopt_problems import *``)."""
+    import topopt_problems
+    folder = os.path.dirname(topopt_problems.__file__)
     found = sorted(name[:-3] for name in os.listdir(folder)
                    if name.endswith(".py") and not name.startswith("_"))
-    assert sorted(problems.__all__) == found
+    assert sorted(topopt_problems.__all__) == found
 
 
 @pytest.mark.parametrize("old, new, name", [

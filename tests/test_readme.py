@@ -9,7 +9,7 @@ gallery shows every problem.
   (``docs/gallery/mesh_bracket.md``) run.
 * Every image and page the README links exists; every gallery page
   (``docs/gallery/<name>.md``, titled ``# ...: `name```) names a problem of
-  ``problems.__all__``, shows its committed ``results/gallery/<name>/design.png`` and
+  ``topopt_problems.__all__``, shows its committed ``results/gallery/<name>/design.png`` and
   gives the command that makes it; every problem with a committed picture has a
   page, a thumbnail in the README's strip and one on the gallery's index, and the
   pages' result.json blocks are current (``docs/gallery/generate.py --check``).
@@ -27,7 +27,7 @@ import numpy as np
 
 import pytest
 
-import problems
+import topopt_problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEXT = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
@@ -106,14 +106,14 @@ def test_gallery_entries_show_their_picture_and_command():
     entries = gallery_entries()
     assert entries
     for name, block in entries.items():
-        assert name in problems.__all__, name
+        assert name in topopt_problems.__all__, name
         assert f"](../../results/gallery/{name}/design.png)" in block, name
         assert f"python problems/{name}.py" in block, name
 
 
 def test_every_problem_with_a_committed_picture_has_an_entry():
     entries = gallery_entries()
-    pictured = {n for n in problems.__all__
+    pictured = {n for n in topopt_problems.__all__
                 if os.path.isfile(os.path.join(ROOT, "results", "gallery", n, "design.png"))}
     assert pictured
     assert pictured <= set(entries), "a problem's picture without a gallery page"

@@ -10,7 +10,7 @@ from topopt.design.filters import DensityFilter
 from topopt.design.interpolation import simp
 from topopt.formulations.compliance import ComplianceProblem
 
-from problems import cantilever3d, mbb_beam
+from topopt_problems import cantilever3d, mbb_beam
 
 EMIN = 1e-9
 TIGHT = {"reanalysis": True, "rtol": 1e-12, "maxiter": 50}

@@ -13,7 +13,7 @@ from topopt.formulations.compliance import ComplianceProblem
 
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script
 
-from problems import reliable_bracket as rb
+from topopt_problems import reliable_bracket as rb
 
 
 @pytest.fixture(scope="module")

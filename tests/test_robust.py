@@ -13,7 +13,7 @@ from topopt.formulations.mechanism import MechanismProblem, robust_run
 from topopt.robust.projection import (DESIGNS, ETAS, DilatedVolume, RobustFormulation,
                                       bound_formulation, robust_designs, robust_stages)
 
-from problems import inverter, robust_inverter
+from topopt_problems import inverter, robust_inverter
 
 
 @settings(max_examples=50, deadline=None)

@@ -9,7 +9,7 @@ from topopt import ad
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.result import RunResult
 
-from problems import robust_cantilever as rc
+from topopt_problems import robust_cantilever as rc
 
 
 def robust_problem(nelx=12, nely=6, k=3.0, Sigma=np.diag([0.49, 0.0025])):

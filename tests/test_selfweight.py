@@ -230,7 +230,7 @@ def test_interpolations_agree_with_the_primitives():
 def test_arch_design(tmp_path):
     """Half arch 30 x 20: crown solid at the top of the symmetry line, a leg
     down to the pin, no material at mid-height beside the symmetry line."""
-    from problems import arch
+    from topopt_problems import arch
     result = arch.run(nelx=30, nely=20, maxeval=80, out=str(tmp_path))
     x = result["x_phys"].reshape(-1)
     c = fem.element_centroids(fem.rectangle(30, 20))
@@ -251,7 +251,7 @@ def test_arch_design(tmp_path):
 
 @pytest.mark.parametrize("where", ["out", "checkpoint"])
 def test_arch_checks_its_paths_before_any_solve(tmp_path, monkeypatch, where):
-    from problems import arch
+    from topopt_problems import arch
     solves = []
     factorize = fem.LinearSystem.factorize
     monkeypatch.setattr(fem.LinearSystem, "factorize",
@@ -266,7 +266,7 @@ def test_arch_checks_its_paths_before_any_solve(tmp_path, monkeypatch, where):
 
 
 def test_arch_command_line(tmp_path, capsys):
-    from problems import arch
+    from topopt_problems import arch
     result = arch.main(["--nelx", "12", "--nely", "8", "--maxeval", "6", "--quiet",
                         "--out", str(tmp_path)])
     assert result.evaluations == 6
@@ -280,7 +280,7 @@ def test_arch_command_line(tmp_path, capsys):
 @pytest.mark.parametrize("nelx, nely, volfrac, weight", [(80, 60, 0.3, 4.0), (10, 6, 0.5, 1.0)])
 def test_arch_setup_weight_and_supports(nelx, nely, volfrac, weight):
     """The half model's material at the volume bound weighs ``weight * P / 2``."""
-    from problems import arch
+    from topopt_problems import arch
     mesh, model, f, gravity = arch.setup(nelx, nely, volfrac, weight)
     w = BodyLoad(model, gravity)(np.full(model.n_el, volfrac))
     assert -np.sum(w[1::2]) == pytest.approx(weight * 0.5, rel=1e-12)

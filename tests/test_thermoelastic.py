@@ -297,7 +297,7 @@ def test_beam_the_truss_is_not_a_coupled_optimum():
     """problems/thermo_beam.py: the optimum of the mechanical load alone (``--alpha 0``, a
     V truss) is not one under the heated load: the coupled run started there lowers the
     coupled compliance by more than 3 % (30.02 -> 28.71 at 30 x 20, 100 evaluations)."""
-    from problems import thermo_beam
+    from topopt_problems import thermo_beam
     from topopt.io.result import RunResult
     truss = thermo_beam.run(nelx=30, nely=20, alpha=0.0, maxeval=100)
     coupled = thermo_beam.run(nelx=30, nely=20, maxeval=100, x0=truss["x"])

@@ -121,7 +121,7 @@ def test_uniform_heating_closed_form():
 
 
 def problem(theta=1.0):
-    from problems import transient_heat
+    from topopt_problems import transient_heat
     model, Q, s, L, dt = transient_heat.setup(8, 12, 6, 0.1)
     return TransientHeatProblem(model, Q, s, L, dt, 0.5, 2 * transient_heat.LX / 8, theta=theta,
                                 capacity=1000.0, scale=100.0, Emin=1e-6)

@@ -1,6 +1,6 @@
 """Keep the gallery pages in step with the committed results (no problem is re-run).
 
-Each problem of ``problems.__all__`` with a committed ``results/gallery/<name>/`` has a
+Each problem of ``topopt_problems.__all__`` with a committed ``results/gallery/<name>/`` has a
 page ``docs/gallery/<name>.md``: a title ``# ...: `name```, its picture and command and
 the text that says what the figures mean and what cross-checks them (written by
 hand), then a block between the two markers below that this script writes from
@@ -27,8 +27,8 @@ SKIP = {"checkpoint", "resume", "signal", "plot", "objective_history", "constrai
 
 def problem_names() -> list:
     sys.path.insert(0, ROOT)
-    import problems
-    return [n for n in problems.__all__ if os.path.isfile(os.path.join(GALLERY, n, "design.png"))]
+    import topopt_problems
+    return [n for n in topopt_problems.__all__ if os.path.isfile(os.path.join(GALLERY, n, "design.png"))]
 
 
 def _value(v) -> str:

@@ -37,15 +37,15 @@ PROG = "topopt"
 
 
 def problem_names() -> list[str]:
-    """The problem modules of the ``problems`` package (its ``__all__``).
+    """The problem modules: the ``__all__`` of ``topopt_problems`` (the folder ``problems/``).
 
     Examples
     --------
     >>> "mbb_beam" in problem_names()
     True
     """
-    import problems
-    return list(problems.__all__)
+    import topopt_problems
+    return list(topopt_problems.__all__)
 
 
 def problem_line(name: str) -> str:
@@ -56,7 +56,7 @@ def problem_line(name: str) -> str:
     >>> problem_line("mbb_beam").split(",")[0]
     'Half MBB beam'
     """
-    spec = importlib.util.find_spec(f"problems.{name}")
+    spec = importlib.util.find_spec(f"topopt_problems.{name}")
     if spec is None or spec.origin is None:
         raise ValueError(f"problem must be one of {', '.join(problem_names())}, got {name!r}")
     with open(spec.origin, encoding="utf-8") as fh:
@@ -112,7 +112,7 @@ def _run(parser, problem: str, options: Sequence[str]) -> int:
     if problem not in names:
         parser.error(f"argument problem: unknown problem {problem!r}; "
                      f"known: {', '.join(names)}")
-    module = importlib.import_module(f"problems.{problem}")
+    module = importlib.import_module(f"topopt_problems.{problem}")
     argv0 = sys.argv[0] if sys.argv else ""
     sys.argv[:1] = [f"{PROG} run {problem}"]     # argparse's prog in usage and errors
     try:

@@ -77,7 +77,7 @@ class FocusBand:
     ----------
     setup : FocusSetup
         Its ``wave_model`` takes ``wavelength=`` (nm) as a keyword
-        (`problems.em_focus.wave_model`).
+        (`topopt_problems.em_focus.wave_model`).
     wavelengths : sequence of float
         ``lambda_j`` in nm, distinct, positive.
     index : callable, default `topopt.design.materials.silver_index`
@@ -97,7 +97,7 @@ class FocusBand:
 
     Examples
     --------
-    A silver ring around a focus in a 40 nm periodic cell (`problems.em_focus`
+    A silver ring around a focus in a 40 nm periodic cell (`topopt_problems.em_focus`
     is the full setup), at 500 and 600 nm:
 
     >>> import numpy as np, skfem

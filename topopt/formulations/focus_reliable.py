@@ -71,7 +71,7 @@ class FocusReliability:
 
     Examples
     --------
-    >>> from problems import em_focus                                 # doctest: +SKIP
+    >>> from topopt_problems import em_focus                                 # doctest: +SKIP
     >>> rel = FocusReliability(FocusVariations(em_focus.EMFocus(h=8.0)), target=3.0)  # doctest: +SKIP
     >>> rel.ln_pf(np.full(rel.n, 0.4))                                # doctest: +SKIP
     """
@@ -254,7 +254,7 @@ class ReliableFocus:
 
     Examples
     --------
-    >>> from problems import em_focus                                 # doctest: +SKIP
+    >>> from topopt_problems import em_focus                                 # doctest: +SKIP
     >>> var = FocusVariations(em_focus.EMFocus(h=8.0))                # doctest: +SKIP
     >>> design = ReliableFocus(FocusReliability(var, 3.0), pa=0.05)   # doctest: +SKIP
     >>> res = design.minimize(np.full(var.n, 0.4), maxeval=5)         # doctest: +SKIP

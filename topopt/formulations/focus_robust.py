@@ -192,7 +192,7 @@ def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | N
 
     Examples
     --------
-    >>> from problems import em_focus                       # doctest: +SKIP
+    >>> from topopt_problems import em_focus                       # doctest: +SKIP
     >>> robust, res, fig = run_robust_focus(em_focus.EMFocus(h=8.0), maxeval=5)  # doctest: +SKIP
     >>> fig["worst_enhancement"] > 1                        # doctest: +SKIP
     True

@@ -63,7 +63,7 @@ class FocusVariations:
 
     Examples
     --------
-    >>> from problems import em_focus                           # doctest: +SKIP
+    >>> from topopt_problems import em_focus                           # doctest: +SKIP
     >>> var = FocusVariations(em_focus.EMFocus(h=8.0))          # doctest: +SKIP
     >>> var.enhancement(np.full(var.n, 0.4), d=1.0, wavelength=540.0)  # doctest: +SKIP
     """
@@ -124,7 +124,7 @@ class WorstFocus:
 
     Examples
     --------
-    >>> from problems import em_focus                           # doctest: +SKIP
+    >>> from topopt_problems import em_focus                           # doctest: +SKIP
     >>> var = FocusVariations(em_focus.EMFocus(h=8.0))          # doctest: +SKIP
     >>> worst = WorstFocus(var, (-2, 0, 2), (512, 532, 552))    # doctest: +SKIP
     >>> len(worst.pairs)                                        # doctest: +SKIP

@@ -116,7 +116,7 @@ def live(*, every: int = 1, path: str | os.PathLike | None = None, show: str = "
 
     >>> import os, tempfile
     >>> import topopt
-    >>> from problems import cantilever
+    >>> from topopt_problems import cantilever
     >>> png = os.path.join(tempfile.mkdtemp(), "live.png")
     >>> watch = topopt.plot.live(every=5, path=png, show="none")
     >>> result = cantilever.run(nelx=12, nely=6, maxeval=12, callback=watch)
