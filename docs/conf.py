@@ -76,13 +76,31 @@ html_sidebars = {"index": [], "getting-started": []}
 html_show_sourcelink = False
 html_css_files = ["topopt.css"]
 
-# formulas: MathJax comes from its CDN (what a reader's browser loads). To read the site
-# off-line, point TOPOPT_MATHJAX at a local copy, e.g. Debian's libjs-mathjax (MathJax 2):
-#   TOPOPT_MATHJAX="file:///usr/share/javascript/mathjax/MathJax.js?config=TeX-AMS_CHTML"
-if os.environ.get("TOPOPT_MATHJAX"):
-    mathjax_path = os.environ["TOPOPT_MATHJAX"]
-    if "MathJax.js" in mathjax_path:          # MathJax 2: Sphinx's delimiters
-        mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]],
-                                       "displayMath": [["\\[", "\\]"]],
-                                       "processEscapes": True,
-                                       "processClass": "tex2jax_process|mathjax_process|math|output_area"}}
+# formulas: MathJax 3 from the docs extra, never from a CDN. The PyPI package
+# sphinx-mathjax-offline ships MathJax 3.2.2's es5 build (byte for byte npm's mathjax 3.2.2)
+# as data; its folder goes onto html_static_path, so that the built site carries its own
+# copy in _build/html/_static/mathjax/ and every page with a formula loads it by a relative
+# path: the pages render their formulas opened from disk, with no network
+# (scripts/check_offline.py checks the built site; results/docs/ has a screenshot).
+MATHJAX_DIST = "sphinx-mathjax-offline"
+
+
+def mathjax_static() -> str:
+    """The folder holding ``mathjax/tex-chtml.js``, from the installed docs extra."""
+    from importlib import metadata
+    try:
+        folder = str(metadata.distribution(MATHJAX_DIST).locate_file(
+            os.path.join(MATHJAX_DIST, "static")))
+    except metadata.PackageNotFoundError:
+        folder = None
+    if folder is None or not os.path.isfile(os.path.join(folder, "mathjax", "tex-chtml.js")):
+        raise RuntimeError(
+            f"the site's formulas need a local MathJax, from the package {MATHJAX_DIST} "
+            f"({'not installed' if folder is None else 'no mathjax/tex-chtml.js in ' + folder}): "
+            "pip install -e '.[docs]' (the docs extra) before sphinx-build; the site "
+            "never loads MathJax from the network")
+    return folder
+
+
+html_static_path.append(mathjax_static())
+mathjax_path = "mathjax/tex-chtml.js"     # under _static/: relative from every page

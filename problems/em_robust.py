@@ -43,9 +43,12 @@ evaluations of 149 factorizations; with ``--approach ria`` about 2 minutes
 per evaluation: two MPP searches of a resonant limit state), Monte Carlo
 and FORM 5 minutes for the three designs. `scripts/em_robust_table.py`
 gives the first two designs' tables and pf alone (docs/gallery/em_robust.md).
+Factorizations (N ``--maxeval``, C ``--chords``): 3 N, 15 N, min(N, 25) (3 C - 4),
+min(N, 30) (3 C - 4), then 3 (25 + ``--samples``) solves: ``--maxeval 5`` alone
+takes about 9 minutes; ``--quick`` (QUICK) runs every phase in 63 s of CPU.
 
     python problems/em_robust.py [--h 4] [--maxeval 100] [--samples 1000] [--workers 2]
-                                 [--approach pma]
+                                 [--approach pma] [--chords 51] [--quick]
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ SHIFTS, BAND = (-2.0, -1.0, 0.0, 1.0, 2.0), (512.0, 532.0, 552.0)
 GRID_SHIFTS, GRID_WAVELENGTHS = SHIFTS, (512.0, 522.0, 532.0, 542.0, 552.0)
 TARGET_FRACTION, PA, SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL = 0.25, 0.01, 1.0, 5.0, 30
 N_SHIFTS = 51
+#: ``--quick``: every phase once over, coarse and short (a smoke run, not a result)
+QUICK = {"h": 8.0, "maxeval": 3, "chords": 5, "samples": 50}
+DEFAULTS = {"h": 4.0, "maxeval": 100, "chords": N_SHIFTS, "samples": 1000}
 SPEC = FocusDesigns(SHIFTS, BAND, GRID_SHIFTS, GRID_WAVELENGTHS, TARGET_FRACTION, PA,
                     SIGMA_SHIFT, SIGMA_WAVELENGTH, RELIABLE_MAXEVAL, "pma", N_SHIFTS)
 SETUP = dataclasses.replace(em_focus.SETUP, name="em_robust", record={
@@ -76,21 +82,42 @@ SETUP = dataclasses.replace(em_focus.SETUP, name="em_robust", record={
 OPTIONS = (
     Option("h", at_least(0.0, strict=True, high=10.0), 4.0,
            "element size in the design region, nm (tutorial: 1)"),
-    Option("samples", at_least(1, int), 1000, "Monte Carlo FE solves per design"),
+    Option("samples", at_least(1, int), 1000, "Monte Carlo FE solves per design, on "
+           "--workers processes (3 designs: 3000 solves, about 5 minutes at --h 4)"),
     Option("workers", at_least(0, int), 2, "worker processes of the Monte Carlo (0: this one)"),
     Option("approach", str, "pma", "reliability-based design: performance measure or "
            "reliability index approach", choices=APPROACHES),
+    Option("chords", at_least(2, int), N_SHIFTS, "chords of the PMA disk: 3 C - 4 points, "
+           "each one factorization per evaluation of the disk and reliability-based phases "
+           "(about 0.15 s at --h 4)"),
+    Option("quick", bool, False, "a smoke run of every phase (63 s of CPU): --h 8 "
+           "--maxeval 3 --chords 5 --samples 50 (give none of those with it)"),
 )
 
 
 def run(h: float = 4.0, maxeval: int = 100, samples: int = 1000, workers: int = 2,
-        approach: str = "pma", seed: int = 0, out: str | None = None, verbose: bool = False,
-        checkpoint: str | None = None, resume: str | None = None,
-        solver: str = "auto") -> RunResult:
-    """The three designs, their grids and pf (`run_focus_designs`)."""
-    spec = dataclasses.replace(SPEC, approach=approach)
+        approach: str = "pma", chords: int = N_SHIFTS, quick: bool = False, seed: int = 0,
+        out: str | None = None, verbose: bool = False, checkpoint: str | None = None,
+        resume: str | None = None, solver: str = "auto") -> RunResult:
+    """The three designs, their grids and pf (`run_focus_designs`); `quick`: QUICK's values."""
+    if quick_values(dict(h=h, maxeval=maxeval, samples=samples, chords=chords, quick=quick)):
+        h, maxeval, samples, chords = (QUICK[k] for k in ("h", "maxeval", "samples", "chords"))
+    spec = dataclasses.replace(SPEC, approach=approach, n_shifts=chords)
     return run_focus_designs(SETUP, h, maxeval, spec, samples, workers, seed, out,
                              verbose, checkpoint, resume, solver)
+
+
+def quick_values(kw: dict) -> bool:
+    """Whether `kw` asks for ``--quick``; ValueError when it also sets what QUICK sets."""
+    if not isinstance(kw.get("quick", False), bool):
+        raise ValueError(f"quick must be True or False, got {kw['quick']!r}")
+    if not kw.get("quick"):
+        return False
+    given = " ".join(f"--{k} {kw[k]}" for k in QUICK if kw.get(k, DEFAULTS[k]) != DEFAULTS[k])
+    if given:
+        raise ValueError(f"--quick sets {' '.join(f'--{k} {v}' for k, v in QUICK.items())} "
+                         f"itself; drop {given} or --quick")
+    return True
 
 
 def summary(result: RunResult) -> str:
@@ -107,9 +134,13 @@ def summary(result: RunResult) -> str:
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, seed=0,
                     maxeval_help="MMA evaluations per stage and phase: 3 stages of the "
-                                 "nominal design, one of the robust, the disk's worst case "
-                                 "(at most 25) and the reliability-based (at most 30): up "
-                                 "to 6 N in all",
+                                 "nominal design (1 factorization each), one of the robust "
+                                 "(15 each), the disk's worst case (at most 25) and the "
+                                 "reliability-based (at most 30; 3 C - 4 each, C = --chords):"
+                                 " up to 6 N evaluations in all; at --h 4 a factorization "
+                                 "takes about 0.15 s on 2 cores, N = 5 about 4 minutes "
+                                 "before the Monte Carlo",
+                    check=quick_values,
                     solvers=cli.DIRECT_SOLVERS, summary=summary,
                     size=lambda kw: (2 * 100_800 / min(kw["h"], 1.0) ** 2, 2))
 

@@ -3,20 +3,27 @@
 # shows: the home page, a gallery page, an API page and a tutorial page.
 #   bash scripts/docs_screenshots.sh [HTML_DIR] [OUT_DIR]
 # (apt-get install -y chromium; defaults: docs/_build/html and results/docs).
-# MathJax comes from its CDN: without network the formulas stay TeX source, unless the
-# site was built with TOPOPT_MATHJAX pointing at a local copy (docs/conf.py). The virtual
-# time budget gives the scripts (theme, MathJax when reachable) time to run.
+# The site carries its own MathJax (docs/conf.py: _static/mathjax/), so the browser runs
+# with no network: in a network namespace of its own (unshare -n, as root) where there is
+# one, and pointed at a proxy that does not exist either way. The virtual time budget gives
+# the scripts (theme, MathJax) time to run. reliability.png is the reliability tutorial,
+# the page with the most formulas.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HTML="$(realpath "${1:-docs/_build/html}")"
 OUT="${2:-results/docs}"
 mkdir -p "$OUT"
 BROWSER="$(command -v chromium || command -v chromium-browser || command -v google-chrome)"
-shot() {   # page, picture
-    "$BROWSER" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-        --virtual-time-budget=8000 --window-size=1400,1000 \
+OFFLINE=()
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    OFFLINE=(unshare -n)
+fi
+shot() {   # page, picture[, window height]
+    "${OFFLINE[@]}" "$BROWSER" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+        --disable-background-networking --proxy-server=127.0.0.1:9 --proxy-bypass-list='<-loopback>' \
+        --virtual-time-budget=8000 --window-size=1400,"${3:-1000}" \
         --screenshot="$OUT/$2" "file://$HTML/$1" 2>/dev/null
-    echo "$OUT/$2 <- $1"
+    echo "$OUT/$2 <- $1${OFFLINE:+ (no network: ${OFFLINE[*]})}"
 }
 shot index.html home.png
 shot gallery/mbb_beam.html gallery-mbb_beam.png
@@ -25,3 +32,4 @@ shot api/topopt.design.html api-design.png
 shot api/generated/topopt.optimize.minimize.html api-minimize.png
 tutorial="$(cd "$HTML" && ls tutorials/*.html | grep -v '/index.html$' | head -1)"
 shot "${tutorial:-tutorials/index.html}" tutorial.png
+shot tutorials/reliability.html reliability.png 1600

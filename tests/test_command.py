@@ -69,6 +69,11 @@ USAGE_ERRORS = [
     (["show", "{empty}"], "holds no result (design.npz and result.json missing"),
     (["show", "{empty}/nothing"], "is not a folder"),
     (["export", "{empty}", "--vtu"], "holds no result (design.npz missing"),
+    # em_robust's --quick sets these itself (issue 35): given with it, a usage error
+    (["run", "em_robust", "--quick", "--samples", "20"],
+     "--quick sets --h 8.0 --maxeval 3 --chords 5 --samples 50 itself; drop --samples 20 or "
+     "--quick"),
+    (["run", "em_robust", "--chords", "1"], "argument --chords: must be an integer >= 2, got 1"),
 ]
 
 
@@ -224,3 +229,32 @@ def test_show_draws_the_runs_own_history_and_markers(mbb_run):
     _, model, f = setup(60, 20)
     for got, want in zip((settings["supports"], settings["loads"]), boundary_markers(model, f)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_em_robust_help_says_what_each_phase_costs(tmp_path):
+    """``--help`` names the quick setting and the cost of each phase (issue 35: ``--maxeval
+    5`` ran > 400 s, 1 000 Monte Carlo solves per design, and the help did not say so)."""
+    r = topopt(LAUNCHERS[-1].values[0], "run", "em_robust", "--help", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    for phrase in ("--quick", "--h 8 --maxeval 3 --chords 5 --samples 50",
+                   "3 designs: 3000 solves", "3 C - 4 points", "(15 each)",
+                   "N = 5 about 4 minutes before the Monte Carlo"):
+        assert phrase in text, phrase
+
+
+def test_em_robust_quick_runs_every_phase_on_the_quick_values(monkeypatch):
+    """``run(quick=True)`` hands QUICK's values to `run_focus_designs` (the chords through
+    the spec); without it the given ones."""
+    from topopt_problems import em_robust
+    seen = []
+    monkeypatch.setattr(em_robust, "run_focus_designs",
+                        lambda setup, h, maxeval, spec, samples, *rest: seen.append(
+                            (h, maxeval, spec.n_shifts, samples, spec.approach)))
+    em_robust.run(quick=True, approach="ria")
+    em_robust.run(h=6.0, maxeval=7, samples=30, chords=9)
+    assert seen == [(8.0, 3, 5, 50, "ria"), (6.0, 7, 9, 30, "pma")]
+    with pytest.raises(ValueError, match="drop --h 6.0 --maxeval 7 or --quick"):
+        em_robust.run(quick=True, h=6.0, maxeval=7)
+    with pytest.raises(ValueError, match="quick must be True or False"):
+        em_robust.run(quick="yes")
