@@ -13,7 +13,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)          # the checkout's topopt and problems, installed or not
+sys.path.insert(0, ROOT)          # the checkout's topopt and topopt_problems, installed or not
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 project = "topopt"

@@ -45,7 +45,7 @@ and FORM 5 minutes for the three designs. `scripts/em_robust_table.py`
 gives the first two designs' tables and pf alone (docs/gallery/em_robust.md).
 Factorizations (N ``--maxeval``, C ``--chords``): 3 N, 15 N, min(N, 25) (3 C - 4),
 min(N, 30) (3 C - 4), then 3 (25 + ``--samples``) solves: ``--maxeval 5`` alone
-takes about 9 minutes; ``--quick`` (QUICK) runs every phase in 63 s of CPU.
+takes about 9 minutes (estimated); ``--quick`` (QUICK) runs every phase in 63 s of CPU.
 
     python problems/em_robust.py [--h 4] [--maxeval 100] [--samples 1000] [--workers 2]
                                  [--approach pma] [--chords 51] [--quick]

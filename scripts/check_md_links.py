@@ -39,7 +39,7 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def prose(lines):
+def prose(lines, blank_code=True):
     """``(line number, text)`` of the lines outside fenced code, inline code blanked."""
     fence = None
     for number, line in enumerate(lines, 1):
@@ -52,7 +52,7 @@ def prose(lines):
                 fence = None
             continue
         if fence is None:
-            yield number, re.sub(r"(`+)(?:(?!\1).)+\1", "", line)
+            yield number, re.sub(r"(`+)(?:(?!\1).)+\1", "", line) if blank_code else line
 
 
 def page_lines(path: str) -> list:
@@ -73,7 +73,7 @@ def page_lines(path: str) -> list:
 def anchors(path: str) -> set:
     """The anchors of a Markdown page (GitHub's heading slugs and explicit targets)."""
     seen, found = {}, set()
-    for _, line in prose(page_lines(path)):
+    for _, line in prose(page_lines(path), blank_code=False):
         match = HEADING.match(line)
         if match:
             base = slug(match.group(2))

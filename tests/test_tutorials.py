@@ -59,3 +59,14 @@ def test_index_lists_every_page_in_order():
     assert set(entries) <= set(PAGES) | {"live"}, entries
     if "live" in entries:                   # the notebook tutorial comes last
         assert entries[-1] == "live"
+
+
+def test_own_problem_writes_a_run_folder_that_the_command_reads():
+    """The own-problem page writes its run as a script does (`topopt.io.write_results`) and
+    runs ``topopt show`` and ``topopt export`` on that folder, asserting their exit status
+    and files (issue 35); the site build executes it."""
+    code = "\n".join(CELL.findall(_read("own-problem.md")))
+    assert "write_results(out, mesh, result, setup" in code
+    assert 'topopt("show", out, "--png"' in code and 'topopt("export", out, "--vtu"' in code
+    assert "assert done.returncode == 0" in code
+    assert 'load_design(os.path.join(out, "design.npz"), problem="bridge")' in code
