@@ -69,10 +69,6 @@ USAGE_ERRORS = [
     (["show", "{empty}"], "holds no result (design.npz and result.json missing"),
     (["show", "{empty}/nothing"], "is not a folder"),
     (["export", "{empty}", "--vtu"], "holds no result (design.npz missing"),
-    # em_robust's --quick sets these itself (issue 35): given with it, a usage error
-    (["run", "em_robust", "--quick", "--samples", "20"],
-     "--quick sets --h 8.0 --maxeval 3 --chords 5 --samples 50 itself; drop --samples 20 or "
-     "--quick"),
     (["run", "em_robust", "--chords", "1"], "argument --chords: must be an integer >= 2, got 1"),
 ]
 
@@ -229,6 +225,19 @@ def test_show_draws_the_runs_own_history_and_markers(mbb_run):
     _, model, f = setup(60, 20)
     for got, want in zip((settings["supports"], settings["loads"]), boundary_markers(model, f)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_em_robust_quick_with_what_it_sets_is_a_usage_error(tmp_path):
+    """``--quick`` sets --h, --maxeval, --chords and --samples itself: given with one of
+    them, exit status 2 and one error line naming both fixes, before any solve (the
+    results folder is made and write-tested first, as for every option check)."""
+    r = topopt(LAUNCHERS[-1].values[0], "run", "em_robust", "--quick", "--samples", 20,
+               "--out", tmp_path / "out", cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    errors = [line for line in r.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and ("--quick sets --h 8.0 --maxeval 3 --chords 5 --samples 50 "
+                                 "itself; drop --samples 20 or --quick") in errors[0], r.stderr
+    assert r.stdout == "" and os.listdir(tmp_path / "out") == []
 
 
 def test_em_robust_help_says_what_each_phase_costs(tmp_path):

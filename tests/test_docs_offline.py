@@ -25,8 +25,8 @@ def run(root):
 
 def site(tmp_path, index, sub, mathjax=True):
     (tmp_path / "tutorials").mkdir()
-    (tmp_path / "index.html").write_text(index.format(up=""))
-    (tmp_path / "tutorials" / "page.html").write_text(sub.format(up="../"))
+    (tmp_path / "index.html").write_text(index.replace("{up}", ""))
+    (tmp_path / "tutorials" / "page.html").write_text(sub.replace("{up}", "../"))
     if mathjax:
         (tmp_path / "_static" / "mathjax").mkdir(parents=True)
         (tmp_path / "_static" / "mathjax" / "tex-chtml.js").write_text("")
@@ -44,7 +44,7 @@ def test_a_site_with_its_own_mathjax_passes(tmp_path):
 def test_a_cdn_mathjax_or_a_page_without_the_local_copy_fails(tmp_path):
     cdn = '<script defer src="https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js"></script>'
     done = run(site(tmp_path, f"{cdn}<p>{MATH}</p>",
-                    f'<script>window.MathJax = {{loader: {{paths: {{mathjax: '
+                    '<script>window.MathJax = {loader: {paths: {mathjax: '
                     f'"https://cdn.jsdelivr.net/npm/mathjax@3/es5"}}}}}}</script><p>{MATH}</p>'
                     '<link rel="stylesheet" href="//fonts.example.org/a.css">'))
     assert done.returncode == 1
