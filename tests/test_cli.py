@@ -178,7 +178,7 @@ def test_run_result_reads_run_fields_metrics_and_designs():
     r = RunResult("interrupted", "SIGINT", 4, "ck.npz", "--resume ck.npz", {"c": 1.5},
                   x=x, x_phys=x, history=[{"objective": 1.0}] * 4, arrays={"x_other": -x})
     assert [r[k] for k in RUN_KEYS] == ["interrupted", "SIGINT", 4, "ck.npz",
-                                        "--resume ck.npz"]
+                                        "--resume ck.npz", None, None]
     assert r["c"] == 1.5 and r["x"] is x and r["x_other"][0] == -0.2
     assert r.summary() == {**r.record(), "c": 1.5}
     assert json.loads(json.dumps(r.summary())) == r.summary()       # no arrays

@@ -33,6 +33,7 @@ from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem import Model, solve
 from ..optimize.driver import Stage, minimize
+from ..optimize.ending import ending
 from ..responses.stress import (AdaptiveNormalization, ElementStress, _exponent, relaxed_stress,
                                 stress_pnorm)
 from ..responses.structural import volume
@@ -177,10 +178,14 @@ class MinimumVolumeStress(DensityProblem):
                        count_solves=lambda: self.system.counts["factorizations"])
         res = minimize(self.responses, x0, stages=stages, checkpoint=checkpoint,
                        resume=resume, **options)
+        resumed = res.resumed                     # the settle blocks never resume
         res, history, evaluations, seconds = _settle(self, res, betas, settle, settle_tol,
                                                      block_maxeval, options)
+        end = ending(res.constraints, res.fun, history[0]["objective"],
+                     history[0]["constraints"])         # from the first block's start
         return dataclasses.replace(res, x=self.passive.expand(res.x), history=history,
-                                   evaluations=evaluations, seconds=seconds)
+                                   evaluations=evaluations, seconds=seconds, resumed=resumed,
+                                   verdict=end["verdict"], ending=end)
 
     def summary(self, x, beta: float | None = None) -> dict:
         """Volume, largest relaxed stress (and its element), ``PN``, ``c`` of a design."""
