@@ -246,9 +246,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
     resume : path, optional
         Continue from this checkpoint; `x0` gives only the size.
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
-    initial_step, history_path, checkpoint, checkpoint_every, verbose, \
-    callback, count_solves, handle_signals, objective_scale, objective_name, \
-    counters
+    initial_step, history_path, checkpoint, checkpoint_every, verbose, callback, \
+    count_solves, handle_signals, objective_scale, objective_name, counters
         The run's options, documented and checked in `Options`.
 
     Returns

@@ -212,10 +212,8 @@ def _slsqp(fg, z, theta0, tol, max_iter, max_radius=np.inf):
 
 
 def _newton_kkt(ls, q, z, theta, F, g, max_iter=30, box=np.inf):
-    """Polish a KKT point ``theta = lam grad F, F = z`` by damped Newton.
-
-    A trial point outside ``|theta_i| <= box`` counts as no improvement: ``F``
-    is never asked there. Returns theta, lam, F, g, H, residual, iterations.
+    """Polish a KKT point ``theta = lam grad F, F = z`` by damped Newton (``F`` never
+    asked outside ``|theta_i| <= box``). Returns theta, lam, F, g, H, residual, iterations.
     """
     m = theta.size
     lam = float(theta @ g / (g @ g)) if np.any(g) else 0.0
@@ -405,24 +403,19 @@ def _search(ls, q, z, opts) -> MPPResult:
         if converged and F >= z and (best is None
                                      or np.linalg.norm(theta) < np.linalg.norm(best)):
             best = theta.copy()
-    if not converged:
-        why = f"MPP search ({name}) did not converge in {opts['max_iter']} iterations"
-        info = dict(theta=theta, F=F, z=z, grad_norm=float(np.linalg.norm(g)))
-        if not opts["polish"]:
-            raise MPPError("not_converged", why, info, best)
-        # The searches' own flags are not the verdict: SLSQP may stop "not converged"
-        # at the MPP itself (F = z to 1e-16) when its line search cannot improve it by
-        # rounding, on one machine's BLAS and not another's. The Newton polish from the
-        # last point and the KKT check (residual <= 100 tol, a local minimum on the
-        # right side) decide on any machine; the polish stays in SLSQP's box
-        # |theta_i| <= max_radius (F is never asked outside).
-        try:
-            return _finish(ls, q, z, theta, F, g, opts, name, its, best, {},
-                           box=opts["max_radius"])
-        except MPPError as err:
-            raise MPPError(err.reason, f"{why}; the Newton polish from its last point: "
-                           f"{err}", info, best) from None
-    return _finish(ls, q, z, theta, F, g, opts, name, its, best, {})
+    why = f"MPP search ({name}) did not converge in {opts['max_iter']} iterations"
+    if not converged and not opts["polish"]:
+        raise MPPError("not_converged", why, dict(theta=theta, F=F, z=z,
+                                                   grad_norm=float(np.linalg.norm(g))), best)
+    # unconverged (SLSQP may stop so on the MPP by rounding): the polish and KKT check decide
+    try:
+        return _finish(ls, q, z, theta, F, g, opts, name, its, best, {},
+                       box=np.inf if converged else opts["max_radius"])
+    except MPPError as err:
+        if converged:
+            raise
+        raise MPPError(err.reason, f"{why}; the Newton polish from its last point: {err}",
+                       dict(theta=theta, F=F, z=z), best) from None
 
 
 def find_mpp(limit_state, design, z: float, *, m: int | None = None,
@@ -434,10 +427,8 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     & Der Kiureghian 1995), then scipy's SLSQP if HL-RF does not converge, then
     (``polish=True``) damped Newton on the KKT system ``theta = lam grad F, F =
     z`` with the Hessian from `topopt.ad` (so the envelope-theorem gradient is
-    accurate to round-off). Where neither HL-RF nor SLSQP says it converged
-    within ``max_iter``, the polish runs from SLSQP's last point (inside its
-    box) and the KKT check below decides: SLSQP may stop "not converged" at
-    the MPP itself, on one machine's rounding and not another's. A KKT point
+    accurate to round-off); where SLSQP stops unconverged, the polish from its
+    last point (in its box) and the KKT check decide. A KKT point
     that is not a local minimum (checked
     with the Hessian; skipped when ``polish=False``), or on the wrong side of
     the origin, is rejected. The iterative search restarts from further points
