@@ -553,6 +553,26 @@ def test_an_objective_worse_than_its_start_is_named(capsys):
     assert err[-2].startswith("done: ") and err[-1].startswith("ended worse than its start")
 
 
+def test_the_committed_gallery_ends_within_the_limits():
+    """No committed default run is flagged (docs/notes/runs.md): its verdict where
+    result.json has one; before verdicts, the last evaluation's largest constraint
+    (<= 7.5e-4, multimaterial_beam) and the recorded grey level of x_phys (<= 0.42,
+    eigen_beam) against FEASIBILITY_TOL and GREY_LIMIT."""
+    from topopt.optimize import FEASIBILITY_TOL, GREY_LIMIT
+    folders = sorted(os.listdir(os.path.join(ROOT, "results", "gallery")))
+    assert len(folders) >= 20
+    for name in folders:
+        path = os.path.join(ROOT, "results", "gallery", name, "result.json")
+        saved = json.load(open(path))
+        if "verdict" in saved:
+            assert saved["verdict"] == "ok", (name, saved["ending"])
+            continue
+        last = (saved.get("constraint_history") or [[]])[-1]
+        assert max(last, default=0.0) <= FEASIBILITY_TOL, (name, max(last))
+        grey = (saved.get("result") or saved).get("grey_level")
+        assert grey is None or grey <= GREY_LIMIT, (name, grey)
+
+
 # ---------------------------------------------------------------- bad input
 
 @pytest.mark.parametrize("kwargs, exc, match", [
