@@ -187,6 +187,28 @@ def test_run_result_reads_run_fields_metrics_and_designs():
         r["volume"]
 
 
+@pytest.mark.parametrize("metrics, x_phys, grey, verdict", [
+    ({}, np.full(4, 0.5), 1.0, "grey"),                          # uniform 0.5: 4 x (1 - x) = 1
+    ({}, np.array([0.0, 1.0, 1.0, 0.0]), 0.0, "ok"),
+    ({"grey_level": 0.42}, np.full(4, 0.5), 0.42, "ok"),         # the problem's own figure
+    ({}, np.array([0.0, 2.0]), None, "ok"),                      # not a density: no grey level
+    ({}, None, None, "ok"),
+])
+def test_run_result_adds_the_physical_grey_level_to_the_ending(metrics, x_phys, grey, verdict):
+    from topopt.optimize.ending import ending
+    record = {"status": "maxeval_reached", "signal": None, "evaluations": 3,
+              "checkpoint": None, "resume": None, "verdict": "ok",
+              "ending": ending([-0.1], 0.5, 1.0, [0.0])}
+    r = RunResult.from_record(record, metrics, x_phys=x_phys)
+    assert r.ending["grey_level"] == grey and r.verdict == r.ending["verdict"] == verdict
+    assert r.summary()["verdict"] == verdict
+    assert r.ending_line() == ("" if verdict == "ok" else
+                               "ended grey: grey level 1.000 (> 0.5)")
+    infeasible = dict(record, ending=ending([0.2], 0.5, 1.0, [0.0]))
+    assert RunResult.from_record(infeasible, metrics, x_phys=x_phys).verdict == \
+        ("infeasible, grey" if verdict == "grey" else "infeasible")
+
+
 # ---------------------------------------------------------------- allocator tuning
 
 def _python(code, **env):
