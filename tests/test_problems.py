@@ -94,8 +94,8 @@ def test_script_writes_under_the_working_directory_not_the_source_tree(tmp_path)
     summary, *last = done.stdout.strip().splitlines()
     assert summary.endswith(f"-> {os.path.join('results', 'mbb_beam')}")
     # 2 evaluations from the uniform 0.5 leave it grey: the last line says so
-    assert last == [f"ended grey: grey level {json.load(open(out / 'result.json'))['ending']"
-                    f"['grey_level']:.3f} (> 0.5) (verdict in "
+    grey = json.load(open(out / "result.json"))["ending"]["grey_level"]
+    assert last == [f"ended grey: grey level {grey:.3f} (> 0.5) (verdict in "
                     f"{os.path.join('results', 'mbb_beam', 'result.json')})"]
     assert tree_state("results", "problems") == before
 
