@@ -358,3 +358,27 @@ def test_formulation_refuses():
             BucklingProblem(model, f, 0.5, 1.5, **kwargs)
     with pytest.raises(ValueError, match="nonzero load"):
         BucklingProblem(model, 0 * f, 0.5, 1.5)
+
+
+def test_a_resumed_run_counts_the_eigensolves_of_both_parts(tmp_path):
+    """Stopped at evaluation 4 and resumed to 8 in a fresh problem: ``eigensolves`` and
+    ``fe_solves`` are this process's plus those the checkpoint carried."""
+    from topopt.optimize import load_checkpoint
+    ck = str(tmp_path / "ck.npz")
+
+    def build():
+        model, f = column(16, 8, load=(-1.0, 0.0))
+        return BucklingProblem(model, f, volfrac=0.4, rmin=1.5, n_modes=4)
+    first = build()
+    r1 = first.run(maxeval=8, verbose=False, checkpoint=ck,
+                   callback=lambda rec, x: rec["evaluation"] == 4)
+    assert (r1.status, r1.evaluations) == ("stopped", 4)
+    saved = load_checkpoint(ck)
+    assert saved["counters"]["eigensolves"] >= 3      # the start's may be the scale's
+    again = build()
+    r2 = again.run(maxeval=8, verbose=False, checkpoint=ck, resume=ck)
+    assert r2.evaluations == 8
+    assert r2["eigensolves"] == again.buckling.counts["eigensolves"] + \
+        saved["counters"]["eigensolves"]
+    assert r2["fe_solves"] >= saved["fe_solves"] + 4
+    assert r2.ending["objective_start"] == r1.history[0]["objective"]    # the run's start

@@ -178,13 +178,35 @@ def test_run_result_reads_run_fields_metrics_and_designs():
     r = RunResult("interrupted", "SIGINT", 4, "ck.npz", "--resume ck.npz", {"c": 1.5},
                   x=x, x_phys=x, history=[{"objective": 1.0}] * 4, arrays={"x_other": -x})
     assert [r[k] for k in RUN_KEYS] == ["interrupted", "SIGINT", 4, "ck.npz",
-                                        "--resume ck.npz"]
+                                        "--resume ck.npz", None, None]
     assert r["c"] == 1.5 and r["x"] is x and r["x_other"][0] == -0.2
     assert r.summary() == {**r.record(), "c": 1.5}
     assert json.loads(json.dumps(r.summary())) == r.summary()       # no arrays
     assert "c" in r and "volume" not in r and r.get("volume") is None
     with pytest.raises(KeyError, match="'volume' is not a field"):
         r["volume"]
+
+
+@pytest.mark.parametrize("metrics, x_phys, grey, verdict", [
+    ({}, np.full(4, 0.5), 1.0, "grey"),                          # uniform 0.5: 4 x (1 - x) = 1
+    ({}, np.array([0.0, 1.0, 1.0, 0.0]), 0.0, "ok"),
+    ({"grey_level": 0.42}, np.full(4, 0.5), 0.42, "ok"),         # the problem's own figure
+    ({}, np.array([0.0, 2.0]), None, "ok"),                      # not a density: no grey level
+    ({}, None, None, "ok"),
+])
+def test_run_result_adds_the_physical_grey_level_to_the_ending(metrics, x_phys, grey, verdict):
+    from topopt.optimize.ending import ending
+    record = {"status": "maxeval_reached", "signal": None, "evaluations": 3,
+              "checkpoint": None, "resume": None, "verdict": "ok",
+              "ending": ending([-0.1], 0.5, 1.0, [0.0])}
+    r = RunResult.from_record(record, metrics, x_phys=x_phys)
+    assert r.ending["grey_level"] == grey and r.verdict == r.ending["verdict"] == verdict
+    assert r.summary()["verdict"] == verdict
+    assert r.ending_line() == ("" if verdict == "ok" else
+                               "ended grey: grey level 1.000 (> 0.5)")
+    infeasible = dict(record, ending=ending([0.2], 0.5, 1.0, [0.0]))
+    assert RunResult.from_record(infeasible, metrics, x_phys=x_phys).verdict == \
+        ("infeasible, grey" if verdict == "grey" else "infeasible")
 
 
 # ---------------------------------------------------------------- allocator tuning

@@ -91,7 +91,12 @@ def test_script_writes_under_the_working_directory_not_the_source_tree(tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "results" / "mbb_beam"
     assert json.load(open(out / "result.json"))["result"]["evaluations"] == 2
-    assert done.stdout.strip().endswith(f"-> {os.path.join('results', 'mbb_beam')}")
+    summary, *last = done.stdout.strip().splitlines()
+    assert summary.endswith(f"-> {os.path.join('results', 'mbb_beam')}")
+    # 2 evaluations from the uniform 0.5 leave it grey: the last line says so
+    grey = json.load(open(out / "result.json"))["ending"]["grey_level"]
+    assert last == [f"ended grey: grey level {grey:.3f} (> 0.5) (verdict in "
+                    f"{os.path.join('results', 'mbb_beam', 'result.json')})"]
     assert tree_state("results", "problems") == before
 
 
@@ -157,6 +162,17 @@ def test_interrupted_script_exits_with_signal_status_and_resumes(tmp_path, sig, 
         ("maxeval_reached", None, n + 4)
     assert resumed["objective_history"][:n] == saved["objective_history"]
     assert resumed["resume"] == f"--resume {ck}"        # a budget stop can be continued
+    # the totals are the whole run's: the FE solves of a straight run of n + 4
+    # evaluations (the restart costs no forward pass), the time of both parts
+    alone = run_script([*script("mbb_beam", "--nelx", 12, "--nely", 4, "--rmin", 1.5, "--out",
+                                tmp_path / "straight"), "--maxeval", str(n + 4), "--quiet"])
+    assert alone.returncode == 0, alone.stderr
+    alone = json.load(open(tmp_path / "straight" / "result.json"))["result"]
+    whole, first = resumed["result"], saved["result"]
+    assert alone["evaluations"] == whole["evaluations"] == n + 4
+    assert whole["fe_solves"] == alone["fe_solves"] == first["fe_solves"] + 4
+    assert whole["fe_solves_per_iteration"] == alone["fe_solves_per_iteration"]
+    assert whole["seconds"] > checkpoint["seconds"] > 0
 
 
 def _count_responses(monkeypatch, fail_at=None):
@@ -330,3 +346,31 @@ def test_gallery_script_passes_each_problem_its_gallery_folder():
     bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list",
                       "nope"])
     assert bad.returncode == 2 and "got 'nope'" in bad.stderr
+
+
+def test_a_resumed_cg_run_reports_the_whole_runs_cg_iterations(tmp_path):
+    """An mg-cg run stopped at evaluation 8 and resumed to 20 in a fresh problem: the
+    FE solves, CG iterations per solve and the most in one solve cover both parts (the
+    checkpoint carries the first part's counters)."""
+    ck = str(tmp_path / "ck.npz")
+    _, model, f = mbb_beam.setup(48, 16)
+    first = ComplianceProblem(model, f, 0.5, 1.5, solver="mg-cg")
+    r1 = first.run(maxeval=20, verbose=False, checkpoint=ck,
+                   callback=lambda rec, x: rec["evaluation"] == 8)
+    assert (r1.status, r1.evaluations) == ("stopped", 8)
+    before = load_checkpoint(ck)
+    assert before["counters"]["cg_solves"] >= 8 and before["counters"]["cg_iterations"] > 0
+    _, model, f = mbb_beam.setup(48, 16)
+    again = ComplianceProblem(model, f, 0.5, 1.5, solver="mg-cg")
+    r2 = again.run(maxeval=20, verbose=False, checkpoint=ck, resume=ck)
+    now, prior = again.system.counts, before["counters"]
+    assert r2.evaluations == 20
+    # this process's solves (the start's scale, 12 evaluations, maybe the final state's)
+    # plus the first part's
+    assert before["fe_solves"] + 12 <= r2["fe_solves"] <= before["fe_solves"] + again.solves()
+    assert r2["cg_iterations_per_solve"] == pytest.approx(
+        (now["cg_iterations"] + prior["cg_iterations"]) / (now["cg_solves"] + prior["cg_solves"]),
+        rel=1e-15)
+    assert r2["cg_iterations_max"] == max(max(again.system._iterative.log),
+                                          prior["cg_iterations_max"])
+    assert r2["seconds"] > before["seconds"]

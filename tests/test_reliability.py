@@ -397,12 +397,22 @@ def test_forward_mode_and_failure_probability_object():
     assert fp.last is not None and fp.last.ln_pf == pytest.approx(float(v))
     _, ydot = ad.jvp(fp, (P0,), (DP,))
     assert ydot == pytest.approx(g @ DP, rel=1e-10)
-    # warm start: the next search starts from the previous MPP
+    # warm start: the next search starts from the previous MPP (its first start; the
+    # iterations it saves are one path's count, not asserted) and ends where the cold
+    # search from the origin ends, within what their KKT residuals allow (each <= 100 tol,
+    # find_mpp's stated acceptance; both polish to ~1e-16 here)
+    previous = fp.last.mpp.copy()
     fp(P0 + 1e-3 * DP)
     cold = rel.failure_probability(smooth_limit_state, P0 + 1e-3 * DP, Z_SMALL, "sorm",
                                    m=M_SMALL)
-    assert fp.last.mpp_result.iterations < cold.mpp_result.iterations
-    assert fp.last.ln_pf == pytest.approx(cold.ln_pf, abs=1e-12)
+    warm = fp.last.mpp_result
+    np.testing.assert_array_equal(warm.info["starts"][0], previous)
+    residuals = warm.kkt_residual + cold.mpp_result.kkt_residual
+    assert max(warm.kkt_residual, cold.mpp_result.kkt_residual) <= 1e2 * 1e-10
+    np.testing.assert_allclose(warm.theta, cold.mpp_result.theta,
+                               atol=1e-12 + 10 * residuals * np.linalg.norm(warm.theta))
+    assert fp.last.ln_pf == pytest.approx(
+        cold.ln_pf, abs=1e-12 + 10 * residuals * (1 + abs(warm.beta)) ** 2)
     # sampling methods evaluate but refuse to be differentiated
     fmc = rel.FailureProbability(smooth_limit_state, Z_SMALL, "is", m=M_SMALL,
                                  n_samples=2000, seed=0)

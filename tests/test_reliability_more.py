@@ -335,3 +335,22 @@ def test_search_never_asks_outside_max_radius(radius):
                                 max_radius=radius)
     assert info.value.reason in ("unreachable", "not_converged")
     assert max(asked) <= radius * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("solver", ["auto", "slsqp"])
+@pytest.mark.parametrize("max_iter", [1, 2, 3])
+def test_a_capped_search_is_judged_by_the_kkt_check(solver, max_iter):
+    # F = t1 + 0.1 t2^2 >= 3 from (0.5, 2): HL-RF and SLSQP capped at 1-3 iterations stop
+    # short of the MPP (3, 0) and say "not converged" (polish=False keeps that verdict);
+    # the Newton polish from SLSQP's last point and the KKT check decide otherwise: the
+    # MPP to the stated tolerance (residual <= 100 tol), whatever path led there
+    F = lambda t, p: t[0] + 0.5 * p * t[1] ** 2  # noqa: E731
+    opts = dict(m=2, theta0=np.array([0.5, 2.0]), max_iter=max_iter, n_starts=1,
+                solver=solver, tol=1e-10)
+    with pytest.raises(rel.MPPError, match="did not converge") as info:
+        rel.find_mpp(F, 0.2, 3.0, polish=False, **opts)
+    assert info.value.reason == "not_converged"
+    r = rel.find_mpp(F, 0.2, 3.0, **opts)
+    assert r.converged and r.solver.endswith("+newton") and r.kkt_residual <= 1e-8
+    np.testing.assert_allclose(r.theta, [3.0, 0.0], atol=1e-8)
+    assert r.beta == pytest.approx(3.0, abs=1e-8)

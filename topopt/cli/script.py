@@ -23,7 +23,10 @@ before its first evaluation (a checkpoint of another size, a model's
 refusal) is a usage error too. `main` tunes the allocator (`topopt.tune_malloc`),
 runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
 under `script_errors` and ends as the run ended (`finish`: an interrupted
-run exits with 130 or 143).
+run exits with 130 or 143). A run whose final design is infeasible, grey or
+worse than its start (``result.json``'s ``verdict``, `topopt.optimize.ending`)
+ends with a line saying so and exits with 0: the exit status says whether
+the run worked, the verdict what it found (``docs/notes/runs.md``).
 """
 
 from __future__ import annotations
@@ -228,6 +231,9 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
     print(f"{summary(result)} -> {args.out}")
+    line = result.ending_line() if hasattr(result, "ending_line") else ""
+    if line:                                   # infeasible / grey / worse than its start:
+        print(f"{line} (verdict in {os.path.join(args.out, 'result.json')})")   # exit 0
     return result
 
 

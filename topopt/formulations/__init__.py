@@ -4,7 +4,8 @@
 formulation module holds one problem's physics.
 """
 
-from .base import (DensityProblem, StartScaled, timed_run, with_callback, announce, FILTERS)
+from .base import (DensityProblem, StartScaled, timed_run, with_callback, announce, FILTERS,
+                   before_resume, cg_counters, cg_metrics)
 from .compliance import ComplianceProblem
 from .mechanism import (MechanismProblem, ideal_output, port_springs, run_mechanism, robust_run,
                         robust_constraint_names, MMA_OPTIONS, ROBUST_MMA_OPTIONS)
@@ -25,6 +26,7 @@ from ..io.folder import (write_results, plot_record, write_json, run_compliance)
 from ..responses.loads import (element_loads, BodyLoad)
 
 __all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'with_callback', 'announce', 'FILTERS',
+           'before_resume', 'cg_counters', 'cg_metrics',
            'ComplianceProblem',
            'MechanismProblem', 'ideal_output', 'port_springs', 'run_mechanism', 'robust_run',
            'robust_constraint_names', 'MMA_OPTIONS', 'ROBUST_MMA_OPTIONS', 'du_olhoff_mass',

@@ -36,7 +36,7 @@ from ..optimize.progress import show
 from ..responses.structural import volume
 
 __all__ = ["DensityProblem", "StartScaled", "timed_run", "with_callback", "announce",
-           "FILTERS"]
+           "before_resume", "cg_counters", "cg_metrics", "FILTERS"]
 
 FILTERS = ("density", "helmholtz")
 
@@ -76,6 +76,56 @@ def with_callback(callback, problem, stages, run: Callable):
     finally:
         if callable(finish):
             finish()
+
+
+def before_resume(res, key: str, default=0):
+    """What the checkpoint of a resumed run carried of `key`: the run before the resume.
+
+    `key` is ``"seconds"``, ``"fe_solves"``, ``"evaluations"`` or
+    ``"counters"`` (`topopt.optimize.Result.resumed`); `default` for a run
+    that did not resume (or a checkpoint without the figure). A run's figures
+    counted in this process (its solves, its time) plus these cover the
+    whole run.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> before_resume(SimpleNamespace(resumed={"seconds": 3.5, "fe_solves": 204}), "fe_solves")
+    204
+    >>> before_resume(SimpleNamespace(resumed=None), "seconds", 0.0)
+    0.0
+    """
+    value = (getattr(res, "resumed", None) or {}).get(key)
+    return default if value is None else value
+
+
+def cg_counters(system) -> dict:
+    """CG iterations and solves of `system` so far and the most in one solve ({} unless CG ran)."""
+    counts = system.counts
+    if not counts.get("cg_solves"):
+        return {}
+    return {"cg_iterations": int(counts["cg_iterations"]), "cg_solves": int(counts["cg_solves"]),
+            "cg_iterations_max": int(max(system._iterative.log))}
+
+
+def cg_metrics(now: dict, before: dict | None = None) -> dict:
+    """CG iterations per solve and the most in one solve of the `cg_counters` `now` and
+    `before` (a resumed run's, from its checkpoint) together; {} without CG solves.
+
+    Examples
+    --------
+    >>> cg_metrics({"cg_iterations": 30, "cg_solves": 10, "cg_iterations_max": 5},
+    ...            {"cg_iterations": 10, "cg_solves": 10, "cg_iterations_max": 7})
+    {'cg_iterations_per_solve': 2.0, 'cg_iterations_max': 7}
+    """
+    before = before or {}
+    solves = now.get("cg_solves", 0) + before.get("cg_solves", 0)
+    if not solves:
+        return {}
+    return {"cg_iterations_per_solve":
+            (now.get("cg_iterations", 0) + before.get("cg_iterations", 0)) / solves,
+            "cg_iterations_max": int(max(now.get("cg_iterations_max", 0),
+                                         before.get("cg_iterations_max", 0)))}
 
 
 def timed_run(problem, checkpoint: str | None, verbose: bool, drive: Callable,
@@ -276,13 +326,9 @@ class DensityProblem:
         """Print the linear solver of a run when `verbose` (`announce`)."""
         announce(self.system, verbose)
 
-    def cg_metrics(self) -> dict:
-        """CG iterations per solve and the most in one solve (iterative solvers only)."""
-        counts = self.system.counts
-        if not counts.get("cg_solves"):
-            return {}
-        return {"cg_iterations_per_solve": counts["cg_iterations"] / counts["cg_solves"],
-                "cg_iterations_max": int(max(self.system._iterative.log))}
+    def counters(self) -> dict:
+        """What a checkpoint carries across a resume (`minimize`'s ``counters``): `cg_counters`."""
+        return cg_counters(self.system)
 
     # ----------------------------------------------------------- the run's hooks
     def start(self, x0=None) -> np.ndarray:
@@ -323,15 +369,17 @@ class DensityProblem:
         return self.passive.expand(res.x), np.asarray(self.x_phys(res.x, beta))
 
     def metrics(self, res: Result, x_phys, seconds: float, solves0: int):
-        """``(metrics, arrays)`` of the run; `final`'s state is ``arrays["u"]``."""
-        fe_solves = self.solves() - solves0             # before the final state's solve
-        physics, u = self.final(x_phys)
+        """``(metrics, arrays)`` of the run (counts and time: this process's and those a
+        resumed run's checkpoint carried, `before_resume`); `final`'s state is ``arrays["u"]``."""
+        fe_solves = self.solves() - solves0 + before_resume(res, "fe_solves")
+        physics, u = self.final(x_phys)                 # fe_solves: before its solve
         metrics = physics | {
             "grey_level": grey_level(x_phys),
             "fe_solves": fe_solves,
             "fe_solves_per_iteration": fe_solves / max(res.evaluations, 1),
-            "seconds": seconds, "solver": self.system.solver, "filter": self.filter_name,
-        } | self.run_metrics() | self.cg_metrics()
+            "seconds": seconds + before_resume(res, "seconds", 0.0),
+            "solver": self.system.solver, "filter": self.filter_name,
+        } | self.run_metrics() | cg_metrics(self.counters(), before_resume(res, "counters", {}))
         return metrics, {"u": np.asarray(u)}
 
     def history(self, res: Result) -> list:
@@ -364,7 +412,8 @@ class DensityProblem:
                 bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
                 resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
-                objective_scale=self.objective_scale, objective_name=self.objective_name))
+                objective_scale=self.objective_scale, objective_name=self.objective_name,
+                counters=self.counters))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))

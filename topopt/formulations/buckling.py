@@ -32,7 +32,7 @@ from ..design.passive import Passive
 from ..fem.buckling import BucklingSystem, buckling_factors
 from ..fem.models import _check_model
 from ..responses.structural import compliance, volume
-from .base import DensityProblem
+from .base import DensityProblem, before_resume
 
 __all__ = ["BucklingProblem", "ks_max"]
 
@@ -163,6 +163,16 @@ class BucklingProblem(DensityProblem):
     def run_metrics(self) -> dict:
         return {"eigensolves": self.buckling.counts["eigensolves"], "n_modes": self.n_modes,
                 "rho": self.rho, "penal_G": self.penal_G}
+
+    def counters(self) -> dict:
+        """CG's counters and the eigensolves, carried across a resume."""
+        return super().counters() | {"eigensolves": self.buckling.counts["eigensolves"]}
+
+    def metrics(self, res, x_phys, seconds: float, solves0: int):
+        """The base's metrics; ``eigensolves`` of the whole run (those before a resume too)."""
+        metrics, arrays = super().metrics(res, x_phys, seconds, solves0)
+        metrics["eigensolves"] += int(before_resume(res, "counters", {}).get("eigensolves", 0))
+        return metrics, arrays
 
     def mode_shape(self, x_phys) -> dict:
         """The first buckling mode and the prebuckling state as point data for ``design.vtu``."""

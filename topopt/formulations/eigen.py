@@ -47,7 +47,7 @@ from ..design.interpolation import DENSITY_TOL, simp
 from ..design.measures import grey_level
 from ..responses.structural import volume
 from ..io.result import RunResult
-from .base import DensityProblem
+from .base import DensityProblem, before_resume
 
 __all__ = ["du_olhoff_mass", "EigenProblem", "eigen_summary"]
 
@@ -218,8 +218,8 @@ class EigenProblem(DensityProblem):
             "eigenvalues": [float(v) for v in lam],
             "volume": float(volume(x_phys, self.weights)),
             "grey_level": grey_level(x_phys),
-            "eigensolves": self.solves() - solves0,
-            "seconds": seconds,
+            "eigensolves": self.solves() - solves0 + before_resume(res, "fe_solves"),
+            "seconds": seconds + before_resume(res, "seconds", 0.0),
             "solver": self.modal.stiffness.solver,
             "filter": self.filter_name,
         }, {}

@@ -26,6 +26,7 @@ from ..optimize.driver import Stage, minimize
 from ..io.result import RunResult, grey_level, run_record
 from .._files import check_writable_file, check_writable_folder
 from .focus_output import write_focus
+from .base import before_resume
 
 __all__ = ["FocusSetup", "FocusProblem", "intensity", "enhancement", "run_focus"]
 
@@ -253,7 +254,9 @@ def run_focus(setup: FocusSetup, h: float = 4.0, maxeval: int = 100, out: str | 
                    objective_name=OBJECTIVE_NAME)
     p_phys = prob.element_density(res.x, setup.betas[-1])
     u = prob.field(res.x, setup.betas[-1])
-    metrics = _metrics(prob, res, g_initial, u) | {"seconds": time.perf_counter() - t0}
+    metrics = _metrics(prob, res, g_initial, u)
+    metrics["fe_solves"] += before_resume(res, "fe_solves")        # the whole run
+    metrics["seconds"] = time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)
     if verify:
         g_fine = prob.refined_g(prob.blueprint(res.x), 2)
         metrics["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,

@@ -32,6 +32,7 @@ from .._validate import check_choice, check_int, check_range, check_sequence
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import signals_held, write_json
 from ..io.result import RunResult, grey_level, run_record
+from .base import before_resume
 from .focus import FocusProblem, FocusSetup, run_focus
 from .focus_output import write_focus
 from .focus_reliable import APPROACHES, FocusReliability, ReliableFocus
@@ -196,7 +197,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
                "spec": spec.__dict__, "target": target, "beta_a": design.beta_a,
                "E_ref": design.E_ref, "n_constraints": design.n_constraints,
-               "designs": figs, "seconds": time.perf_counter() - t0,
+               "designs": figs, "seconds": time.perf_counter() - t0 + sum(
+                   before_resume(r, "seconds", 0.0) for r in (res_r, res_d, res)),
                "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
                "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
                                          0 if res_d is None else res_d.evaluations,

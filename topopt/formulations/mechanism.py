@@ -40,7 +40,7 @@ from ..design.passive import Passive
 from ..design.interpolation import blueprint, simp
 from ..responses.structural import output_displacement, volume
 from ..robust.projection import DESIGNS, RobustFormulation, robust_stages
-from .base import DensityProblem, timed_run
+from .base import DensityProblem, before_resume, timed_run
 
 __all__ = ["MechanismProblem", "ideal_output", "port_springs", "run_mechanism", "robust_run",
            "robust_constraint_names", "MMA_OPTIONS", "ROBUST_MMA_OPTIONS"]
@@ -302,7 +302,8 @@ def robust_run(problem: MechanismProblem, betas: Sequence[float] = (1, 2, 4, 8, 
     x_tilde = np.asarray(problem.x_phys(x))
     blueprints = [blueprint(x_tilde, eta) for eta in robust.etas]
     states = [np.asarray(problem.state(d)) for d in designs + blueprints]
-    fe_solves = problem.solves() - solves0           # the final states' solves included
+    fe_solves = problem.solves() - solves0 + before_resume(res, "fe_solves")   # final states'
+    seconds += before_resume(res, "seconds", 0.0)    # the run before a resume too
     metrics = problem.output_metrics(states[1]) | {
         "volume": float(volume(designs[1], problem.weights)),
         "grey_level": grey_level(designs[1]),

@@ -17,6 +17,7 @@ from ..io.result import RunResult, run_record
 from ..optimize.driver import minimize
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import plot_record, write_json
+from .base import before_resume
 from .compliance import ComplianceProblem
 from .reliable import ReliableCompliance, pf_summary, phase_checkpoints
 
@@ -64,8 +65,11 @@ def run_reliable(build: Callable[[], ReliableCompliance], volfrac: float = 0.3, 
     t0 = time.perf_counter()
     prob = build()
     det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5, solver=solver)
+    t_det = time.perf_counter()
     det_result = det.run(maxeval=maxeval, verbose=verbose, checkpoint=det_ck,
                          resume=det_resume)
+    # the deterministic phase's time before a resume: its whole-run seconds beyond this call's
+    det_before = max(det_result["seconds"] - (time.perf_counter() - t_det), 0.0)
     if det_result.status == "interrupted":
         return _interrupted_deterministic(out, prob, det_result)
     x_det, c_det = det_result.x, det_result["compliance"]
@@ -81,7 +85,8 @@ def run_reliable(build: Callable[[], ReliableCompliance], volfrac: float = 0.3, 
         **(about or {}),
         "reliability_based": pf_summary(prob, res.x, samples, seed),
         "deterministic": pf_summary(prob, x_det, samples, seed + 1),
-        "seconds": time.perf_counter() - t0, "phase": "reliability",
+        "seconds": time.perf_counter() - t0 + det_before + before_resume(res, "seconds", 0.0),
+        "phase": "reliability",
         "deterministic_evaluations": det_result.evaluations,
     }
     result = RunResult.from_record(

@@ -24,6 +24,7 @@ from ..responses.structural import compliance
 from ..robust.moments import mean_std, monte_carlo_moments
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import write_results
+from .base import before_resume
 from .compliance import ComplianceProblem
 
 __all__ = ["RobustCompliance", "check_robust", "run_robust", "write_robust"]
@@ -154,7 +155,7 @@ def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int,
                "k": k, "sigma_x": about["sigma_x"], "sigma_y": about["sigma_y"],
                "mu": mu.tolist(),
                "samples": samples, "objective_scale": robust.scale,
-               "seconds": time.perf_counter() - t0}
+               "seconds": time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)}
     arrays = {}
     for name in ("mean_optimal", "deterministic"):
         arrays[f"x_{name}"] = designs[name]

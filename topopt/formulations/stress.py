@@ -33,6 +33,7 @@ from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem import Model, solve
 from ..optimize.driver import Stage, minimize
+from ..optimize.ending import ending
 from ..responses.stress import (AdaptiveNormalization, ElementStress, _exponent, relaxed_stress,
                                 stress_pnorm)
 from ..responses.structural import volume
@@ -177,10 +178,8 @@ class MinimumVolumeStress(DensityProblem):
                        count_solves=lambda: self.system.counts["factorizations"])
         res = minimize(self.responses, x0, stages=stages, checkpoint=checkpoint,
                        resume=resume, **options)
-        res, history, evaluations, seconds = _settle(self, res, betas, settle, settle_tol,
-                                                     block_maxeval, options)
-        return dataclasses.replace(res, x=self.passive.expand(res.x), history=history,
-                                   evaluations=evaluations, seconds=seconds)
+        res, whole = _settle(self, res, betas, settle, settle_tol, block_maxeval, options)
+        return dataclasses.replace(res, x=self.passive.expand(res.x), **whole)
 
     def summary(self, x, beta: float | None = None) -> dict:
         """Volume, largest relaxed stress (and its element), ``PN``, ``c`` of a design."""
@@ -194,8 +193,12 @@ class MinimumVolumeStress(DensityProblem):
 
 def _settle(problem, res, betas, settle, settle_tol, block_maxeval, options):
     """Up to `settle` blocks more at the last ``beta`` while the largest relaxed stress is
-    off ``sigma_allow`` by more than `settle_tol`; ``(res, history, evaluations, seconds)``."""
+    off ``sigma_allow`` by more than `settle_tol`; ``(res, whole)``: the last block's
+    result and the whole run's ``history``, ``evaluations``, ``seconds``, ``resumed``
+    (the first run's: the settle blocks never resume), ``verdict`` and ``ending`` (from
+    the first block's start)."""
     history, evaluations, seconds = list(res.history), res.evaluations, res.seconds
+    resumed = res.resumed
     for k in range(len(betas), len(betas) + settle):
         top = problem.summary(res.x, betas[-1])["max_von_mises"]
         if res.status == "interrupted" or abs(top / problem.sigma_allow - 1) <= settle_tol:
@@ -205,4 +208,6 @@ def _settle(problem, res, betas, settle, settle_tol, block_maxeval, options):
         history += [h | {"evaluation": evaluations + h["evaluation"], "stage": k}
                     for h in res.history]
         evaluations, seconds = evaluations + res.evaluations, seconds + res.seconds
-    return res, history, evaluations, seconds
+    end = ending(res.constraints, res.fun, history[0]["objective"], history[0]["constraints"])
+    return res, dict(history=history, evaluations=evaluations, seconds=seconds,
+                     resumed=resumed, verdict=end["verdict"], ending=end)

@@ -8,6 +8,12 @@ compliance problem's ``compliance``, ``volume``, ``grey_level``,
 design ``x``, the physical design ``x_phys`` and the optimizer's history.
 ``result["name"]`` reads a run field, a metric, or ``x``/``x_phys``/
 ``history``; `summary` is the metrics record that ``result.json`` holds.
+
+Beside the optimizer's ``status``, ``verdict`` says what is wrong with the
+final design (``"ok"``, or ``"infeasible"``, ``"grey"``,
+``"worse_than_start"`` joined by ``", "``) and ``ending`` holds its figures
+(`topopt.optimize.ending`: the largest violation, the grey level of
+``x_phys``, the objective at the start and the end, the limits).
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..design.measures import grey_level
+from ..optimize.ending import ending_line, with_grey
 
 __all__ = ["RunResult", "RUN_KEYS", "grey_level", "run_record"]
 
 #: How a run ended, at the top level of every ``result.json``.
-RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume")
+RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume", "verdict", "ending")
 _ARRAYS = ("x", "x_phys", "history")
 
 
@@ -31,13 +38,28 @@ def run_record(res, checkpoint: str | None) -> dict:
 
     `res` is a `topopt.optimize.Result`. ``resume`` is the command-line
     option that continues the run (None when it converged or no checkpoint
-    was written).
+    was written); ``verdict`` and ``ending`` are the `Result`'s (the grey
+    level of the physical design is added by `RunResult.from_record`).
     """
     resumable = checkpoint is not None and res.status not in (
         "success", "stopval_reached", "ftol_reached", "xtol_reached")
     return {"status": res.status, "signal": res.signal, "evaluations": res.evaluations,
             "checkpoint": checkpoint,
-            "resume": f"--resume {checkpoint}" if resumable else None}
+            "resume": f"--resume {checkpoint}" if resumable else None,
+            "verdict": getattr(res, "verdict", None), "ending": getattr(res, "ending", None)}
+
+
+def _grey(metrics: dict, x_phys) -> float | None:
+    """The physical design's grey level: the problem's own figure, else that of `x_phys`."""
+    g = metrics.get("grey_level")
+    if isinstance(g, (int, float)) and not isinstance(g, bool):
+        return float(g)
+    if x_phys is None:
+        return None
+    try:
+        return grey_level(x_phys)
+    except (TypeError, ValueError):            # not a density in [0, 1]
+        return None
 
 
 @dataclass
@@ -54,6 +76,10 @@ class RunResult:
     checkpoint : str or None
     resume : str or None
         The command-line option that continues the run (``--resume PATH``).
+    verdict : str or None
+        ``"ok"`` or what is wrong with the final design (module notes).
+    ending : dict or None
+        The figures behind `verdict` (`topopt.optimize.ending.ending`).
     metrics : dict
         The problem's numbers (JSON-able), in the order ``result.json`` lists them.
     x, x_phys : ndarray
@@ -85,11 +111,27 @@ class RunResult:
     x_phys: np.ndarray | None = None
     history: list = field(default_factory=list)
     arrays: dict = field(default_factory=dict)
+    verdict: str | None = None
+    ending: dict | None = None
 
     @classmethod
     def from_record(cls, record: dict, metrics: dict, **designs) -> "RunResult":
-        """From a `run_record` dict (`RUN_KEYS`) and the metrics."""
-        return cls(**{k: record[k] for k in RUN_KEYS}, metrics=dict(metrics), **designs)
+        """From a `run_record` dict (`RUN_KEYS`) and the metrics.
+
+        The record's ``ending`` gains the grey level of the physical design
+        (the metrics' ``grey_level``, else that of ``x_phys``) and its verdict
+        ``"grey"`` above `topopt.optimize.ending.GREY_LIMIT`.
+        """
+        fields = {k: record.get(k) for k in RUN_KEYS}
+        if fields["ending"]:
+            fields["ending"] = with_grey(fields["ending"],
+                                         _grey(metrics, designs.get("x_phys")))
+            fields["verdict"] = fields["ending"]["verdict"]
+        return cls(**fields, metrics=dict(metrics), **designs)
+
+    def ending_line(self) -> str:
+        """The line a flagged run ends with (``""`` when its verdict is ``"ok"`` or unknown)."""
+        return ending_line(self.ending) if self.ending else ""
 
     def record(self) -> dict:
         """How the run ended: the `RUN_KEYS` fields."""

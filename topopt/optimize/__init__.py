@@ -5,6 +5,10 @@ from .options import (Stage, Options, MMA_PARAMS, DEFAULT_MMA_PARAMS)
 from .checkpoint import (Checkpoint, CheckpointError, CHECKPOINT_VERSION, load_checkpoint,
                          save_checkpoint)
 from .driver import (minimize, Result)
+from .ending import (ending, verdict, with_grey, ending_line, FEASIBILITY_TOL, GREY_LIMIT,
+                     WORSE_TOL)
 
 __all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint', 'CheckpointError',
-           'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result']
+           'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result',
+           'ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
+           'WORSE_TOL']

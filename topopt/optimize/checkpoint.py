@@ -69,6 +69,9 @@ def _is(value, kind: str) -> bool:
         return isinstance(value, bool)
     if kind == "list":
         return isinstance(value, list)
+    if kind == "dict of numbers >= 0":
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _is(v, "number >= 0") for k, v in value.items())
     return isinstance(value, Real) and not isinstance(value, bool) and \
         math.isfinite(value) and value >= 0
 
@@ -94,6 +97,9 @@ class Checkpoint:
         "seconds": "number >= 0", "fe_solves": _OPT_INT, "nlopt_evaluations": _INT,
         "history": "list",
     }
+    #: Fields a checkpoint may lack (those written before them had none): the
+    #: caller's counters of `minimize` (``counters=``), the run's totals so far.
+    OPTIONAL = {"counters": "dict of numbers >= 0"}
 
     def __init__(self, arrays: Mapping[str, np.ndarray], meta: Mapping):
         for name, value in (("arrays", arrays), ("meta", meta)):
@@ -133,6 +139,7 @@ class Checkpoint:
     def to_dict(self) -> dict:
         """The record with ``x``, ``x_last`` and ``seed`` (``(values, gradients)`` or None)."""
         out = dict(self.meta)
+        out.setdefault("counters", {})
         out["x"] = self.arrays["x"]
         out["x_last"] = self.arrays.get("x_last")
         out["seed"] = ((self.arrays["seed_values"], self.arrays["seed_grads"])
@@ -185,7 +192,8 @@ class Checkpoint:
         missing = [k for k in cls.FIELDS if k not in meta]
         if missing:
             raise CheckpointError(path, "missing fields: " + ", ".join(missing))
-        for k, kind in cls.FIELDS.items():
+        for k, kind in (cls.FIELDS | {k: v for k, v in cls.OPTIONAL.items()
+                                      if k in meta}).items():
             if not _is(meta[k], kind):
                 raise CheckpointError(path, f"field {k!r} = {meta[k]!r} is not "
                                       f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}")
@@ -234,7 +242,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     design evaluated), ``seed`` (``(values, gradients)`` at ``x`` or None),
     ``history``, ``stage``, ``stage_evaluations``, ``stage_done``,
     ``stage_status``, ``evaluations``, ``stages``, ``seconds``, ``status``,
-    ``n``, ``n_constraints`` and ``version``.
+    ``n``, ``n_constraints``, ``version`` and ``counters`` (the caller's
+    counters of the run so far, `minimize`'s ``counters=``; ``{}`` in a
+    checkpoint written before they were kept).
 
     Raises
     ------

@@ -80,7 +80,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -88,6 +88,7 @@ import numpy as np
 from . import progress
 from .._files import atomic_write_text, jsonable
 from .checkpoint import CheckpointError, load_checkpoint
+from .ending import ending, ending_line
 from .evaluator import _Responses
 from .options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
 from .run import _params_json, _Run, _Signals
@@ -144,6 +145,23 @@ class Result:
         Function evaluations NLopt requested (cache hits included).
     x_last : ndarray or None
         The last design evaluated.
+    verdict : str
+        ``"ok"``, or what is wrong with the final design whatever `status`
+        says: ``"infeasible"`` (a constraint violated by more than
+        `topopt.optimize.ending.FEASIBILITY_TOL`), ``"worse_than_start"``
+        (the objective ended worse than at the first evaluation), joined by
+        ``", "``; `ending` has the figures.
+    ending : dict
+        `topopt.optimize.ending.ending`: ``max_violation``,
+        ``objective_start``, ``objective``, ``start_violation``, the limits.
+    counters : dict
+        The totals of `minimize`'s ``counters=`` over the whole run.
+    resumed : dict or None
+        After a resume, the totals the checkpoint carried: ``evaluations``,
+        ``seconds``, ``fe_solves``, ``counters`` (the run before the
+        resume); `evaluations`, `seconds`, `fe_solves`, `counters` and
+        `history` already include them. A caller that counts its own
+        solves or time in this process adds these.
     """
 
     x: np.ndarray
@@ -159,6 +177,10 @@ class Result:
     nlopt_evaluations: int = 0
     x_last: np.ndarray | None = None
     signal: str | None = None
+    verdict: str = "ok"
+    ending: dict = field(default_factory=dict)
+    counters: dict = field(default_factory=dict)
+    resumed: dict | None = None
 
     def __getitem__(self, key: str):
         if key not in self.__dataclass_fields__:
@@ -199,7 +221,7 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
              callback: Callable[[dict, np.ndarray], bool | None] | None = None,
              count_solves: Callable[[], int] | None = None,
              handle_signals: bool = True, objective_scale: float = 1.0,
-             objective_name: str = "obj") -> Result:
+             objective_name: str = "obj", counters: Callable[[], dict] | None = None) -> Result:
     """Minimize ``f(x)`` subject to ``g_i(x) <= 0`` and bounds with NLopt's MMA.
 
     Two forms, both evaluated once per design (one `ad.pullback`):
@@ -224,8 +246,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
     resume : path, optional
         Continue from this checkpoint; `x0` gives only the size.
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
-    initial_step, history_path, checkpoint, checkpoint_every, verbose, \
-    callback, count_solves, handle_signals, objective_scale, objective_name
+    initial_step, history_path, checkpoint, checkpoint_every, verbose, callback, \
+    count_solves, handle_signals, objective_scale, objective_name, counters
         The run's options, documented and checked in `Options`.
 
     Returns
@@ -256,7 +278,7 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         initial_step=initial_step, history_path=history_path, checkpoint=checkpoint,
         checkpoint_every=checkpoint_every, verbose=verbose, callback=callback,
         count_solves=count_solves, handle_signals=handle_signals,
-        objective_scale=objective_scale, objective_name=objective_name)
+        objective_scale=objective_scale, objective_name=objective_name, counters=counters)
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
     run = _Run(responses, x0.size, opts)
     first, x, seed, done = (0, x0, None, 0) if ck is None else run.restore(ck)
@@ -332,10 +354,14 @@ def _result(run: _Run, x: np.ndarray, status: str, fe_saved: int | None) -> Resu
     fun_val, cons = last.get("fun"), last.get("constraints") or []
     fe = run.fe_solves() if run.o.count_solves is not None else fe_saved
     evaluations, seconds = len(run.history), run.elapsed()
+    first = run.history[0] if run.history else {}
+    end = ending(cons, fun_val, first.get("objective"), first.get("constraints"))
     if run.o.verbose:
         progress.show(progress.summary_line(
             status, evaluations, seconds,
             None if fun_val is None else fun_val * run.o.objective_scale, run.o.objective_name))
+        if end["verdict"] != "ok":
+            progress.show(ending_line(end))
     return Result(
         x=np.array(x, dtype=float),
         fun=float("nan") if fun_val is None else float(fun_val),
@@ -346,4 +372,5 @@ def _result(run: _Run, x: np.ndarray, status: str, fe_saved: int | None) -> Resu
         nlopt_evaluations=run.nlopt_evals,
         x_last=None if run.x_prev is None else np.array(run.x_prev),
         signal=run.signal if status == "interrupted" else None,
+        verdict=end["verdict"], ending=end, counters=run.counters(), resumed=run.resumed,
     )

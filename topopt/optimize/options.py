@@ -151,6 +151,14 @@ class Options:
         ``callback(record, x)`` after each evaluation; returning True stops
         the run (``status="stopped"``).
     count_solves : callable, optional
+        ``count_solves()``: the FE solves so far (a process-wide counter);
+        the run reports its own, those before a resume included.
+    counters : callable, optional
+        ``counters()``: further counters of the caller, a dict of names to
+        numbers >= 0 so far (CG iterations, eigensolves, ...). The run adds
+        up their growth, carries the totals in its checkpoint and adds them
+        on resume (`Result.counters`); a name ending in ``_max`` is a
+        largest value (the larger is kept).
 
     Raises
     ------
@@ -190,6 +198,7 @@ class Options:
     handle_signals: bool
     objective_scale: float = 1.0
     objective_name: str = "obj"
+    counters: Callable | None = None
 
     @classmethod
     def check(cls, x0, *, bounds=(0.0, 1.0), maxeval: int | None = None,
@@ -200,7 +209,8 @@ class Options:
               verbose: bool = True, callback: Callable | None = None,
               count_solves: Callable | None = None,
               handle_signals: bool = True, objective_scale: float = 1.0,
-              objective_name: str = "obj") -> tuple[np.ndarray, Options]:
+              objective_name: str = "obj",
+              counters: Callable | None = None) -> tuple[np.ndarray, Options]:
         """The design `x0` as floats and the options, checked (see `Options`).
 
         The output paths are written to last, after every other check.
@@ -230,7 +240,8 @@ class Options:
                                         lo_open=True),
             objective_name=objective_name,
             callback=check_callable("callback", callback, allow_none=True),
-            count_solves=check_callable("count_solves", count_solves, allow_none=True))
+            count_solves=check_callable("count_solves", count_solves, allow_none=True),
+            counters=check_callable("counters", counters, allow_none=True))
         paths = {name: check_writable_file(getattr(opts, name), name)   # a real write test
                  for name in ("checkpoint", "history_path") if getattr(opts, name) is not None}
         return x0, dataclasses.replace(opts, **paths)

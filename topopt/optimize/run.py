@@ -124,6 +124,9 @@ class _Run(_NloptStage):
         self.seconds0, self.fe0, self.nlopt_evals = 0.0, 0, 0
         self.t0 = time.perf_counter()
         self.solves0 = opts.count_solves() if opts.count_solves is not None else None
+        self.counts0 = self._read_counters()      # the caller's counters at this start
+        self.counts_before: dict = {}             # their totals before a resume
+        self.resumed: dict | None = None          # the checkpoint's totals, on resume
 
     def elapsed(self) -> float:
         return self.seconds0 + time.perf_counter() - self.t0
@@ -134,12 +137,37 @@ class _Run(_NloptStage):
             return None
         return self.fe0 + int(counter()) - self.solves0
 
+    def _read_counters(self) -> dict:
+        """The caller's ``counters()`` now (`Options.counters`), checked."""
+        if self.o.counters is None:
+            return {}
+        counts = self.o.counters()
+        if not isinstance(counts, dict) or not all(
+                isinstance(k, str) and isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+                for k, v in counts.items()):
+            raise TypeError(f"counters() must return a dict of names to numbers >= 0, got "
+                            f"{counts!r}")
+        return {k: v.item() if isinstance(v, np.generic) else v for k, v in counts.items()}
+
+    def counters(self) -> dict:
+        """The caller's counters over the whole run: their growth since this start plus
+        the totals before a resume (a ``*_max`` counter: the larger value)."""
+        out = dict(self.counts_before)
+        for k, v in self._read_counters().items():
+            out[k] = max(out.get(k, 0), v) if k.endswith("_max") else \
+                out.get(k, 0) + v - self.counts0.get(k, 0)
+        return out
+
     # -- resume ------------------------------------------------------------
     def restore(self, ck: dict) -> tuple[int, np.ndarray, tuple | None, int]:
         """Take over a checkpoint's history and counters; returns where to start:
         ``(stage, design, seed, evaluations done in the stage)``."""
         self.history, self.stage_results = list(ck["history"]), list(ck["stages"])
         self.seconds0, self.fe0 = float(ck["seconds"]), int(ck["fe_solves"] or 0)
+        self.counts_before = dict(ck.get("counters") or {})
+        self.resumed = {"evaluations": int(ck["evaluations"]), "seconds": self.seconds0,
+                        "fe_solves": ck["fe_solves"], "counters": dict(self.counts_before)}
         self.nlopt_evals, self.x_prev = int(ck["nlopt_evaluations"]), ck["x_last"]
         if ck["n_constraints"] is not None:
             self.k = ck["n_constraints"]
@@ -265,7 +293,7 @@ class _Run(_NloptStage):
             "stage_status": self.stage_status, "evaluations": len(self.history),
             "stages": self.stage_results, "seconds": self.elapsed(),
             "fe_solves": self.fe_solves(), "nlopt_evaluations": self.nlopt_evals,
-            "history": self.history,
+            "history": self.history, "counters": self.counters(),
         }).save(self.o.checkpoint)
 
     def finish(self, status: str, x_final: np.ndarray | None = None) -> None:

@@ -211,10 +211,9 @@ def _slsqp(fg, z, theta0, tol, max_iter, max_radius=np.inf):
     return theta, F, g, int(res.nit), bool(res.success)
 
 
-def _newton_kkt(ls, q, z, theta, F, g, max_iter=30):
-    """Polish a KKT point ``theta = lam grad F, F = z`` by damped Newton.
-
-    Returns theta, lam, F, g, H, residual, iterations.
+def _newton_kkt(ls, q, z, theta, F, g, max_iter=30, box=np.inf):
+    """Polish a KKT point ``theta = lam grad F, F = z`` by damped Newton (``F`` never
+    asked outside ``|theta_i| <= box``). Returns theta, lam, F, g, H, residual, iterations.
     """
     m = theta.size
     lam = float(theta @ g / (g @ g)) if np.any(g) else 0.0
@@ -240,6 +239,9 @@ def _newton_kkt(ls, q, z, theta, F, g, max_iter=30):
         for _ in range(12):
             th = theta + alpha * step[:m]
             la = lam + alpha * step[m]
+            if not np.max(np.abs(th)) <= box:
+                alpha *= 0.5
+                continue
             Fn, gn = ls.value_and_gradient(th, *q)
             rn = _kkt_residual(th, la, Fn, gn, z)
             if np.isfinite(rn) and rn < res:
@@ -273,10 +275,10 @@ def _check_kkt(ls, q, z, theta, lam, F, g, H, res, tol, best):
                            dict(theta=theta, multiplier=lam), best)
 
 
-def _finish(ls, q, z, theta, F, g, opts, name, its, best, info) -> MPPResult:
+def _finish(ls, q, z, theta, F, g, opts, name, its, best, info, box=np.inf) -> MPPResult:
     H = None
     if opts["polish"]:
-        theta, lam, F, g, H, res, nits = _newton_kkt(ls, q, z, theta, F, g)
+        theta, lam, F, g, H, res, nits = _newton_kkt(ls, q, z, theta, F, g, box=box)
         its += nits
         name += "+newton"
     else:
@@ -401,11 +403,19 @@ def _search(ls, q, z, opts) -> MPPResult:
         if converged and F >= z and (best is None
                                      or np.linalg.norm(theta) < np.linalg.norm(best)):
             best = theta.copy()
-    if not converged:
-        raise MPPError("not_converged", f"MPP search ({name}) did not converge in "
-                       f"{opts['max_iter']} iterations",
-                       dict(theta=theta, F=F, z=z, grad_norm=float(np.linalg.norm(g))), best)
-    return _finish(ls, q, z, theta, F, g, opts, name, its, best, {})
+    why = f"MPP search ({name}) did not converge in {opts['max_iter']} iterations"
+    if not converged and not opts["polish"]:
+        raise MPPError("not_converged", why, dict(theta=theta, F=F, z=z,
+                                                   grad_norm=float(np.linalg.norm(g))), best)
+    # unconverged (SLSQP may stop so on the MPP by rounding): the polish and KKT check decide
+    try:
+        return _finish(ls, q, z, theta, F, g, opts, name, its, best, {},
+                       box=np.inf if converged else opts["max_radius"])
+    except MPPError as err:
+        if converged:
+            raise
+        raise MPPError(err.reason, f"{why}; the Newton polish from its last point: {err}",
+                       dict(theta=theta, F=F, z=z), best) from None
 
 
 def find_mpp(limit_state, design, z: float, *, m: int | None = None,
@@ -417,7 +427,9 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
     & Der Kiureghian 1995), then scipy's SLSQP if HL-RF does not converge, then
     (``polish=True``) damped Newton on the KKT system ``theta = lam grad F, F =
     z`` with the Hessian from `topopt.ad` (so the envelope-theorem gradient is
-    accurate to round-off). A KKT point that is not a local minimum (checked
+    accurate to round-off); where SLSQP stops unconverged, the polish from its
+    last point (in its box) and the KKT check decide. A KKT point
+    that is not a local minimum (checked
     with the Hessian; skipped when ``polish=False``), or on the wrong side of
     the origin, is rejected. The iterative search restarts from further points
     (``n_starts``, below; every distinct local MPP is kept, and
