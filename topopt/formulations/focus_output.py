@@ -26,10 +26,22 @@ def _whole(prob, values, dtype=float) -> np.ndarray:
 def focus_markers(prob):
     """The setup drawn on a focusing design (`topopt.plot.Markers`, in nm): the focal
     point ``x0`` (the centre of the focus disk's elements), the design region's outline
-    and, when the setup records its source line ``h1``, the incident wave's direction."""
+    and, when the setup records its source line ``h1``, the incident wave's direction.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from topopt import fem
+    >>> mesh = fem.rectangle(4, 4)                  # a stand-in cell: focus at element 5
+    >>> setup = SimpleNamespace(window={}, record={})
+    >>> prob = SimpleNamespace(mesh=mesh, design=[0, 1, 2, 3], center=[5], setup=setup)
+    >>> m = focus_markers(prob)
+    >>> m.kinds(), m.items[0]["points"].tolist()
+    (['focus', 'region'], [[1.5, 1.5]])
+    """
     from ..fem.mesh import element_centroids
     from ..plot.setup import Markers
-    x0 = element_centroids(prob.mesh)[:, prob.center].mean(axis=1)
+    x0 = element_centroids(prob.mesh)[prob.center].mean(axis=0)
     out = Markers(2).add("focus", x0, label="focal point x0")
     out.region(prob.mesh, prob.design, "design region")
     s, window = prob.setup, prob.setup.window

@@ -4,7 +4,7 @@ A `topopt.grid.Grid` stands for its mesh: `grid_indices` numbers its
 elements without one, and a 2-D grid is drawn by the mesh figures as
 `_as_drawn` gives it (its bounding box as ``p``). Every PNG is written
 atomically and readable by others (0644), its title kept as its ``Title``
-text (`png_title`).
+text (`_png_title`).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _save(fig: Figure, path: str) -> str:
     return path
 
 
-def png_title(path: str) -> str:
+def _png_title(path: str) -> str:
     """The ``Title`` text of a PNG written by `_save` ("" without one)."""
     from PIL import Image
     with Image.open(path) as im:

@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 from ..fem.mesh import element_centroids
 from .canvas import _element_values, _save, grid_indices
 from .markers import ARROW, PAD
-from .setup import as_markers
-from .symbols import draw_axes, draw_markers, marker_extent
+from .setup import _as_markers
+from .symbols import draw_axes, draw_markers, _marker_extent
 
 # the names this module held before the split, for code that imports them from here
 from .design3d import design_figure_3d, save_design_3d  # noqa: E402,F401
@@ -85,6 +85,24 @@ def _window(bbox, xlim, ylim):
     if ylim is not None:
         y0, y1 = max(y0, min(ylim)), min(y1, max(ylim))
     return x0, x1, y0, y1
+
+
+def _layout(fig, ax, art, colorbar: bool, label: str, phases, entries) -> None:
+    """The figure's size from the axes' extent; the colour bar (right of tall designs,
+    below wide ones) and the legend of the labelled markers (`entries`) below."""
+    width, height = np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim())
+    wide = width > 1.5 * height                     # colour bar below, else on the right
+    if wide:
+        fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if colorbar else 0.7))
+    else:
+        tall = min(6.0, 8 * height / width)
+        fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
+    if colorbar:
+        _colorbar(fig, ax, art, label, wide, phases)
+    if entries:
+        fig.legend(*zip(*entries), loc="outside lower center", ncols=min(len(entries), 4),
+                   frameon=False, fontsize=9, handlelength=1.6, columnspacing=1.2)
+        fig.set_size_inches(fig.get_size_inches() + (0, 0.3))
 
 
 def _phase_colours(phases, x):
@@ -162,7 +180,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     if phases is not None:
         cmap, vmin, vmax = _phase_colours(phases, x)
-    setup = as_markers(markers, supports, loads, dim=2)
+    setup = _as_markers(markers, supports, loads, dim=2)
     fig = Figure(layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -171,7 +189,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
         setup = setup.mirrored(float(mesh.p[0].min()), 1e-9 * max(np.ptp(mesh.p[0]), 1.0))
     shown = _window(bbox, xlim, ylim)
     length = ARROW * max(shown[1] - shown[0], shown[3] - shown[2])
-    (ax_x, ax_y) = _limits(bbox, xlim, ylim, marker_extent(setup, bbox, length), bool(len(setup)))
+    (ax_x, ax_y) = _limits(bbox, xlim, ylim, _marker_extent(setup, bbox, length), bool(len(setup)))
     ax.set_xlim(*ax_x)
     ax.set_ylim(*ax_y)
     ax.set_aspect("equal")
@@ -180,19 +198,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     else:
         ax.set_axis_off()
     entries = draw_markers(ax, setup, bbox, length)
-    width, height = np.ptp(ax_x), np.ptp(ax_y)
-    wide = width > 1.5 * height                     # colour bar below, else on the right
-    if wide:
-        fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if colorbar else 0.7))
-    else:
-        tall = min(6.0, 8 * height / width)
-        fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
-    if colorbar:
-        _colorbar(fig, ax, art, label, wide, phases)
-    if entries:
-        fig.legend(*zip(*entries), loc="outside lower center", ncols=min(len(entries), 4),
-                   frameon=False, fontsize=9, handlelength=1.6, columnspacing=1.2)
-        fig.set_size_inches(fig.get_size_inches() + (0, 0.3))
+    _layout(fig, ax, art, colorbar, label, phases, entries)
     if title:
         ax.set_title(title, fontsize=10)
     return fig

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from .canvas import png_title
+from .canvas import _png_title
 from .setup import Markers
 
 __all__ = ["redraw_design"]
@@ -66,7 +66,7 @@ def redraw_design(out: str, markers: Markers, **kwargs) -> str:
         record = json.load(fh)
     plot = record.get("plot") or {}
     window = {k: plot[k] for k in ("xlim", "ylim") if plot.get(k)}
-    save_design(design["mesh"], design["x_phys"], path, title=png_title(path),
+    save_design(design["mesh"], design["x_phys"], path, title=_png_title(path),
                 mirror=bool(plot.get("mirror", False)), markers=markers, **window, **kwargs)
     plot["markers"] = markers.record()
     record["plot"] = plot

@@ -255,7 +255,7 @@ def _load_cases(model, f, loads, max_points: int) -> list[np.ndarray]:
     return out
 
 
-def as_markers(markers, supports=None, loads=None, dim: int = 2) -> Markers:
+def _as_markers(markers, supports=None, loads=None, dim: int = 2) -> Markers:
     """One `Markers` of `markers` (a `Markers`, its record or None) and the arrays
     `supports`, `loads` of `topopt.plot.boundary_markers` (the older keywords)."""
     from .markers import _marker_array

@@ -21,7 +21,7 @@ from matplotlib.ticker import FuncFormatter
 from .markers import (LOAD_COLOR, MARKER_SIZE, SUPPORT_COLOR, _draw_supports,
                       _load_arrows)
 
-__all__ = ["draw_markers", "draw_axes", "marker_extent"]
+__all__ = ["draw_markers", "draw_axes"]
 
 COLORS = {"support": SUPPORT_COLOR, "load": LOAD_COLOR, "body_load": "tab:green",
           "mass": "tab:orange", "heat": "gold", "port": "tab:purple", "spring": "tab:brown",
@@ -60,7 +60,7 @@ def _load_ends(m, bbox, length):
     return tails, tips, np.where(at_node[:, None], tails, tips)
 
 
-def marker_extent(markers, bbox, length) -> np.ndarray:
+def _marker_extent(markers, bbox, length) -> np.ndarray:
     """Every point a drawing of `markers` reaches (arrow ends, spring grounds): ``(n, 2)``."""
     pts = [np.zeros((0, 2))]
     for m in markers:
@@ -109,6 +109,33 @@ def _spring_lines(p, v, bbox, length, shift):
     return lines
 
 
+def _chains(segments) -> list[np.ndarray]:
+    """`segments` ``(k, 2, 2)`` joined end to end into polylines (so that dashes run along
+    an outline instead of restarting at every element edge)."""
+    keys = [tuple(np.round(e, 9)) for e in segments.reshape(-1, 2)]
+    ends: dict = {}
+    for i, key in enumerate(keys):
+        ends.setdefault(key, []).append(i)
+    used = np.zeros(len(segments), dtype=bool)
+    out = []
+    for start in range(len(segments)):
+        if used[start]:
+            continue
+        used[start] = True
+        path = [segments[start, 0], segments[start, 1]]
+        end = 2 * start + 1
+        while True:
+            nxt = [j for j in ends[keys[end]] if not used[j // 2]]
+            if not nxt:
+                break
+            j = nxt[0]
+            used[j // 2] = True
+            end = j ^ 1                                      # the segment's other end
+            path.append(segments[j // 2, end % 2])
+        out.append(np.array(path))
+    return out
+
+
 def draw_markers(ax, markers, bbox, length) -> list[tuple]:
     """Draw `markers` (a `topopt.plot.Markers`) on `ax`, the domain's box `bbox`
     ``(x0, x1, y0, y1)``, arrows `length` long; returns ``(handle, label)`` legend entries."""
@@ -126,7 +153,7 @@ def draw_markers(ax, markers, bbox, length) -> list[tuple]:
             tails, tips, far = _load_ends(m, bbox, length)
             for a, b in zip(tails, tips):
                 _arrow(ax, a, b, color, "load")
-            if len(far) >= 3:                               # distributed: the ends joined
+            if len(far) >= 3 and np.array_equal(far, tails):   # distributed: tails joined
                 ax.plot(*far.T, color=color, lw=1.2, gid="load", clip_on=False, zorder=5)
             handle = Line2D([], [], color=color, lw=1.8, marker=">", ms=5)
         elif kind == "body_load":
@@ -165,8 +192,8 @@ def draw_markers(ax, markers, bbox, length) -> list[tuple]:
                               mec=color, mew=2.0, gid="focus", zorder=7, clip_on=False)
         else:                                                # region: its outline's segments
             from matplotlib.collections import LineCollection
-            ax.add_collection(LineCollection(p.reshape(-1, 2, 2), colors=color, lw=1.4,
-                                             linestyles="--", gid="region", zorder=4))
+            ax.add_collection(LineCollection(_chains(p.reshape(-1, 2, 2)), colors=color,
+                                             lw=1.4, linestyles="--", gid="region", zorder=4))
             handle = Line2D([], [], color=color, lw=1.4, ls="--")
         if m["label"]:
             entries.append((handle, m["label"]))
