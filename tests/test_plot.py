@@ -540,3 +540,86 @@ def _arrays(markers):
     s = [np.column_stack([m["points"], m["vectors"]]) for m in markers if m["kind"] == "support"]
     f = [np.column_stack([m["points"], m["vectors"]]) for m in markers if m["kind"] == "load"]
     return np.concatenate(s), np.concatenate(f)
+
+
+@pytest.mark.parametrize("args, match", [
+    (("mas", [(0, 0)]), "did you mean 'mass'"),
+    (("mass", [(0, 0, 0)]), r"expected \(n, 2\)"),
+    (("mass", np.zeros((0, 2))), "n >= 1"),
+    (("load", [(0, 0)]), "needs vectors"),
+    (("load", [(0, 0)], [(1, 0, 0)]), "expected 2"),
+    (("mass", [(0, 0)], [(1, 0)]), "takes no vectors"),
+    (("region", [(0, 0), (1, 0), (1, 1)]), "pairs"),
+    (("focus", [(np.nan, 0)]), "finite"),
+])
+def test_markers_refuse(args, match):
+    with pytest.raises(ValueError, match=match):
+        plot.Markers().add(*args)
+
+
+def test_markers_round_trip_and_mirror():
+    """A record reads back the same markers; mirrored, a half model's markers are the
+    whole structure's: the symmetry condition dropped, a load on the line drawn once,
+    a spring off the line at both sides with its direction reflected."""
+    model, f = half_mbb()
+    m = plot.Markers.of(model, f, labels={"load": "P"}).add("spring", [(2, 0)], [(1, 0)])
+    back = plot.Markers.from_record(json.loads(json.dumps(m.record())))
+    assert back.kinds() == m.kinds() == ["support", "load", "spring"]
+    assert all(np.array_equal(a["points"], b["points"]) for a, b in zip(m, back))
+    whole = m.mirrored(0.0, 1e-9)
+    assert same_rows(whole.items[0]["points"], [(6, 0), (-6, 0)])          # roller only
+    assert same_rows(whole.items[1]["points"], [(0, 2)]) and whole.items[1]["label"] == "P"
+    assert same_rows(np.column_stack([whole.items[2]["points"], whole.items[2]["vectors"]]),
+                     [(2, 0, 1, 0), (-2, 0, -1, 0)])
+
+
+def test_region_is_the_outline_of_its_elements():
+    """The 2 x 2 block of a 4 x 4 grid: 8 edges of length 1 around the square (1..3)^2,
+    drawn as one closed dashed polyline."""
+    mesh = fem.rectangle(4, 4)
+    c = element_centroids(mesh)
+    block = (np.abs(c[:, 0] - 2) < 1) & (np.abs(c[:, 1] - 2) < 1)
+    m = plot.Markers().region(mesh, block, "passive")
+    seg = m.items[0]["points"].reshape(-1, 2, 2)
+    assert len(seg) == 8 and np.allclose(np.linalg.norm(seg[:, 1] - seg[:, 0], axis=1), 1)
+    assert np.all((seg >= 1) & (seg <= 3)) and np.all(np.any((seg == 1) | (seg == 3), axis=2))
+    ax = plot.design_figure(mesh, np.ones(16), markers=m).axes[0]
+    (line,) = [a for a in ax.collections if a.get_gid() == "region"]
+    (path,) = line.get_segments()
+    assert len(path) == 9 and np.allclose(path[0], path[-1])
+
+
+def test_axes_give_the_lengths_in_units():
+    mesh = fem.rectangle(6, 3)
+    ax = plot.design_figure(mesh, np.ones(18), units="mm").axes[0]
+    assert list(ax.get_xticks()) == [0, 6] and list(ax.get_yticks()) == [0, 3]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (mm)", "y (mm)")
+    assert not plot.design_figure(mesh, np.ones(18), axes=False).axes[0].axison
+
+
+def test_redraw_keeps_the_title_and_show_draws_the_markers(tmp_path, monkeypatch):
+    """`redraw_design` draws the folder's design again under the same title with the
+    markers, keeps them in result.json, and `topopt show` draws them from there."""
+    from PIL import Image
+    from topopt.cli.command import show_image
+    from topopt.io.designs import load_design
+    from topopt.io.folder import write_results
+    from topopt.io.result import RunResult
+    model, f = cantilever()
+    r = RunResult("success", None, 1, None, None, {"compliance": 2.5}, x=np.ones(8),
+                  x_phys=np.ones(8), history=[{"objective": 1.0}])
+    write_results(str(tmp_path), model.mesh, r, {"problem": "demo"}, title="demo")
+    title = Image.open(tmp_path / "design.png").text["Title"]
+    assert title == "demo: c = 2.5"
+    m = plot.Markers.of(model, f).add("mass", [(2.0, 1.0)], label="mass")
+    plot.redraw_design(str(tmp_path), m, units="m")
+    assert Image.open(tmp_path / "design.png").text["Title"] == title
+    record = json.load(open(tmp_path / "result.json"))
+    assert [k["kind"] for k in record["plot"]["markers"]] == ["support", "load", "mass"]
+    seen = {}
+    real = plot.figures.save_design
+    monkeypatch.setattr(plot.figures, "save_design",
+                        lambda *a, **kw: seen.update(kw) or real(*a, **kw))
+    show_image(load_design(str(tmp_path)), record)
+    assert plot.Markers.from_record(seen["markers"]).kinds() == ["support", "load", "mass"]
+    assert seen["units"] == "m"

@@ -211,7 +211,7 @@ def show_image(design: dict, record: dict):
              f"{result.get('evaluations', record.get('evaluations', '?'))} evaluations")
     markers = {k: settings[k] for k in ("supports", "loads") if settings.get(k)}
     if settings.get("markers"):           # the whole setup (topopt.plot.redraw_design)
-        markers = {"markers": settings["markers"]}
+        markers = {"markers": settings["markers"], "units": settings.get("units", "")}
     window = {k: settings[k] for k in ("xlim", "ylim") if settings.get(k)}
     images = []
     with tempfile.TemporaryDirectory() as tmp:

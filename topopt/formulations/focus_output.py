@@ -89,7 +89,7 @@ def write_focus(out: str, prob, result: RunResult, u, objective_label: str = G_L
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 label="|E| / |E_inc|", markers=markers, units="nm", **s.window)
     record = plot_record(result.history, objective_label, objective_scale, **s.window)
-    record["plot"]["markers"] = markers.record()
+    record["plot"].update(markers=markers.record(), units="nm")
     if history_title is None:
         history_title = "EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in s.betas)
     save_history(result.history, os.path.join(out, "history.png"), title=history_title,

@@ -200,7 +200,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     entries = draw_markers(ax, setup, bbox, length)
     _layout(fig, ax, art, colorbar, label, phases, entries)
     if title:
-        ax.set_title(title, fontsize=10)
+        fig.suptitle(title, fontsize=10)
     return fig
 
 

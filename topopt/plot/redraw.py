@@ -6,7 +6,7 @@ springs, passive regions, a body load) declares it as `topopt.plot.Markers`
 and draws its design again with them: the design of ``design.npz``, the
 half model and window of ``result.json``'s ``plot`` settings, the title of
 the picture written. The markers are kept in ``result.json`` (``plot``'s
-``markers``), so that ``topopt show`` draws them too.
+``markers`` and ``units``), so that ``topopt show`` draws them too.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def redraw_design(out: str, markers: Markers, **kwargs) -> str:
         The whole setup, in the half model's coordinates for a mirrored design
         (the supports and loads of ``result.json`` are replaced by them).
     kwargs
-        More `topopt.plot.design_figure` keywords (``units``, ``label``).
+        More `topopt.plot.design_figure` keywords (``label``; ``units``, kept in
+        ``result.json`` with the markers).
 
     Examples
     --------
@@ -66,9 +67,13 @@ def redraw_design(out: str, markers: Markers, **kwargs) -> str:
         record = json.load(fh)
     plot = record.get("plot") or {}
     window = {k: plot[k] for k in ("xlim", "ylim") if plot.get(k)}
+    units = kwargs.pop("units", plot.get("units", ""))
     save_design(design["mesh"], design["x_phys"], path, title=_png_title(path),
-                mirror=bool(plot.get("mirror", False)), markers=markers, **window, **kwargs)
+                mirror=bool(plot.get("mirror", False)), markers=markers, units=units, **window,
+                **kwargs)
     plot["markers"] = markers.record()
+    if units:
+        plot["units"] = units
     record["plot"] = plot
     write_json(record_path, record)
     return path
