@@ -402,7 +402,13 @@ def _case(name):
         mesh, m = _structural(name, 6, 2)
         return mesh, m, {"mirror": True}, [("supports", (6, 0), 0), ("supports", (-6, 0), 0),
                                             ("load", (0, 2), 0)], []
-    if name in ("cantilever", "printable_cantilever", "robust_cantilever"):
+    if name == "printable_cantilever":                       # the build direction beside it
+        import problems.printable_cantilever as printable
+        mesh, model, f = printable.setup(20, 8)
+        return mesh, printable.markers(model, f, 20, 8, "+y"), {}, [
+            ("load", (20, 4), 0), ("direction", (21.2, 3), 1e-9), ("direction", (21.2, 5), 1e-9)], \
+            ["build direction +y"]
+    if name in ("cantilever", "robust_cantilever"):
         if name == "robust_cantilever":
             from problems.robust_cantilever import MU, setup
             mesh, model, B = setup(8, 4)
@@ -410,7 +416,7 @@ def _case(name):
             tip = (8, 2)
         else:
             mesh, m = _structural(name, 8, 4)
-            tip = (8, 0) if name == "cantilever" else (8, 2)
+            tip = (8, 0)
         return mesh, m, {}, [("supports", (0, 0), 0), ("supports", (0, 4), 0),
                              ("load", tip, 0)], []
     if name == "multimaterial_beam":
@@ -422,10 +428,10 @@ def _case(name):
         mesh, m = _structural(name, 10)
         return mesh, m, {}, [("supports", (0, 0), 0), ("supports", (10, 0), 0),
                              ("load", (4, 10), 0), ("load", (6, 10), 0)], []
-    if name == "l_bracket":
+    if name == "l_bracket":                                  # a shear load: its resultant
         from problems.l_bracket import SIDE
-        mesh, m = _structural(name, 20)
-        return mesh, m, {}, [("supports", (0, SIDE), 0), ("load", (SIDE, 0.4 * SIDE), 0)], []
+        mesh, m = _structural(name, 40)                      # 3 loaded nodes: 35, 37.5, 40
+        return mesh, m, {}, [("supports", (0, SIDE), 0), ("load", (SIDE, 0.375 * SIDE), 1e-9)], []
     if name == "cantilever_hole":
         mesh, model, f, passive = hole.setup(45, 30)
         (cx, cy), r = hole.hole(45, 30)
@@ -437,7 +443,8 @@ def _case(name):
         return mesh, two.markers(model, f), {}, [("load", (4, 0), 0), ("load", (4, 4), 0)], \
             ["load case 1", "load case 2"]
     if name == "cantilever3d":
-        mesh, model, f = setup3d = __import__("problems.cantilever3d", fromlist=["x"]).setup(4, 2, 2)
+        from problems.cantilever3d import setup
+        mesh, model, f = setup(4, 2, 2)
         return mesh, plot.Markers.of(model, f), {}, [], []
     if name in ("em_focus", "em_robust"):
         mesh, m = _focus(name)
@@ -508,8 +515,9 @@ def test_every_problem_draws_its_whole_setup(name):
     """Each gallery problem's markers are drawn where they act, with their legend."""
     mesh, markers, kwargs, where, labels = _case(name)
     if mesh.p.shape[0] == 3:
-        fig = plot.design_figure_3d(mesh, np.ones(mesh.t.shape[1]),
-                                    **{k: v for k, v in zip(("supports", "loads"), _arrays(markers))})
+        supports, loads = _arrays(markers)
+        fig = plot.design_figure_3d(mesh, np.ones(mesh.t.shape[1]), supports=supports,
+                                    loads=loads)
         gids = {a.get_gid() for a in fig.axes[0].collections}
         assert {"supports", "loads"} <= gids
         return

@@ -2,9 +2,10 @@
 
 A problem declares what its picture shows beside the design: supports,
 point and distributed loads, body loads, masses, heat sources, ports,
-springs, focal points and passive regions. Each is one entry of a kind of
-`KINDS` with its points (and, for the kinds that have one, a direction per
-point) and an optional label, which puts it in the picture's legend.
+springs, focal points, passive regions and directions (a build direction).
+Each is one entry of a kind of `KINDS` with its points (and, for the kinds
+that have one, a direction per point) and an optional label, which puts it
+in the picture's legend.
 `Markers.of` reads the supports, loads and springs of a model;
 `topopt.plot.design_figure` draws them all (`topopt.plot.symbols`);
 `record` / `from_record` keep them in ``result.json`` (``topopt show``),
@@ -32,6 +33,7 @@ KINDS = {
     "spring": "the spring's direction",
     "focus": None,
     "region": None,
+    "direction": "the direction shown (a build direction): an arrow at the anchor point",
 }
 #: Kinds whose ``vectors`` are optional (a scalar body load, a support without its mask).
 OPTIONAL_VECTORS = ("body_load", "support")
@@ -63,8 +65,8 @@ class Markers:
         self.items: list[dict] = []
 
     def __repr__(self) -> str:
-        return "Markers(" + ", ".join(f"{m['kind']}: {len(m['points']) // (2 if m['kind'] == 'region' else 1)}"
-                                      for m in self.items) + ")"
+        counts = (len(m["points"]) // (2 if m["kind"] == "region" else 1) for m in self.items)
+        return "Markers(" + ", ".join(f"{m['kind']}: {n}" for m, n in zip(self.items, counts)) + ")"
 
     def __len__(self) -> int:
         return len(self.items)

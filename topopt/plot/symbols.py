@@ -2,10 +2,12 @@
 
 `draw_markers` draws a `Markers` on a design's axes: supports as triangles
 (`topopt.plot.markers`), loads as red arrows (equal arrows with their tails
-joined for a distributed load), a body load as a green arrow (a scalar one
-as a dotted frame), masses as orange discs, heat sources as stars, ports as
+joined for a distributed load; one arrow, its resultant, for a load along
+its own line), a body load as a green arrow (a scalar one as a dotted
+frame), masses as orange discs, heat sources as stars, ports as
 hollow-headed purple arrows from a ring, springs as zigzags to the ground,
-focal points as crosses, regions as dashed outlines. Each artist has the
+focal points as crosses, regions as dashed outlines, directions as grey
+hollow-headed arrows. Each artist has the
 kind as its ``gid``; labelled markers give the legend's entries. `draw_axes`
 gives the design its lengths: the x and y axes with ticks at the domain's
 ends, in the problem's units.
@@ -25,7 +27,7 @@ __all__ = ["draw_markers", "draw_axes"]
 
 COLORS = {"support": SUPPORT_COLOR, "load": LOAD_COLOR, "body_load": "tab:green",
           "mass": "tab:orange", "heat": "gold", "port": "tab:purple", "spring": "tab:brown",
-          "focus": "tab:red", "region": "deepskyblue"}
+          "focus": "tab:red", "region": "deepskyblue", "direction": "0.25"}
 #: A distributed load of more points is drawn with this many arrows.
 MAX_ARROWS = 9
 
@@ -46,12 +48,18 @@ def _along(points):
 
 def _load_ends(m, bbox, length):
     """``(tails, tips, far)`` of a load marker's arrows (`_load_arrows`; a distributed load,
-    3 or more points, as at most `MAX_ARROWS` equal arrows), ``far`` the ends off the nodes."""
+    3 or more points, as at most `MAX_ARROWS` equal arrows, ``far`` their ends off the
+    nodes; one along its own line as its resultant at its centre, ``far`` None)."""
     p, v = m["points"], m["vectors"]
     keep = np.linalg.norm(v, axis=1) > 0
     p, v = p[keep], v[keep]
     if len(p) >= 3:
         order = _along(p)
+        line = _unit((p[order[-1]] - p[order[0]])[None])[0]
+        if abs(_unit(v.sum(axis=0, keepdims=True))[0] @ line) > 0.7:   # along its line:
+            return _load_arrows(np.column_stack([p.mean(axis=0, keepdims=True),  # resultant
+                                                 v.sum(axis=0, keepdims=True)]), bbox,
+                                length) + (None,)
         pick = np.unique(np.round(np.linspace(0, len(p) - 1, min(MAX_ARROWS, len(p)))).astype(int))
         p, v = p[order][pick], _unit(v[order][pick])
         length = 0.7 * length
@@ -67,7 +75,7 @@ def _marker_extent(markers, bbox, length) -> np.ndarray:
         kind = m["kind"]
         if kind == "load":
             pts += list(_load_ends(m, bbox, length)[:2])
-        elif kind in ("port", "body_load") and m["vectors"] is not None:
+        elif kind in ("port", "body_load", "direction") and m["vectors"] is not None:
             d = _unit(m["vectors"]) * length
             pts += [m["points"], m["points"] + d]
         elif kind == "spring":
@@ -153,7 +161,7 @@ def draw_markers(ax, markers, bbox, length) -> list[tuple]:
             tails, tips, far = _load_ends(m, bbox, length)
             for a, b in zip(tails, tips):
                 _arrow(ax, a, b, color, "load")
-            if len(far) >= 3 and np.array_equal(far, tails):   # distributed: tails joined
+            if far is not None and len(far) >= 3 and np.array_equal(far, tails):  # joined
                 ax.plot(*far.T, color=color, lw=1.2, gid="load", clip_on=False, zorder=5)
             handle = Line2D([], [], color=color, lw=1.8, marker=">", ms=5)
         elif kind == "body_load":
@@ -167,6 +175,10 @@ def draw_markers(ax, markers, bbox, length) -> list[tuple]:
                 for a, d in zip(p, _unit(v) * length):
                     _arrow(ax, a, a + d, color, "body_load", lw=2.2)
                 handle = Line2D([], [], color=color, lw=2.2, marker="v", ms=5)
+        elif kind == "direction":
+            for a, d in zip(p, _unit(v) * length):
+                _arrow(ax, a, a + d, color, "direction", hollow=True, lw=2.0)
+            handle = Line2D([], [], color=color, lw=2.0, marker="^", mfc="white", ms=6)
         elif kind == "mass":
             handle, = ax.plot(*p.T, ls="none", marker="o", ms=MARKER_SIZE * 1.5, mfc=color,
                               mec="black", mew=1.0, gid="mass", zorder=6, clip_on=False)
