@@ -1,16 +1,16 @@
 """The 2-D symbol of each kind of marker (`topopt.plot.setup.KINDS`), drawn by one function.
 
 `draw_markers` draws a `Markers` on a design's axes: supports as triangles
-(`topopt.plot.markers`), loads as red arrows (equal arrows with their tails
-joined for a distributed load; one arrow, its resultant, for a load along
-its own line), a body load as a green arrow (a scalar one as a dotted
-frame), masses as orange discs, heat sources as stars, ports as
-hollow-headed purple arrows from a ring, springs as zigzags to the ground,
-focal points as crosses, regions as dashed outlines, directions as grey
-hollow-headed arrows. Each artist has the
-kind as its ``gid``; labelled markers give the legend's entries. `draw_axes`
-gives the design its lengths: the x and y axes with ticks at the domain's
-ends, in the problem's units.
+(`topopt.plot.markers`), loads as red arrows (several load cases in turn
+red, orange, pink, olive; a distributed load as equal arrows with their
+tails joined, or as its resultant when it acts along its own line), a body
+load as a green arrow (a scalar one as a dotted frame), masses as orange
+discs, heat sources as stars, ports as hollow-headed purple arrows from a
+ring, springs as zigzags to the ground, focal points as crosses, regions as
+dashed outlines, directions as grey hollow-headed arrows. Each artist has
+the kind as its ``gid``; labelled markers give the legend's entries.
+`draw_axes` gives the design its lengths: the x and y axes with ticks at
+the domain's ends, in the problem's units.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ __all__ = ["draw_markers", "draw_axes"]
 COLORS = {"support": SUPPORT_COLOR, "load": LOAD_COLOR, "body_load": "tab:green",
           "mass": "tab:orange", "heat": "gold", "port": "tab:purple", "spring": "tab:brown",
           "focus": "tab:red", "region": "deepskyblue", "direction": "0.25"}
+#: The colours of several load markers (load cases), in turn.
+LOAD_CASE_COLORS = (LOAD_COLOR, "darkorange", "tab:pink", "tab:olive")
 #: A distributed load of more points is drawn with this many arrows.
 MAX_ARROWS = 9
 
@@ -150,8 +152,13 @@ def draw_markers(ax, markers, bbox, length) -> list[tuple]:
     entries = []
     loaded = {tuple(np.round(p, 9)) for m in markers if m["kind"] == "load"
               for p in m["points"]}                  # a spring there is drawn beside the arrow
+    cases = sum(m["kind"] == "load" for m in markers)
+    case = 0
     for m in markers:
         kind, p, v, color = m["kind"], m["points"], m["vectors"], COLORS[m["kind"]]
+        if kind == "load" and cases > 1:                     # one colour per load case
+            color = LOAD_CASE_COLORS[case % len(LOAD_CASE_COLORS)]
+            case += 1
         if kind == "support":
             mask = v if v is not None else np.ones((len(p), 2))
             _draw_supports(ax, np.column_stack([p, mask]), bbox)
