@@ -559,10 +559,19 @@ def _arrays(markers):
     (("mass", [(0, 0)], [(1, 0)]), "takes no vectors"),
     (("region", [(0, 0), (1, 0), (1, 1)]), "pairs"),
     (("focus", [(np.nan, 0)]), "finite"),
+    (("load", [(0, 0), (1, 0)], [(0, 1)]), "one row per point"),
 ])
 def test_markers_refuse(args, match):
     with pytest.raises(ValueError, match=match):
         plot.Markers().add(*args)
+
+
+def test_markers_of_refuses_labels_of_other_cases():
+    model, f = cantilever()
+    with pytest.raises(ValueError, match="names 2 load cases; f has 1"):
+        plot.Markers.of(model, f, labels={"load": ["a", "b"]})
+    with pytest.raises(ValueError, match="unknown kinds"):
+        plot.Markers.of(model, f, labels={"loads": "a"})
 
 
 def test_markers_round_trip_and_mirror():

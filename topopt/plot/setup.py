@@ -104,7 +104,10 @@ class Markers:
             if KINDS[kind] is None:
                 raise ValueError(f"a {kind} marker takes no vectors, got {np.shape(vectors)}")
             vectors = check_finite_array(f"{kind} vectors",
-                                         np.asarray(vectors, float).reshape(len(points), -1))
+                                         np.atleast_2d(np.asarray(vectors, float)))
+            if vectors.ndim != 2 or len(vectors) != len(points):
+                raise ValueError(f"{kind} vectors have shape {vectors.shape}; expected one row "
+                                 f"per point: ({len(points)}, k)")
             want = self.dim if kind not in ("support", "spring") else None
             if want is not None and vectors.shape[1] != want:
                 raise ValueError(f"{kind} vectors have {vectors.shape[1]} columns; expected "
@@ -147,6 +150,12 @@ class Markers:
         if len(supports):
             out.add("support", supports[:, :dim], supports[:, dim:], labels.get("support"))
         cases = _load_cases(model, f, loads, max_points)
+        for kind in ("load", "heat"):
+            names = labels.get(kind)
+            if isinstance(names, (list, tuple)) and len(names) != len(cases):
+                raise ValueError(f"labels[{kind!r}] names {len(names)} load cases; f has "
+                                 f"{len(cases)} drawn (a case on more than {max_points} nodes "
+                                 "is not drawn)")
         for k, rows in enumerate(cases):
             name = labels.get("load" if components > 1 else "heat")
             name = name[k] if isinstance(name, (list, tuple)) else (name if k == 0 else None)
