@@ -640,3 +640,24 @@ def test_redraw_keeps_the_title_and_show_draws_the_markers(tmp_path, monkeypatch
     show_image(load_design(str(tmp_path)), record)
     assert plot.Markers.from_record(seen["markers"]).kinds() == ["support", "load", "mass"]
     assert seen["units"] == "m"
+
+
+def test_focus_designs_show_the_focal_point(tmp_path, monkeypatch):
+    """em_robust's designs side by side (`save_designs`): each panel marks x0 = (0, 300) nm."""
+    from types import SimpleNamespace
+    from matplotlib.figure import Figure
+    from problems import em_focus
+    from topopt.formulations.focus_plots import save_designs
+    mesh, design, center = em_focus.cell(8.0)
+    prob = SimpleNamespace(mesh=mesh, design=design, center=center, setup=em_focus.SETUP,
+                           element_density=lambda x, beta: x)
+    figures = {k: dict(enhancement_nominal=10.0, worst_on_grid=5.0, pf_mc=0.01)
+               for k in ("nominal", "robust")}
+    axes, savefig = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, *a, **kw: axes.extend(fig.axes) or savefig(fig, *a, **kw))
+    save_designs(str(tmp_path / "designs.png"), prob,
+                 {k: np.full(len(design), 0.5) for k in figures}, figures, 32.0)
+    assert (tmp_path / "designs.png").stat().st_size > 0 and len(axes) == 2
+    for ax in axes:
+        assert near(drawn(ax, "focus"), (0, 300), 2.0) and ax.get_xlabel() == "x (nm)"
