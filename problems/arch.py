@@ -64,6 +64,13 @@ def setup(nelx: int, nely: int, volfrac: float, weight: float):
     return mesh, model, f, (0.0, -gamma)
 
 
+def markers(model, f, nelx: int, nely: int):
+    """The setup drawn on the (half) design: symmetry, pin, the load and the self-weight."""
+    from topopt.plot import Markers
+    return Markers.of(model, f, labels={"load": "point load P"}).add(
+        "body_load", [(0.85 * nelx, 0.92 * nely)], [(0.0, -1.0)], label="self-weight ρg")
+
+
 def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
         weight: float = 4.0, interpolation: str = "ramp", q: float = 8.0,
         penal: float = 3.0, maxeval: int = 300, solver: str = "auto",
@@ -80,6 +87,7 @@ def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
                       weight=weight, gamma=-gravity[1], point_load=1.0,
                       interpolation=interpolation, q=q, penal=penal, maxeval=maxeval,
                       model="half, symmetric about x = 0")
+        from topopt.plot import redraw_design
         from topopt.plot.markers import boundary_markers
         supports, loads = boundary_markers(model, f)
         write_results(out, mesh, result, setup_, title=f"Arch {2 * nelx}x{nely}, "
@@ -87,6 +95,7 @@ def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
                       point_data=problem.nodal_state(result["u"]),
                       constraint_names=[f"volume V / {volfrac:g} - 1"],
                       objective_scale=problem.c0, supports=supports, loads=loads)
+        redraw_design(out, markers(model, f, nelx, nely))
         save_load_ratio(os.path.join(out, "ratio.png"), penal=penal, q=q)
     return result
 

@@ -74,6 +74,13 @@ def setup(nelx: int, nely: int):
     return mesh, model, f, passive
 
 
+def markers(model, f, passive):
+    """The setup drawn on the design: the clamp, the axial load, the passive seat."""
+    from topopt.plot import Markers
+    return Markers.of(model, f, labels={"load": "axial load (unit resultant)"}).region(
+        model.mesh, passive.solid, "passive solid seat")
+
+
 def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0,
         maxeval: int = 20, solver: str = "auto", out: str | None = None,
         verbose: bool = False, checkpoint: str | None = None,
@@ -91,6 +98,7 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
+        from topopt.plot import redraw_design
         from topopt.plot.markers import boundary_markers
         setup_record = dict(problem="buckling_column", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_beta=list(BETAS), penal=problem.penal,
@@ -102,6 +110,7 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0
                       point_data=problem.mode_shape(result.x_phys), objective="lambda1",
                       symbol="λ1", constraint_names=["V/Vmax - 1"],
                       supports=boundary_markers(model)[0])
+        redraw_design(out, markers(model, f, passive))
     return result
 
 

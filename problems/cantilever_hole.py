@@ -52,6 +52,12 @@ def setup(nelx: int, nely: int):
     return mesh, model, f, passive
 
 
+def markers(model, f, passive):
+    """The setup drawn on the design: the clamp, the load and the passive hole."""
+    from topopt.plot import Markers
+    return Markers.of(model, f).region(model.mesh, passive.void, "passive void (hole)")
+
+
 def run(nelx: int = 45, nely: int = 30, volfrac: float = 0.5, rmin: float = 1.5,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
@@ -61,11 +67,16 @@ def run(nelx: int = 45, nely: int = 30, volfrac: float = 0.5, rmin: float = 1.5,
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver, passive=passive)
     (cx, cy), r = hole(nelx, nely)
-    return run_compliance("cantilever_hole", problem, title=f"Cantilever with hole {nelx}x{nely}",
-                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                          verbose=verbose, notes=dict(hole_centre=[cx, cy], hole_radius=r,
-                                                      passive_void=int(passive.void.size)),
-                          **options)
+    result = run_compliance("cantilever_hole", problem,
+                            title=f"Cantilever with hole {nelx}x{nely}",
+                            sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                            verbose=verbose, notes=dict(hole_centre=[cx, cy], hole_radius=r,
+                                                        passive_void=int(passive.void.size)),
+                            **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, f, passive))
+    return result
 
 
 def main(argv=None) -> RunResult:

@@ -43,6 +43,12 @@ def setup(nelx: int, nely: int):
     return mesh, model, f
 
 
+def markers(model, f):
+    """The setup drawn on the design: the clamp and the two load cases, named."""
+    from topopt.plot import Markers
+    return Markers.of(model, f, labels={"load": ["load case 1", "load case 2"]})
+
+
 def run(nelx: int = 30, nely: int = 30, volfrac: float = 0.4, rmin: float = 1.2,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
@@ -51,10 +57,14 @@ def run(nelx: int = 30, nely: int = 30, volfrac: float = 0.4, rmin: float = 1.2,
     mesh, model, f = setup(nelx, nely)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver)
-    return run_compliance("cantilever_two_loads", problem,
-                          title=f"Cantilever, two load cases, {nelx}x{nely}",
-                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                          verbose=verbose, notes=dict(load_cases=2), **options)
+    result = run_compliance("cantilever_two_loads", problem,
+                            title=f"Cantilever, two load cases, {nelx}x{nely}",
+                            sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                            verbose=verbose, notes=dict(load_cases=2), **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, f))
+    return result
 
 
 def main(argv=None) -> RunResult:

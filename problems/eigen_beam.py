@@ -84,6 +84,14 @@ def setup(nelx: int, nely: int, volfrac: float = 0.5, mass: float = 0.2,
     return mesh, model, M0
 
 
+def markers(model, M0, mass: float):
+    """The setup drawn on the design: the supports and the non-structural mass."""
+    from topopt.plot import Markers
+    nodes = np.flatnonzero(M0.diagonal()[model.basis.nodal_dofs[0]])
+    return Markers.of(model).add("mass", model.mesh.p[:, nodes].mean(axis=1),
+                                 label=f"non-structural mass ({mass:g} x structural)")
+
+
 def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0,
         mass: float = 0.2, supports: str = "clamped", maxeval: int = 80,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
@@ -99,6 +107,7 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
+        from topopt.plot import redraw_design
         from topopt.plot.markers import boundary_markers
         setup_record = dict(problem="eigen_beam", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_rmin=[f * rmin for f in RADII], mass=mass,
@@ -113,6 +122,7 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
                       objective_scale=result["omega1_uniform"],
                       objective_label="fundamental frequency ω1",
                       supports=boundary_markers(model)[0])
+        redraw_design(out, markers(model, M0, mass))
     return result
 
 

@@ -57,6 +57,13 @@ def setup(nelx: int, nely: int):
     return mesh, model, f
 
 
+def markers(model, nelx: int, nely: int):
+    """The setup drawn on the design: the sink (T = 0) and the uniform heat source."""
+    from topopt.plot import Markers
+    return Markers.of(model, labels={"support": "sink T = 0"}).add(
+        "body_load", [(0.0, 0.0), (nelx, nely)], label=f"uniform heat source q = {Q:g}")
+
+
 def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
@@ -65,10 +72,14 @@ def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
     mesh, model, f = setup(nelx, nely)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 Emin=K_MIN, solver=solver)
-    return run_compliance("heat_sink", problem, title=f"Heat sink {nelx}x{nely}",
-                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                          verbose=verbose, notes=dict(q=Q, k_min=K_MIN, sink_length=nely / 10),
-                          **options)
+    result = run_compliance("heat_sink", problem, title=f"Heat sink {nelx}x{nely}",
+                            sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                            verbose=verbose, notes=dict(q=Q, k_min=K_MIN,
+                                                        sink_length=nely / 10), **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, nelx, nely))
+    return result
 
 
 def main(argv=None) -> RunResult:

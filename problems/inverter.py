@@ -52,6 +52,15 @@ def setup(nelx: int, nely: int, k_in: float = 0.1, k_out: float = 0.1):
     return mesh, model, f, l_out
 
 
+def markers(model, f, nely: int):
+    """The setup drawn on the (half) design: symmetry, clamp, the input force, the port
+    springs and the output port (its displacement minimized: it moves down)."""
+    from topopt.plot import Markers
+    return Markers.of(model, f, labels={"load": "input force f_in",
+                                        "spring": "springs k_in, k_out"}).add(
+        "port", [(0.0, nely)], [(0.0, -1.0)], label="output port (u_out minimized)")
+
+
 def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", k_in: float = 0.1, k_out: float = 0.1,
         maxeval: int = 300, solver: str = "auto", out: str | None = None,
@@ -60,10 +69,14 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
     mesh, model, f, l_out = setup(nelx, nely, k_in, k_out)
     problem = MechanismProblem(model, f, l_out, volfrac, rmin, penal=penal, filter=filter,
                                solver=solver)
-    return run_mechanism("inverter", problem, title=f"Inverter {nelx}x{nely}", mirror=True,
-                         sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                         verbose=verbose, notes=dict(k_in=k_in, k_out=k_out, f_in=1.0,
-                                                     hold=problem.hold), **options)
+    result = run_mechanism("inverter", problem, title=f"Inverter {nelx}x{nely}", mirror=True,
+                           sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                           verbose=verbose, notes=dict(k_in=k_in, k_out=k_out, f_in=1.0,
+                                                       hold=problem.hold), **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, f, nely))
+    return result
 
 
 def summary(result: RunResult) -> str:

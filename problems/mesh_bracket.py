@@ -80,6 +80,13 @@ def setup(mesh_file: str = MESH):
     return mesh, model, f, Passive.from_mesh(mesh, solid=boss)
 
 
+def markers(model, f, passive):
+    """The setup drawn on the design: the bolted holes, the pin's load, the bosses."""
+    from topopt.plot import Markers
+    return Markers.of(model, f, labels={"support": "bolted holes", "load": "pin load"}).region(
+        model.mesh, passive.solid, "passive solid bosses")
+
+
 def stages(maxeval: int) -> list[Stage]:
     """`maxeval` evaluations split evenly over the beta stages (the first ones if fewer)."""
     counts = np.diff(np.linspace(0, maxeval, len(BETAS) + 1).round().astype(int))
@@ -94,7 +101,7 @@ def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float
     m, model, f, passive = setup(mesh)
     problem = ComplianceProblem(model, f, volfrac, rmin, penal=penal, filter=filter,
                                 solver=solver, passive=passive)
-    return run_compliance(
+    result = run_compliance(
         "mesh_bracket", problem, title=f"Bracket, {m.t.shape[1]} triangles",
         sizes=dict(mesh=MESH_NAME if os.path.samefile(mesh, MESH) else os.path.abspath(mesh),
                    elements=int(m.t.shape[1]), nodes=int(m.p.shape[1])),
@@ -104,6 +111,10 @@ def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float
         plot=dict(pictures={"domain": (domain_picture(m, passive), "The design domain: "
                                        f"{m.t.shape[1]} triangles, the bosses black")}),
         **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, f, passive))
+    return result
 
 
 def domain_picture(mesh, passive) -> np.ndarray:

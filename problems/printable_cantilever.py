@@ -50,6 +50,20 @@ def setup(nelx: int, nely: int):
     return mesh, model, f
 
 
+def markers(model, f, nelx: int, nely: int, direction: str | None):
+    """The setup drawn on the design: the clamp, the load and the build direction (None:
+    unfiltered, no overhang constraint), an arrow beside the part."""
+    from topopt.plot import Markers
+    out = Markers.of(model, f)
+    if direction is not None:
+        axis, sign = "xy".index(direction[1]), 1.0 if direction[0] == "+" else -1.0
+        anchor = ((1.06 * nelx, 0.5 * nely - 0.05 * nelx * sign) if axis else
+                  (0.5 * nelx - 0.05 * nelx * sign, nely + 0.06 * nelx))
+        out.add("direction", [anchor], [np.eye(2)[axis] * sign],
+                label=f"build direction {direction}")
+    return out
+
+
 def run(nelx: int = 120, nely: int = 40, volfrac: float = 0.5, rmin: float = 2.0,
         penal: float = 3.0, filter: str = "density", direction: str = "+y",
         unfiltered: bool = False, maxeval: int = 200, solver: str = "auto",
@@ -59,13 +73,17 @@ def run(nelx: int = 120, nely: int = 40, volfrac: float = 0.5, rmin: float = 2.0
     problem = PrintableCompliance(model, f, volfrac, rmin, penal=penal, filter=filter,
                                   solver=solver, direction=direction, filtered=not unfiltered)
     what = "without overhang filter" if unfiltered else f"printed {direction}"
-    return run_compliance("printable_cantilever", problem,
-                          title=f"Printable cantilever {nelx}x{nely}, {what}",
-                          sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                          verbose=verbose, notes=dict(direction=direction,
-                                                      overhang_filter=not unfiltered,
-                                                      P=40.0, eps=1e-4, xi0=0.5),
-                          **options)
+    result = run_compliance("printable_cantilever", problem,
+                            title=f"Printable cantilever {nelx}x{nely}, {what}",
+                            sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
+                            verbose=verbose, notes=dict(direction=direction,
+                                                        overhang_filter=not unfiltered,
+                                                        P=40.0, eps=1e-4, xi0=0.5),
+                            **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, f, nelx, nely, None if unfiltered else direction))
+    return result
 
 
 def summary(result) -> str:

@@ -32,7 +32,7 @@ from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
 
-from topopt_problems.inverter import setup
+from topopt_problems.inverter import markers, setup
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "robust_inverter")
@@ -79,6 +79,8 @@ def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -
                   symbol="u_out", constraint_names=robust_constraint_names(problem),
                   objective_scale=problem.u_scale, objective_label="max of the three u_out (z)",
                   supports=supports, loads=loads, pictures=pictures)
+    from topopt.plot import redraw_design
+    redraw_design(out, markers(problem.model, problem.f, setup["nely"]))
 
 
 def summary(result: RunResult) -> str:

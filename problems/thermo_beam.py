@@ -67,6 +67,18 @@ def setup(nelx: int, nely: int, load: float = 1.0, heat: float = 1.0, plane: str
     return mesh, model, thermal, f, q
 
 
+def markers(model, thermal, f, q):
+    """The setup drawn on the (half) design: the clamped (and cold) end, symmetry, the
+    load and, with `q`, the heat source at the same point."""
+    from topopt.plot import Markers
+    out = Markers.of(model, f, labels={"load": "load P", "support": "clamped" if q is None
+                                       else "clamped, T = 0"})
+    if q is not None:
+        source = Markers.of(thermal, q).items[-1]             # after the supports: the heat
+        out.add("heat", source["points"], label="heat source Q")
+    return out
+
+
 def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0,
         alpha: float = 0.05, load: float = 1.0, heat: float = 1.0, q: float = 2.0,
         q_beta: float = 0.0, maxeval: int = 200, solver: str = "auto",
@@ -80,12 +92,17 @@ def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0
     else:
         problem = ComplianceProblem(model, f, volfrac, rmin, Emin=E_MIN, solver=solver)
     title = f"Thermo-elastic beam {2 * nelx}x{nely}, alpha {alpha:g}"
-    return run_compliance("thermo_beam", problem, title=title, mirror=True, out=out,
-                          sizes=dict(nelx=nelx, nely=nely), maxeval=maxeval, verbose=verbose,
-                          notes=dict(alpha=alpha, load=load, heat=heat, q=q, q_beta=q_beta,
-                                     nu=NU, kmin=K_MIN, plane="stress",
-                                     model="half, symmetric about x = 0"),
-                          **options)
+    result = run_compliance("thermo_beam", problem, title=title, mirror=True, out=out,
+                            sizes=dict(nelx=nelx, nely=nely), maxeval=maxeval,
+                            verbose=verbose, notes=dict(alpha=alpha, load=load, heat=heat, q=q,
+                                                        q_beta=q_beta, nu=NU, kmin=K_MIN,
+                                                        plane="stress",
+                                                        model="half, symmetric about x = 0"),
+                            **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, thermal, f, Q if alpha > 0 else None))
+    return result
 
 
 def summary(result: RunResult) -> str:

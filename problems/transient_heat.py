@@ -77,6 +77,15 @@ def setup(nelx: int, nely: int, steps: int, end: float):
     return model, Q, s, L, dt
 
 
+def markers(model, Q):
+    """The setup drawn on the design: the cold edge (T = 0) and the three heaters."""
+    from topopt.plot import Markers
+    centres = np.stack([model.mesh.p[:, Q[:, j] > 0].mean(axis=1) for j in range(Q.shape[1])])
+    return Markers.of(model, labels={"support": "cold edge T = 0"}).add(
+        "heat", centres, label="heaters (" + ", ".join(f"{p:g}" for p, _, _ in HEATERS)
+        + " W)")
+
+
 def run(nelx: int = 40, nely: int = 60, volfrac: float = 0.5, rmin: float = 2.0,
         penal: float = 3.0, filter: str = "density", steps: int = 50, end: float = 0.1,
         theta: float = 1.0, maxeval: int = 60, solver: str = "auto", out: str | None = None,
@@ -94,6 +103,9 @@ def run(nelx: int = 40, nely: int = 60, volfrac: float = 0.5, rmin: float = 2.0,
                                 steps=steps, end=end, dt=dt, theta=theta, capacity=CAPACITY,
                                 xmin=XMIN, heaters=[list(hh) for hh in HEATERS],
                                 rmin_elements=rmin), **options)
+    if out is not None:
+        from topopt.plot import redraw_design
+        redraw_design(out, markers(model, Q), units="m")
     return result
 
 

@@ -332,3 +332,332 @@ def test_history_of_many_constraints_draws_their_maximum(width):
     else:
         assert len(curves) == 1 and labels[1:] == [f"max of {width} constraints"]
         np.testing.assert_array_equal(curves[0].get_ydata(), g.max(axis=1))
+
+
+# --------------------------------------------------------------------------
+# the whole setup of every problem (topopt.plot.Markers), drawn where it acts
+
+def drawn(ax, gid):
+    """Every point the artists with `gid` draw: line data, arrow ends, segment ends,
+    rectangle corners, scatter offsets (``(n, 2)``)."""
+    from matplotlib.collections import LineCollection, PathCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+    pts = [np.zeros((0, 2))]
+    for art in [*ax.lines, *ax.patches, *ax.collections]:
+        if art.get_gid() != gid:
+            continue
+        if isinstance(art, Line2D):
+            pts.append(np.column_stack(art.get_data()).astype(float))
+        elif isinstance(art, FancyArrowPatch):
+            pts.append(np.asarray(art._posA_posB, dtype=float))
+        elif isinstance(art, Rectangle):
+            (x, y), w, h = art.get_xy(), art.get_width(), art.get_height()
+            pts.append(np.array([[x, y], [x + w, y + h]]))
+        elif isinstance(art, LineCollection):
+            pts += [np.asarray(s, dtype=float) for s in art.get_segments()]
+        elif isinstance(art, PathCollection):
+            pts.append(np.asarray(art.get_offsets(), dtype=float))
+    return np.concatenate(pts)
+
+
+def near(points, target, tol):
+    return len(points) and np.min(np.linalg.norm(points - np.asarray(target, float), axis=1)) <= tol
+
+
+def _structural(name, *args):
+    """``(mesh, Markers.of(model, f))`` of a problem whose picture is its model's."""
+    import importlib
+    out = importlib.import_module(f"topopt_problems.{name}").setup(*args)
+    return out[0], plot.Markers.of(out[1], out[2])
+
+
+def _focus(name):
+    import importlib
+    from types import SimpleNamespace
+    from topopt.formulations.focus_output import focus_markers
+    module = importlib.import_module(f"topopt_problems.{name}")
+    mesh, design, center = module.cell(8.0) if hasattr(module, "cell") else \
+        importlib.import_module("topopt_problems.em_focus").cell(8.0)
+    prob = SimpleNamespace(mesh=mesh, design=design, center=center, setup=module.SETUP)
+    return mesh, focus_markers(prob)
+
+
+def _case(name):
+    """``(mesh, markers, design_figure keywords, [(gid, point, tol)], legend labels)``: a
+    problem's setup at a small size, as its script draws it, and where each marker acts."""
+    import topopt_problems.arch as arch
+    import topopt_problems.buckling_column as column
+    import topopt_problems.cantilever_hole as hole
+    import topopt_problems.cantilever_two_loads as two
+    import topopt_problems.dynamic_beam as dynamic
+    import topopt_problems.eigen_beam as eigen
+    import topopt_problems.heat_sink as sink
+    import topopt_problems.inverter as inverter
+    import topopt_problems.mesh_bracket as bracket
+    import topopt_problems.robust_inverter as robust_inverter
+    import topopt_problems.thermo_beam as thermo
+    import topopt_problems.transient_heat as transient
+    if name == "mbb_beam":                                   # the half model drawn whole
+        mesh, m = _structural(name, 6, 2)
+        return mesh, m, {"mirror": True}, [("supports", (6, 0), 0), ("supports", (-6, 0), 0),
+                                            ("load", (0, 2), 0)], []
+    if name == "printable_cantilever":                       # the build direction beside it
+        import topopt_problems.printable_cantilever as printable
+        mesh, model, f = printable.setup(20, 8)
+        return mesh, printable.markers(model, f, 20, 8, "+y"), {}, [
+            ("load", (20, 4), 0), ("direction", (21.2, 3), 1e-9), ("direction", (21.2, 5), 1e-9)], \
+            ["build direction +y"]
+    if name in ("cantilever", "robust_cantilever"):
+        if name == "robust_cantilever":
+            from topopt_problems.robust_cantilever import MU, setup
+            mesh, model, B = setup(8, 4)
+            m = plot.Markers.of(model, B @ MU)
+            tip = (8, 2)
+        else:
+            mesh, m = _structural(name, 8, 4)
+            tip = (8, 0)
+        return mesh, m, {}, [("supports", (0, 0), 0), ("supports", (0, 4), 0),
+                             ("load", tip, 0)], []
+    if name == "multimaterial_beam":
+        from topopt_problems.multimaterial_beam import setup
+        mesh, model, f = setup(6, 2)
+        return mesh, plot.Markers.of(model, f), {"mirror": True}, [
+            ("supports", (-6, 0), 0), ("load", (0, 2), 0)], []
+    if name == "reliable_bracket":                           # distributed over the top patch
+        mesh, m = _structural(name, 10)
+        return mesh, m, {}, [("supports", (0, 0), 0), ("supports", (10, 0), 0),
+                             ("load", (4, 10), 0), ("load", (6, 10), 0)], []
+    if name == "l_bracket":                                  # a shear load: its resultant
+        from topopt_problems.l_bracket import SIDE
+        mesh, m = _structural(name, 40)                      # 3 loaded nodes: 35, 37.5, 40
+        return mesh, m, {}, [("supports", (0, SIDE), 0), ("load", (SIDE, 0.375 * SIDE), 1e-9)], []
+    if name == "cantilever_hole":
+        mesh, model, f, passive = hole.setup(45, 30)
+        (cx, cy), r = hole.hole(45, 30)
+        return mesh, hole.markers(model, f, passive), {}, [
+            ("load", (45, 0), 0), ("region", (cx - r, cy), 1.0), ("region", (cx + r, cy), 1.0),
+            ("region", (cx, cy + r), 1.0)], ["passive void (hole)"]
+    if name == "cantilever_two_loads":
+        mesh, model, f = two.setup(4, 4)
+        return mesh, two.markers(model, f), {}, [("load", (4, 0), 0), ("load", (4, 4), 0)], \
+            ["load case 1", "load case 2"]
+    if name == "cantilever3d":
+        from topopt_problems.cantilever3d import setup
+        mesh, model, f = setup(4, 2, 2)
+        return mesh, plot.Markers.of(model, f), {}, [], []
+    if name in ("em_focus", "em_robust"):
+        mesh, m = _focus(name)
+        return mesh, m, {"units": "nm", "xlim": (-110, 110), "ylim": (190, 410)}, [
+            ("focus", (0, 300), 2.0), ("region", (0, 400), 3.0), ("region", (0, 310), 3.0),
+            ("body_load", (-88, 403.4), 1.0)], ["focal point x0", "design region",
+                                                 "incident wave, λ = 532 nm"]
+    if name == "heat_sink":
+        mesh, model, f = sink.setup(20, 20)
+        return mesh, sink.markers(model, 20, 20), {}, [
+            ("supports", (0, 10), 0), ("body_load", (0, 0), 0), ("body_load", (20, 20), 0)], \
+            ["sink T = 0", "uniform heat source q = 0.01"]
+    if name in ("inverter", "robust_inverter"):
+        module = inverter if name == "inverter" else robust_inverter
+        mesh, model, f, _ = module.setup(10, 20)
+        return mesh, module.markers(model, f, 20), {"mirror": True}, [
+            ("load", (0, 0), 0), ("port", (0, 20), 0), ("spring", (0, 0), 0),
+            ("spring", (0, 20), 0), ("supports", (10, 0), 0), ("supports", (-10, 0), 0)], \
+            ["input force f_in", "springs k_in, k_out", "output port (u_out minimized)"]
+    if name == "eigen_beam":
+        mesh, model, M0 = eigen.setup(16, 4)
+        return mesh, eigen.markers(model, M0, 0.2), {}, [
+            ("mass", (8, 2), 1e-9), ("supports", (0, 2), 0), ("supports", (16, 2), 0)], \
+            ["non-structural mass (0.2 x structural)"]
+    if name == "arch":
+        mesh, model, f, _ = arch.setup(10, 8, 0.3, 4.0)
+        return mesh, arch.markers(model, f, 10, 8), {"mirror": True}, [
+            ("load", (0, 0), 0), ("supports", (10, 0), 0), ("supports", (-10, 0), 0),
+            ("body_load", (8.5, 7.36), 1e-9), ("body_load", (-8.5, 7.36), 1e-9)], \
+            ["point load P", "self-weight ρg"]
+    if name == "dynamic_beam":
+        mesh, model, f = dynamic.setup(8, 4)
+        m = plot.Markers.of(model, f, labels={"load": "harmonic load f cos(ωt)"})  # as the script
+        return mesh, m, {}, [("load", (8, 2), 0)], \
+            ["harmonic load f cos(ωt)"]
+    if name == "thermo_beam":
+        mesh, model, thermal, f, q = thermo.setup(6, 4)
+        return mesh, thermo.markers(model, thermal, f, q), {"mirror": True}, [
+            ("load", (0, 0), 0), ("heat", (0, 0), 0), ("supports", (6, 4), 0),
+            ("supports", (-6, 4), 0)], ["clamped, T = 0", "load P", "heat source Q"]
+    if name == "transient_heat":
+        model, Q, *_ = transient.setup(30, 45, 4, 0.1)
+        heaters = [model.mesh.p[:, Q[:, j] > 0].mean(axis=1) for j in range(3)]
+        return model.mesh, transient.markers(model, Q), {"units": "m"}, [
+            ("heat", c, 1e-12) for c in heaters] + [("supports", (0, 0), 0)], \
+            ["cold edge T = 0", "heaters (6000, 750, 1000 W)"]
+    if name == "buckling_column":
+        mesh, model, f, passive = column.setup(24, 12)
+        return mesh, column.markers(model, f, passive), {}, [
+            ("load", (24, 6), 0), ("load", (24, 5), 0), ("load", (24, 7), 0),
+            ("region", (24, 6), 1.3), ("supports", (0, 0), 0)], \
+            ["axial load (unit resultant)", "passive solid seat"]
+    if name == "mesh_bracket":
+        mesh, model, f, passive = bracket.setup()
+        (bx, by, br), (px, py, pr) = bracket.BOLTS[0], bracket.PIN
+        return mesh, bracket.markers(model, f, passive), {}, [
+            ("supports", (bx - br, by), 1.5), ("load", (px, py - pr), 1.5),
+            ("region", (bx - br - bracket.BOSS, by), 2.5)], \
+            ["bolted holes", "pin load", "passive solid bosses"]
+    raise KeyError(name)
+
+
+import topopt_problems as _problems  # noqa: E402
+
+
+@pytest.mark.parametrize("name", _problems.__all__)
+def test_every_problem_draws_its_whole_setup(name):
+    """Each gallery problem's markers are drawn where they act, with their legend."""
+    mesh, markers, kwargs, where, labels = _case(name)
+    if mesh.p.shape[0] == 3:
+        supports, loads = _arrays(markers)
+        fig = plot.design_figure_3d(mesh, np.ones(mesh.t.shape[1]), supports=supports,
+                                    loads=loads)
+        gids = {a.get_gid() for a in fig.axes[0].collections}
+        assert {"supports", "loads"} <= gids
+        return
+    fig = design_figure_of(mesh, markers, **kwargs)
+    ax = fig.axes[0]
+    for gid, point, tol in where:
+        assert near(drawn(ax, gid), point, tol + 1e-9), (gid, point)
+    legend = fig.legends[0] if fig.legends else None
+    texts = [t.get_text() for t in legend.get_texts()] if legend else []
+    assert texts == labels
+    x0, x1 = mesh.p[0].min(), mesh.p[0].max()
+    if kwargs.get("mirror"):
+        x0 = 2 * x0 - x1
+    if "xlim" not in kwargs:                               # the axes give the lengths
+        assert np.allclose(sorted(ax.get_xticks())[::len(ax.get_xticks()) - 1], [x0, x1])
+        assert np.allclose(sorted(ax.get_yticks())[::len(ax.get_yticks()) - 1],
+                           [mesh.p[1].min(), mesh.p[1].max()])
+    unit = kwargs.get("units")
+    assert ax.get_xlabel() == (f"x ({unit})" if unit else "x")
+
+
+def design_figure_of(mesh, markers, **kwargs):
+    return plot.design_figure(mesh, np.full(mesh.t.shape[1], 0.5), markers=markers, **kwargs)
+
+
+def _arrays(markers):
+    """Supports and loads of a 3-D `Markers` as `boundary_markers` arrays."""
+    s = [np.column_stack([m["points"], m["vectors"]]) for m in markers if m["kind"] == "support"]
+    f = [np.column_stack([m["points"], m["vectors"]]) for m in markers if m["kind"] == "load"]
+    return np.concatenate(s), np.concatenate(f)
+
+
+@pytest.mark.parametrize("args, match", [
+    (("mas", [(0, 0)]), "did you mean 'mass'"),
+    (("mass", [(0, 0, 0)]), r"expected \(n, 2\)"),
+    (("mass", np.zeros((0, 2))), "n >= 1"),
+    (("load", [(0, 0)]), "needs vectors"),
+    (("load", [(0, 0)], [(1, 0, 0)]), "expected 2"),
+    (("mass", [(0, 0)], [(1, 0)]), "takes no vectors"),
+    (("region", [(0, 0), (1, 0), (1, 1)]), "pairs"),
+    (("focus", [(np.nan, 0)]), "finite"),
+    (("load", [(0, 0), (1, 0)], [(0, 1)]), "one row per point"),
+])
+def test_markers_refuse(args, match):
+    with pytest.raises(ValueError, match=match):
+        plot.Markers().add(*args)
+
+
+def test_markers_of_refuses_labels_of_other_cases():
+    model, f = cantilever()
+    with pytest.raises(ValueError, match="names 2 load cases; f has 1"):
+        plot.Markers.of(model, f, labels={"load": ["a", "b"]})
+    with pytest.raises(ValueError, match="unknown kinds"):
+        plot.Markers.of(model, f, labels={"loads": "a"})
+
+
+def test_markers_round_trip_and_mirror():
+    """A record reads back the same markers; mirrored, a half model's markers are the
+    whole structure's: the symmetry condition dropped, a load on the line drawn once,
+    a spring off the line at both sides with its direction reflected."""
+    model, f = half_mbb()
+    m = plot.Markers.of(model, f, labels={"load": "P"}).add("spring", [(2, 0)], [(1, 0)])
+    back = plot.Markers.from_record(json.loads(json.dumps(m.record())))
+    assert back.kinds() == m.kinds() == ["support", "load", "spring"]
+    assert all(np.array_equal(a["points"], b["points"]) for a, b in zip(m, back))
+    whole = m.mirrored(0.0, 1e-9)
+    assert same_rows(whole.items[0]["points"], [(6, 0), (-6, 0)])          # roller only
+    assert same_rows(whole.items[1]["points"], [(0, 2)]) and whole.items[1]["label"] == "P"
+    assert same_rows(np.column_stack([whole.items[2]["points"], whole.items[2]["vectors"]]),
+                     [(2, 0, 1, 0), (-2, 0, -1, 0)])
+
+
+def test_region_is_the_outline_of_its_elements():
+    """The 2 x 2 block of a 4 x 4 grid: 8 edges of length 1 around the square (1..3)^2,
+    drawn as one closed dashed polyline."""
+    mesh = fem.rectangle(4, 4)
+    c = element_centroids(mesh)
+    block = (np.abs(c[:, 0] - 2) < 1) & (np.abs(c[:, 1] - 2) < 1)
+    m = plot.Markers().region(mesh, block, "passive")
+    seg = m.items[0]["points"].reshape(-1, 2, 2)
+    assert len(seg) == 8 and np.allclose(np.linalg.norm(seg[:, 1] - seg[:, 0], axis=1), 1)
+    assert np.all((seg >= 1) & (seg <= 3)) and np.all(np.any((seg == 1) | (seg == 3), axis=2))
+    ax = plot.design_figure(mesh, np.ones(16), markers=m).axes[0]
+    (line,) = [a for a in ax.collections if a.get_gid() == "region"]
+    (path,) = line.get_segments()
+    assert len(path) == 9 and np.allclose(path[0], path[-1])
+
+
+def test_axes_give_the_lengths_in_units():
+    mesh = fem.rectangle(6, 3)
+    ax = plot.design_figure(mesh, np.ones(18), units="mm").axes[0]
+    assert list(ax.get_xticks()) == [0, 6] and list(ax.get_yticks()) == [0, 3]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (mm)", "y (mm)")
+    assert not plot.design_figure(mesh, np.ones(18), axes=False).axes[0].axison
+
+
+def test_redraw_keeps_the_title_and_show_draws_the_markers(tmp_path, monkeypatch):
+    """`redraw_design` draws the folder's design again under the same title with the
+    markers, keeps them in result.json, and `topopt show` draws them from there."""
+    from PIL import Image
+    from topopt.cli.command import show_image
+    from topopt.io.designs import load_design
+    from topopt.io.folder import write_results
+    from topopt.io.result import RunResult
+    model, f = cantilever()
+    r = RunResult("success", None, 1, None, None, {"compliance": 2.5}, x=np.ones(8),
+                  x_phys=np.ones(8), history=[{"objective": 1.0}])
+    write_results(str(tmp_path), model.mesh, r, {"problem": "demo"}, title="demo")
+    title = Image.open(tmp_path / "design.png").text["Title"]
+    assert title == "demo: c = 2.5"
+    m = plot.Markers.of(model, f).add("mass", [(2.0, 1.0)], label="mass")
+    plot.redraw_design(str(tmp_path), m, units="m")
+    assert Image.open(tmp_path / "design.png").text["Title"] == title
+    record = json.load(open(tmp_path / "result.json"))
+    assert [k["kind"] for k in record["plot"]["markers"]] == ["support", "load", "mass"]
+    seen = {}
+    real = plot.figures.save_design
+    monkeypatch.setattr(plot.figures, "save_design",
+                        lambda *a, **kw: seen.update(kw) or real(*a, **kw))
+    show_image(load_design(str(tmp_path)), record)
+    assert plot.Markers.from_record(seen["markers"]).kinds() == ["support", "load", "mass"]
+    assert seen["units"] == "m"
+
+
+def test_focus_designs_show_the_focal_point(tmp_path, monkeypatch):
+    """em_robust's designs side by side (`save_designs`): each panel marks x0 = (0, 300) nm."""
+    from types import SimpleNamespace
+    from matplotlib.figure import Figure
+    from topopt_problems import em_focus
+    from topopt.formulations.focus_plots import save_designs
+    mesh, design, center = em_focus.cell(8.0)
+    prob = SimpleNamespace(mesh=mesh, design=design, center=center, setup=em_focus.SETUP,
+                           element_density=lambda x, beta: x)
+    figures = {k: dict(enhancement_nominal=10.0, worst_on_grid=5.0, pf_mc=0.01)
+               for k in ("nominal", "robust")}
+    axes, savefig = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, *a, **kw: axes.extend(fig.axes) or savefig(fig, *a, **kw))
+    save_designs(str(tmp_path / "designs.png"), prob,
+                 {k: np.full(len(design), 0.5) for k in figures}, figures, 32.0)
+    assert (tmp_path / "designs.png").stat().st_size > 0 and len(axes) == 2
+    for ax in axes:
+        assert near(drawn(ax, "focus"), (0, 300), 2.0) and ax.get_xlabel() == "x (nm)"

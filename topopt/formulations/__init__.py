@@ -14,7 +14,7 @@ from .stress import MinimumVolumeStress
 from .dynamic import DynamicComplianceProblem, MASS_INTERPOLATIONS
 from .selfweight import (SelfWeightProblem, load_ratio, save_load_ratio, INTERPOLATIONS)
 from .focus import FocusSetup, FocusProblem, intensity, enhancement, run_focus
-from .focus_output import write_focus, field_map
+from .focus_output import write_focus, field_map, focus_markers
 from .reliable import ReliableCompliance, pf_summary, deterministic_checkpoint, phase_checkpoints
 from .reliable_run import run_reliable, write_reliable
 from .robust_compliance import RobustCompliance, check_robust, run_robust, write_robust
@@ -34,6 +34,7 @@ __all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'with_callback', 'annou
            'save_load_ratio', 'INTERPOLATIONS', 'write_results', 'plot_record', 'write_json',
            'run_compliance', 'element_loads', 'BodyLoad',
            'FocusSetup', 'FocusProblem', 'intensity', 'enhancement', 'run_focus', 'write_focus',
+           'focus_markers',
            'field_map', 'ReliableCompliance', 'pf_summary', 'deterministic_checkpoint',
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',

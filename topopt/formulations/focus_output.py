@@ -10,7 +10,7 @@ from ..design.interpolation import permittivity
 from ..io.result import RunResult
 from ..io.folder import plot_record, write_json
 
-__all__ = ["write_focus", "field_map"]
+__all__ = ["write_focus", "field_map", "focus_markers"]
 
 #: The objective as plotted (``g``; minimized: ``-g``).
 G_LABEL = "g = |grad u(x0)|^2"
@@ -20,6 +20,36 @@ def _whole(prob, values, dtype=float) -> np.ndarray:
     """Per design element `values` on the whole mesh (0 outside the design region)."""
     out = np.zeros(prob.mesh.t.shape[1], dtype=dtype)
     out[prob.design] = values
+    return out
+
+
+def focus_markers(prob):
+    """The setup drawn on a focusing design (`topopt.plot.Markers`, in nm): the focal
+    point ``x0`` (the centre of the focus disk's elements), the design region's outline
+    and, when the setup records its source line ``h1``, the incident wave's direction.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from topopt import fem
+    >>> mesh = fem.rectangle(4, 4)                  # a stand-in cell: focus at element 5
+    >>> setup = SimpleNamespace(window={}, record={})
+    >>> prob = SimpleNamespace(mesh=mesh, design=[0, 1, 2, 3], center=[5], setup=setup)
+    >>> m = focus_markers(prob)
+    >>> m.kinds(), m.items[0]["points"].tolist()
+    (['focus', 'region'], [[1.5, 1.5]])
+    """
+    from ..fem.mesh import element_centroids
+    from ..plot.setup import Markers
+    x0 = element_centroids(prob.mesh)[prob.center].mean(axis=0)
+    out = Markers(2).add("focus", x0, label="focal point x0")
+    out.region(prob.mesh, prob.design, "design region")
+    s, window = prob.setup, prob.setup.window
+    if "h1" in s.record and {"xlim", "ylim"} <= set(window):
+        (a, b), (c, d) = window["xlim"], window["ylim"]
+        wave = f", λ = {s.record['wavelength_nm']:g} nm" if "wavelength_nm" in s.record else ""
+        out.add("body_load", [(a + 0.1 * (b - a), d - 0.03 * (d - c))], [(0.0, -1.0)],
+                label=f"incident wave{wave}")
     return out
 
 
@@ -49,15 +79,17 @@ def write_focus(out: str, prob, result: RunResult, u, objective_label: str = G_L
     os.makedirs(out, exist_ok=True)
     s = prob.setup
     density = _whole(prob, result.x_phys)
+    markers = focus_markers(prob)
     save_design(prob.mesh, density, os.path.join(out, "design.png"),
                 title=f"projected density, h = {result['resolution_nm']} nm: |E(x0)|/|E_inc| = "
                       f"{result['field_enhancement']:.2f}",
-                label="density (0 air, 1 silver)", **s.window)
+                label="density (0 air, 1 silver)", markers=markers, units="nm", **s.window)
     E = field_map(prob, result, u)
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
-                label="|E| / |E_inc|", **s.window)
+                label="|E| / |E_inc|", markers=markers, units="nm", **s.window)
     record = plot_record(result.history, objective_label, objective_scale, **s.window)
+    record["plot"].update(markers=markers.record(), units="nm")
     if history_title is None:
         history_title = "EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in s.betas)
     save_history(result.history, os.path.join(out, "history.png"), title=history_title,

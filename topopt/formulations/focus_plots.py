@@ -14,6 +14,8 @@ def save_designs(path: str, prob, designs: dict, figures: dict, beta: float) -> 
     """The projected designs (design region only), one panel each, with their figures."""
     from matplotlib.collections import PolyCollection
     from matplotlib.figure import Figure
+    from .focus_output import focus_markers
+    x0 = focus_markers(prob).items[0]["points"][0]
     fig = Figure(figsize=(4.2 * len(designs), 4.6))
     quads = prob.mesh.p[:, prob.mesh.t[:, prob.design]].transpose(2, 1, 0)
     for i, (name, x) in enumerate(designs.items()):
@@ -23,12 +25,15 @@ def save_designs(path: str, prob, designs: dict, figures: dict, beta: float) -> 
         pc.set_clim(0.0, 1.0)
         ax.add_collection(pc)
         ax.autoscale_view()
+        ax.plot(*x0, ls="none", marker="+", ms=11, mew=2.0, color="tab:red", gid="focus",
+                label="focal point x0")
         ax.set_aspect("equal")
         f = figures[name]
         ax.set_title(f"{TITLES.get(name, name)}\nE = {f['enhancement_nominal']:.1f}, worst "
                      f"{f['worst_on_grid']:.1f}, pf(MC) = {f['pf_mc']:.3f}", fontsize=10)
         ax.set_xlabel("x (nm)")
     fig.axes[0].set_ylabel("y (nm)")
+    fig.axes[0].legend(loc="lower left", fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path

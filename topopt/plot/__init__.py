@@ -4,6 +4,10 @@
 * `design3d`: the 3-D iso-surface (`design_figure_3d`, `save_design_3d`);
 * `history`: the convergence history (`history_figure`, `save_history`);
 * `markers`: the supports and loads drawn on both (`boundary_markers`);
+* `setup`: the whole setup a problem declares (`Markers`: supports, loads,
+  body loads, masses, heat sources, ports, springs, focal points, regions),
+  drawn by `symbols` (`draw_markers`, and the axes' lengths `draw_axes`);
+* `redraw`: a run folder's design drawn again with them (`redraw_design`);
 * `canvas`: what they share (`grid_indices`, the atomic PNG write);
 * `live`: a run's design and history redrawn in place (`live`, `Live`): a
   notebook's display handle, a script's window, nothing headless.
@@ -15,7 +19,10 @@ from .figures import design_figure, save_design
 from .history import history_figure, save_history, MAX_CONSTRAINT_LINES
 from .live import Live, live
 from .markers import boundary_markers
+from .setup import Markers, KINDS
+from .symbols import draw_markers, draw_axes
+from .redraw import redraw_design
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
-           'Live']
+           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes', 'redraw_design']

@@ -3,7 +3,8 @@
 A `topopt.grid.Grid` stands for its mesh: `grid_indices` numbers its
 elements without one, and a 2-D grid is drawn by the mesh figures as
 `_as_drawn` gives it (its bounding box as ``p``). Every PNG is written
-atomically and readable by others (0644).
+atomically and readable by others (0644), its title kept as its ``Title``
+text (`_png_title`).
 """
 
 from __future__ import annotations
@@ -83,6 +84,18 @@ def _element_values(mesh, x, dim: int, name: str, other: str) -> np.ndarray:
 
 
 def _save(fig: Figure, path: str) -> str:
+    """Write `fig` as a PNG (120 dpi) whose ``Title`` text is the figure's title."""
+    suptitle = getattr(fig, "_suptitle", None)
+    titles = [suptitle.get_text()] if suptitle is not None else []
+    titles += [ax.get_title() for ax in fig.axes]
+    title = next((t for t in titles if t), "")
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
+        fig.savefig(tmp, format="png", dpi=120, metadata={"Title": title} if title else None)
     return path
+
+
+def _png_title(path: str) -> str:
+    """The ``Title`` text of a PNG written by `_save` ("" without one)."""
+    from PIL import Image
+    with Image.open(path) as im:
+        return str(im.text.get("Title", "")) if hasattr(im, "text") else ""

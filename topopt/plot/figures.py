@@ -17,7 +17,9 @@ from matplotlib.figure import Figure
 
 from ..fem.mesh import element_centroids
 from .canvas import _element_values, _save, grid_indices
-from .markers import ARROW, PAD, _draw_loads, _draw_supports, _load_arrows, _marker_array, _mirrored
+from .markers import ARROW, PAD
+from .setup import _as_markers
+from .symbols import draw_axes, draw_markers, _marker_extent
 
 # the names this module held before the split, for code that imports them from here
 from .design3d import design_figure_3d, save_design_3d  # noqa: E402,F401
@@ -60,19 +62,47 @@ def _field_artist(ax, mesh, x, cmap, vmin, vmax, mirror, xlim, ylim):
     return art, (2 * x0 - x1 if mirror else x0, x1, y0, y1)
 
 
-def _limits(bbox, xlim, ylim, arrows, markers: bool):
-    """Axis limits: the window asked for, else the domain with its markers and arrows."""
+def _limits(bbox, xlim, ylim, extent, markers: bool):
+    """Axis limits: the window asked for, else the domain with its markers (`extent`:
+    every point they reach)."""
     if xlim is not None or ylim is not None:
         return (tuple(xlim) if xlim is not None else bbox[:2],
                 tuple(ylim) if ylim is not None else bbox[2:])
     x0, x1, y0, y1 = bbox
     pad = PAD * max(x1 - x0, y1 - y0) if markers else 0.0
     lo, hi = np.array([x0 - pad, y0 - pad]), np.array([x1 + pad, y1 + pad])
-    for ends in arrows:
-        if len(ends):
-            lo = np.minimum(lo, ends.min(axis=0) - pad / 2)
-            hi = np.maximum(hi, ends.max(axis=0) + pad / 2)
+    if len(extent):
+        lo = np.minimum(lo, extent.min(axis=0) - pad / 2)
+        hi = np.maximum(hi, extent.max(axis=0) + pad / 2)
     return (lo[0], hi[0]), (lo[1], hi[1])
+
+
+def _window(bbox, xlim, ylim):
+    """The part of the domain `bbox` inside a window ``xlim``, ``ylim`` (the axes' extent)."""
+    x0, x1, y0, y1 = bbox
+    if xlim is not None:
+        x0, x1 = max(x0, min(xlim)), min(x1, max(xlim))
+    if ylim is not None:
+        y0, y1 = max(y0, min(ylim)), min(y1, max(ylim))
+    return x0, x1, y0, y1
+
+
+def _layout(fig, ax, art, colorbar: bool, label: str, phases, entries) -> None:
+    """The figure's size from the axes' extent; the colour bar (right of tall designs,
+    below wide ones) and the legend of the labelled markers (`entries`) below."""
+    width, height = np.ptp(ax.get_xlim()), np.ptp(ax.get_ylim())
+    wide = width > 1.5 * height                     # colour bar below, else on the right
+    if wide:
+        fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if colorbar else 0.7))
+    else:
+        tall = min(6.0, 8 * height / width)
+        fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
+    if colorbar:
+        _colorbar(fig, ax, art, label, wide, phases)
+    if entries:
+        fig.legend(*zip(*entries), loc="outside lower center", ncols=min(len(entries), 4),
+                   frameon=False, fontsize=9, handlelength=1.6, columnspacing=1.2)
+        fig.set_size_inches(fig.get_size_inches() + (0, 0.3))
 
 
 def _phase_colours(phases, x):
@@ -97,7 +127,8 @@ def _colorbar(fig, ax, art, label: str, wide: bool, phases) -> None:
 
 def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax=1.0,
                   mirror: bool = False, xlim=None, ylim=None, colorbar: bool = True,
-                  label: str = "x_phys", supports=None, loads=None, phases=None) -> Figure:
+                  label: str = "x_phys", supports=None, loads=None, phases=None,
+                  markers=None, units: str = "", axes: bool = True) -> Figure:
     """A figure of the element field `x` on a 2-D mesh (black = 1) with a colour bar.
 
     Structured meshes are drawn as an image, others as polygons.
@@ -127,6 +158,14 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
         One colour per phase of a multi-material design: `x` holds each
         element's phase index (`topopt.design.phase_index`), the colour bar
         the labels (`cmap`, `vmin`, `vmax` are then unused).
+    markers : topopt.plot.Markers or its record, optional
+        The whole setup (`topopt.plot.setup.KINDS`: loads, masses, heat
+        sources, ports, springs, focal points, regions ...), drawn with the
+        `supports` and `loads`; a labelled marker gets a legend entry below.
+    units : str
+        The lengths' unit on the axes (``"nm"``); none by default.
+    axes : bool
+        Draw the x and y axes with ticks at the domain's ends (its lengths).
 
     Examples
     --------
@@ -141,37 +180,27 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     if phases is not None:
         cmap, vmin, vmax = _phase_colours(phases, x)
-    supports = _marker_array("supports", np.zeros((0, 4)) if supports is None else supports, 2)
-    loads = _marker_array("loads", np.zeros((0, 4)) if loads is None else loads, 2)
+    setup = _as_markers(markers, supports, loads, dim=2)
     fig = Figure(layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     art, bbox = _field_artist(ax, mesh, x, cmap, vmin, vmax, mirror, xlim, ylim)
     if mirror:
-        tol = 1e-9 * max(np.ptp(mesh.p[0]), 1.0)
-        supports, loads = _mirrored(supports, loads, float(mesh.p[0].min()), tol)
-    length = ARROW * max(bbox[1] - bbox[0], bbox[3] - bbox[2])
-    arrows = _load_arrows(loads, bbox, length) if loads.shape[1] == 4 and len(loads) else ()
-    (ax_x, ax_y) = _limits(bbox, xlim, ylim, arrows, bool(len(supports) or len(arrows)))
+        setup = setup.mirrored(float(mesh.p[0].min()), 1e-9 * max(np.ptp(mesh.p[0]), 1.0))
+    shown = _window(bbox, xlim, ylim)
+    length = ARROW * max(shown[1] - shown[0], shown[3] - shown[2])
+    (ax_x, ax_y) = _limits(bbox, xlim, ylim, _marker_extent(setup, bbox, length), bool(len(setup)))
     ax.set_xlim(*ax_x)
     ax.set_ylim(*ax_y)
     ax.set_aspect("equal")
-    ax.set_axis_off()
-    if len(supports):
-        _draw_supports(ax, supports, bbox)
-    if len(arrows):
-        _draw_loads(ax, *arrows)
-    width, height = np.ptp(ax_x), np.ptp(ax_y)
-    wide = width > 1.5 * height                     # colour bar below, else on the right
-    if wide:
-        fig.set_size_inches(8, min(7.2 * height / width, 9) + (1.6 if colorbar else 0.7))
+    if axes:
+        draw_axes(ax, shown, units)
     else:
-        tall = min(6.0, 8 * height / width)
-        fig.set_size_inches(tall * width / height + (1.5 if colorbar else 0.4), tall + 0.7)
-    if colorbar:
-        _colorbar(fig, ax, art, label, wide, phases)
+        ax.set_axis_off()
+    entries = draw_markers(ax, setup, bbox, length)
+    _layout(fig, ax, art, colorbar, label, phases, entries)
     if title:
-        ax.set_title(title, fontsize=10)
+        fig.suptitle(title, fontsize=10)
     return fig
 
 

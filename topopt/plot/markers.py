@@ -1,14 +1,14 @@
 """The supports (triangles) and loads (arrows) drawn on a design figure.
 
 `boundary_markers` reads them from a model as point arrays; the 2-D figure
-mirrors them for a half-symmetric model and draws them (`_draw_supports`,
-`_draw_loads`), the 3-D figure draws the same arrays.
+draws them with the rest of a problem's setup (`topopt.plot.Markers`, drawn
+by `topopt.plot.symbols`: supports by `_draw_supports`, load arrows placed
+by `_load_arrows`), the 3-D figure draws the same arrays.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import offset_copy
 
 from .._validate import check_int
@@ -119,30 +119,6 @@ def _marker_array(name: str, a, dim: int) -> np.ndarray:
     return a
 
 
-def _mirrored(supports, loads, x0: float, tol: float):
-    """Supports and loads of the whole structure from a half model mirrored about x = x0.
-
-    On the symmetry line a support fixing x alone is the symmetry condition
-    (dropped) and a load is drawn once; everything else also at its mirror
-    image, with the x component of a load reversed.
-    """
-    def reflect(a, flip):
-        b = a.copy()
-        b[:, 0] = 2 * x0 - b[:, 0]
-        if flip and b.shape[1] == 4:
-            b[:, 2] = -b[:, 2]
-        return b
-
-    out = []
-    for a, flip in ((supports, False), (loads, True)):
-        on = np.abs(a[:, 0] - x0) <= tol
-        if not flip and a.shape[1] == 4:
-            on_symmetry = on & (a[:, 2] > 0) & (a[:, 3] == 0)
-            a, on = a[~on_symmetry], on[~on_symmetry]
-        out.append(np.concatenate([a, reflect(a[~on], flip)]))
-    return out
-
-
 def _support_markers(supports, bbox):
     """Marker and offset direction of each support: a triangle pointing at the node.
 
@@ -205,10 +181,3 @@ def _load_arrows(loads, bbox, length):
     tail = np.where(inside[:, None], p, tail)
     tip = np.where(inside[:, None], p + d, p)
     return tail, tip
-
-
-def _draw_loads(ax, tails, tips) -> None:
-    for a, b in zip(tails, tips):
-        ax.add_patch(FancyArrowPatch(tuple(a), tuple(b), arrowstyle="-|>", mutation_scale=14,
-                                     color=LOAD_COLOR, lw=1.8, gid="load", zorder=5,
-                                     shrinkA=0, shrinkB=0, clip_on=False))
