@@ -87,15 +87,11 @@ def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
                       weight=weight, gamma=-gravity[1], point_load=1.0,
                       interpolation=interpolation, q=q, penal=penal, maxeval=maxeval,
                       model="half, symmetric about x = 0")
-        from topopt.plot import redraw_design
-        from topopt.plot.markers import boundary_markers
-        supports, loads = boundary_markers(model, f)
         write_results(out, mesh, result, setup_, title=f"Arch {2 * nelx}x{nely}, "
                       f"weight {weight:g} P, {interpolation}", mirror=True,
                       point_data=problem.nodal_state(result["u"]),
                       constraint_names=[f"volume V / {volfrac:g} - 1"],
-                      objective_scale=problem.c0, supports=supports, loads=loads)
-        redraw_design(out, markers(model, f, nelx, nely))
+                      objective_scale=problem.c0, markers=markers(model, f, nelx, nely))
         save_load_ratio(os.path.join(out, "ratio.png"), penal=penal, q=q)
     return result
 

@@ -98,8 +98,6 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
-        from topopt.plot import redraw_design
-        from topopt.plot.markers import boundary_markers
         setup_record = dict(problem="buckling_column", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_beta=list(BETAS), penal=problem.penal,
                             penal_G=problem.penal_G, Emin=problem.Emin, n_modes=N_MODES,
@@ -109,8 +107,7 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0
                       title=f"clamped-free column {nelx}x{nely}",
                       point_data=problem.mode_shape(result.x_phys), objective="lambda1",
                       symbol="λ1", constraint_names=["V/Vmax - 1"],
-                      supports=boundary_markers(model)[0])
-        redraw_design(out, markers(model, f, passive))
+                      markers=markers(model, f, passive))
     return result
 
 

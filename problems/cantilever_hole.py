@@ -72,10 +72,7 @@ def run(nelx: int = 45, nely: int = 30, volfrac: float = 0.5, rmin: float = 1.5,
                             sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
                             verbose=verbose, notes=dict(hole_centre=[cx, cy], hole_radius=r,
                                                         passive_void=int(passive.void.size)),
-                            **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, f, passive))
+                            markers=markers(model, f, passive), **options)
     return result
 
 

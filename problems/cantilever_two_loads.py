@@ -60,10 +60,8 @@ def run(nelx: int = 30, nely: int = 30, volfrac: float = 0.4, rmin: float = 1.2,
     result = run_compliance("cantilever_two_loads", problem,
                             title=f"Cantilever, two load cases, {nelx}x{nely}",
                             sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
-                            verbose=verbose, notes=dict(load_cases=2), **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, f))
+                            verbose=verbose, notes=dict(load_cases=2),
+                            markers=markers(model, f), **options)
     return result
 
 

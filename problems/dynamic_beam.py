@@ -97,7 +97,7 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.5, rmin: float = 2.0,
         compliance_static=static["compliance"],
         omega1_uniform=float(probe.eigenfrequencies(np.full(model.n_el, volfrac))[0]))
     if out is not None:
-        from topopt.plot import Markers, redraw_design
+        from topopt.plot import Markers
         sweep = [problem.frequency_response(x, SWEEP * omega1)
                  for x in (static.x_phys, result.x_phys)]
         result.metrics["sweep"] = {"omega": list(SWEEP * omega1), "static": list(sweep[0]),
@@ -113,8 +113,8 @@ def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.5, rmin: float = 2.0,
                       point_data={f"displacement_{part}": model.nodal_values(
                           getattr(result.arrays["u"], part)) for part in ("real", "imag")},
                       objective_scale=problem.c0, constraint_names=["V/Vmax - 1"],
+                      markers=Markers.of(model, f, labels={"load": "harmonic load f cos(ωt)"}),
                       pictures={"static": (static.x_phys, title)})
-        redraw_design(out, Markers.of(model, f, labels={"load": "harmonic load f cos(ωt)"}))
         _response_figure(os.path.join(out, "response.png"), SWEEP, sweep, ratio)
     return result
 

@@ -107,8 +107,6 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
     result = problem.run(stages=stages, verbose=verbose, checkpoint=checkpoint,
                          resume=resume)
     if out is not None:
-        from topopt.plot import redraw_design
-        from topopt.plot.markers import boundary_markers
         setup_record = dict(problem="eigen_beam", nelx=nelx, nely=nely, volfrac=volfrac,
                             rmin=rmin, stage_rmin=[f * rmin for f in RADII], mass=mass,
                             supports=supports, penal=problem.penal, Emin=problem.Emin,
@@ -121,8 +119,7 @@ def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0
                           *(f"β - λ{j + 1}/λref" for j in range(N_MODES)), "V/Vmax - 1"],
                       objective_scale=result["omega1_uniform"],
                       objective_label="fundamental frequency ω1",
-                      supports=boundary_markers(model)[0])
-        redraw_design(out, markers(model, M0, mass))
+                      markers=markers(model, M0, mass))
     return result
 
 

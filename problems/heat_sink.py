@@ -75,10 +75,8 @@ def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
     result = run_compliance("heat_sink", problem, title=f"Heat sink {nelx}x{nely}",
                             sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
                             verbose=verbose, notes=dict(q=Q, k_min=K_MIN,
-                                                        sink_length=nely / 10), **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, nelx, nely))
+                                                        sink_length=nely / 10),
+                            markers=markers(model, nelx, nely), **options)
     return result
 
 

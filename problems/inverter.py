@@ -72,10 +72,8 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
     result = run_mechanism("inverter", problem, title=f"Inverter {nelx}x{nely}", mirror=True,
                            sizes=dict(nelx=nelx, nely=nely), out=out, maxeval=maxeval,
                            verbose=verbose, notes=dict(k_in=k_in, k_out=k_out, f_in=1.0,
-                                                       hold=problem.hold), **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, f, nely))
+                                                       hold=problem.hold),
+                           markers=markers(model, f, nely), **options)
     return result
 
 

@@ -110,10 +110,7 @@ def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float
                    passive_solid=int(passive.solid.size)),
         plot=dict(pictures={"domain": (domain_picture(m, passive), "The design domain: "
                                        f"{m.t.shape[1]} triangles, the bosses black")}),
-        **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, f, passive))
+        markers=markers(model, f, passive), **options)
     return result
 
 

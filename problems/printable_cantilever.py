@@ -79,10 +79,8 @@ def run(nelx: int = 120, nely: int = 40, volfrac: float = 0.5, rmin: float = 2.0
                             verbose=verbose, notes=dict(direction=direction,
                                                         overhang_filter=not unfiltered,
                                                         P=40.0, eps=1e-4, xi0=0.5),
-                            **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, f, nelx, nely, None if unfiltered else direction))
+                            markers=markers(model, f, nelx, nely,
+                                            None if unfiltered else direction), **options)
     return result
 
 

@@ -68,8 +68,6 @@ def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
 
 def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -> None:
     """The intermediate design (`write_results`), the eroded and dilated blueprints' pictures."""
-    from topopt.plot.markers import boundary_markers
-    supports, loads = boundary_markers(problem.model, problem.f)
     pictures = {name: (result["blueprint_designs"][k], f"{name} blueprint: u_out = "
                        f"{result['blueprints'][name]['u_out']:.4g}")
                 for k, name in ((0, "eroded"), (2, "dilated"))}
@@ -78,9 +76,7 @@ def write(out: str, problem: MechanismProblem, result: RunResult, setup: dict) -
                   point_data=problem.nodal_state(result["u"]), objective="u_out",
                   symbol="u_out", constraint_names=robust_constraint_names(problem),
                   objective_scale=problem.u_scale, objective_label="max of the three u_out (z)",
-                  supports=supports, loads=loads, pictures=pictures)
-    from topopt.plot import redraw_design
-    redraw_design(out, markers(problem.model, problem.f, setup["nely"]))
+                  markers=markers(problem.model, problem.f, setup["nely"]), pictures=pictures)
 
 
 def summary(result: RunResult) -> str:

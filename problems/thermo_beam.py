@@ -98,10 +98,8 @@ def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0
                                                         q_beta=q_beta, nu=NU, kmin=K_MIN,
                                                         plane="stress",
                                                         model="half, symmetric about x = 0"),
+                            markers=markers(model, thermal, f, Q if alpha > 0 else None),
                             **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, thermal, f, Q if alpha > 0 else None))
     return result
 
 

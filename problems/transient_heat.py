@@ -102,10 +102,8 @@ def run(nelx: int = 40, nely: int = 60, volfrac: float = 0.5, rmin: float = 2.0,
                             verbose=verbose, plot=plot, notes=dict(
                                 steps=steps, end=end, dt=dt, theta=theta, capacity=CAPACITY,
                                 xmin=XMIN, heaters=[list(hh) for hh in HEATERS],
-                                rmin_elements=rmin), **options)
-    if out is not None:
-        from topopt.plot import redraw_design
-        redraw_design(out, markers(model, Q), units="m")
+                                rmin_elements=rmin),
+                            markers=markers(model, Q), units="m", **options)
     return result
 
 

@@ -614,9 +614,10 @@ def test_axes_give_the_lengths_in_units():
     assert not plot.design_figure(mesh, np.ones(18), axes=False).axes[0].axison
 
 
-def test_redraw_keeps_the_title_and_show_draws_the_markers(tmp_path, monkeypatch):
-    """`redraw_design` draws the folder's design again under the same title with the
-    markers, keeps them in result.json, and `topopt show` draws them from there."""
+def test_write_results_draws_the_markers_once_and_show_draws_them(tmp_path, monkeypatch):
+    """`write_results(markers=, units=)` draws design.png once, with the markers and the
+    unit, under the run's title; keeps them in result.json, and `topopt show` draws them
+    from there."""
     from PIL import Image
     from topopt.cli.command import show_image
     from topopt.io.designs import load_design
@@ -625,21 +626,56 @@ def test_redraw_keeps_the_title_and_show_draws_the_markers(tmp_path, monkeypatch
     model, f = cantilever()
     r = RunResult("success", None, 1, None, None, {"compliance": 2.5}, x=np.ones(8),
                   x_phys=np.ones(8), history=[{"objective": 1.0}])
-    write_results(str(tmp_path), model.mesh, r, {"problem": "demo"}, title="demo")
-    title = Image.open(tmp_path / "design.png").text["Title"]
-    assert title == "demo: c = 2.5"
     m = plot.Markers.of(model, f).add("mass", [(2.0, 1.0)], label="mass")
-    plot.redraw_design(str(tmp_path), m, units="m")
-    assert Image.open(tmp_path / "design.png").text["Title"] == title
-    record = json.load(open(tmp_path / "result.json"))
-    assert [k["kind"] for k in record["plot"]["markers"]] == ["support", "load", "mass"]
-    seen = {}
+    drawn = []
     real = plot.figures.save_design
     monkeypatch.setattr(plot.figures, "save_design",
-                        lambda *a, **kw: seen.update(kw) or real(*a, **kw))
+                        lambda *a, **kw: drawn.append((a[2], kw)) or real(*a, **kw))
+    write_results(str(tmp_path), model.mesh, r, {"problem": "demo"}, title="demo", markers=m,
+                  units="m")
+    (path, kw), = drawn                                  # one picture, drawn once
+    assert os.path.basename(path) == "design.png" and kw["units"] == "m"
+    assert plot.Markers.from_record(kw["markers"]).kinds() == ["support", "load", "mass"]
+    assert Image.open(tmp_path / "design.png").text["Title"] == "demo: c = 2.5"
+    record = json.load(open(tmp_path / "result.json"))
+    assert [k["kind"] for k in record["plot"]["markers"]] == ["support", "load", "mass"]
+    assert record["plot"]["units"] == "m" and "supports" not in record["plot"]
+    drawn.clear()
     show_image(load_design(str(tmp_path)), record)
+    (_, seen), = drawn
     assert plot.Markers.from_record(seen["markers"]).kinds() == ["support", "load", "mass"]
     assert seen["units"] == "m"
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(markers=[{"kind": "mass"}]), TypeError, "markers must be a topopt.plot.Markers"),
+    (dict(markers="support"), TypeError, "markers must be a topopt.plot.Markers"),
+    (dict(units=1), TypeError, "units must be a str"),
+    (dict(markers=plot.Markers(), supports=np.zeros((1, 4))), ValueError, "give markers alone"),
+    (dict(markers=plot.Markers(3)), ValueError, "markers are 3-D; the mesh is 2-D"),
+])
+def test_write_results_refuses_markers(tmp_path, kwargs, error, match):
+    """A wrong `markers` or `units` names the argument; nothing is written."""
+    from topopt.io.folder import write_results
+    from topopt.io.result import RunResult
+    model, _ = cantilever()
+    r = RunResult("success", None, 1, None, None, {"compliance": 2.5}, x=np.ones(8),
+                  x_phys=np.ones(8), history=[{"objective": 1.0}])
+    with pytest.raises(error, match=match):
+        write_results(str(tmp_path / "out"), model.mesh, r, {}, title="t", **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_compliance_refuses_markers_before_the_first_solve(tmp_path):
+    """run_compliance checks `markers` before the problem runs: no folder, no solve."""
+    from topopt.io.folder import run_compliance
+    model, f = cantilever()
+    problem = ComplianceProblem(model, f, 0.5, 1.5)
+    problem.run = lambda **kw: pytest.fail("the problem ran")
+    with pytest.raises(TypeError, match="markers must be a topopt.plot.Markers"):
+        run_compliance("demo", problem, title="t", sizes={}, out=str(tmp_path / "out"),
+                       markers=plot.boundary_markers(model, f))
+    assert not (tmp_path / "out").exists()
 
 
 def test_focus_designs_show_the_focal_point(tmp_path, monkeypatch):

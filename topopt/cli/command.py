@@ -192,7 +192,7 @@ def show_image(design: dict, record: dict):
 
     `design` is `topopt.io.load_design`'s record, `record` the folder's
     ``result.json``: its ``plot`` settings (`topopt.formulations.plot_record`:
-    supports, loads or the whole setup's markers (`topopt.plot.redraw_design`),
+    supports, loads or the whole setup's markers (`topopt.io.write_results`),
     the mirrored half model, a window, the objective's
     unit, the constraints' names) make the pictures of the run itself. A
     ``result.json`` without them gives the design alone and the objective
@@ -210,7 +210,7 @@ def show_image(design: dict, record: dict):
              f"{result.get('status', record.get('status', ''))}, "
              f"{result.get('evaluations', record.get('evaluations', '?'))} evaluations")
     markers = {k: settings[k] for k in ("supports", "loads") if settings.get(k)}
-    if settings.get("markers"):           # the whole setup (topopt.plot.redraw_design)
+    if settings.get("markers"):           # the whole setup (write_results' markers=)
         markers = {"markers": settings["markers"], "units": settings.get("units", "")}
     window = {k: settings[k] for k in ("xlim", "ylim") if settings.get(k)}
     images = []

@@ -88,8 +88,8 @@ def write_focus(out: str, prob, result: RunResult, u, objective_label: str = G_L
     save_design(prob.mesh, E, os.path.join(out, "field.png"), cmap="hot", vmin=0.0, vmax=30.0,
                 title=f"|E| / |E_inc|, enhancement at x0 = {result['field_enhancement']:.1f}",
                 label="|E| / |E_inc|", markers=markers, units="nm", **s.window)
-    record = plot_record(result.history, objective_label, objective_scale, **s.window)
-    record["plot"].update(markers=markers.record(), units="nm")
+    record = plot_record(result.history, objective_label, objective_scale, **s.window,
+                         markers=markers, units="nm")
     if history_title is None:
         history_title = "EM focusing, stages beta = " + ", ".join(f"{b:g}" for b in s.betas)
     save_history(result.history, os.path.join(out, "history.png"), title=history_title,

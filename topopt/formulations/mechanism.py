@@ -252,7 +252,8 @@ def run_mechanism(name: str, problem: MechanismProblem, *, title: str, sizes: di
     """Optimize a mechanism of a problem script; write its results to `out`.
 
     As `topopt.formulations.run_compliance`: `sizes` and `notes` go into
-    ``setup``; the design's title quotes ``u_out``.
+    ``setup``, `options` (``markers``, ``units``, ``checkpoint``, ...) to it;
+    the design's title quotes ``u_out``.
     """
     return run_compliance(name, problem, title=title, sizes=sizes, out=out, maxeval=maxeval,
                           verbose=verbose, mirror=mirror, notes=notes, plot=dict(

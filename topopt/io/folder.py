@@ -114,7 +114,8 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
                   objective: str = "compliance", symbol: str = "c",
                   constraint_names: Sequence[str] | None = None, *,
                   objective_scale: float | None = None, objective_label: str | None = None,
-                  supports=None, loads=None, pictures: dict | None = None) -> dict:
+                  supports=None, loads=None, markers=None, units: str = "",
+                  pictures: dict | None = None) -> dict:
     """Write ``design.png``, ``history.png``, ``result.json`` (no arrays) and the design to `out`.
 
     Parameters
@@ -141,6 +142,15 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
         and `symbol` when `objective_scale` is given.
     supports, loads : arrays, optional
         `topopt.plot.boundary_markers` of the model: drawn on the design.
+    markers : topopt.plot.Markers, optional
+        The whole setup of a 2-D design, in place of `supports` and `loads`
+        (`topopt.plot.Markers.of` holds them; give one or the other): its
+        masses, heat sources, ports, springs, regions ... drawn on the design
+        and kept in ``result.json`` for ``topopt show``; in the half model's
+        coordinates for a mirrored design.
+    units : str
+        The lengths' unit on the axes of a 2-D design (``"m"``, ``"nm"``), kept
+        in ``result.json`` too; none by default.
     pictures : dict, optional
         More designs drawn beside it: ``{"eroded": (x_phys, title)}`` writes
         ``eroded.png`` (2-D, mirrored as the design is).
@@ -161,13 +171,15 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
     if mirror and dim != 2:
         raise ValueError(f"mirror=True draws a 2-D half model whole; the mesh is "
                          f"{dim}-D")
+    _check_markers(markers, units, dim, supports, loads)
     if objective_label is None:
         name = objective.replace("_", " ")
         objective_label = ("objective as minimized" if objective_scale is None else
                            symbol if name == symbol else f"{name} {symbol}")
     record = plot_record(result.history, objective_label,
                          1.0 if objective_scale is None else objective_scale,
-                         constraint_names, mirror, supports, loads)
+                         constraint_names, mirror, supports, loads, markers=markers,
+                         units=units)
     with signals_held():
         payload = _write_results(out, mesh, result, setup, title, point_data, objective,
                                  symbol, record)
@@ -177,13 +189,15 @@ def write_results(out: str, mesh, result: RunResult, setup: dict, title: str,
 
 def plot_record(history: Sequence[dict], objective_label: str, objective_scale: float = 1.0,
                 constraint_names: Sequence[str] | None = None, mirror: bool = False,
-                supports=None, loads=None, xlim=None, ylim=None) -> dict:
+                supports=None, loads=None, xlim=None, ylim=None, markers=None,
+                units: str = "") -> dict:
     """The histories and plot settings that ``result.json`` keeps (``topopt show``).
 
     ``objective_history`` (as minimized), ``constraint_history``,
     ``stage_history`` (continuation runs) and ``plot``: the keywords of
     `topopt.plot.history_figure` and `topopt.plot.design_figure` (``mirror``,
-    ``supports``, ``loads``, the window ``xlim``, ``ylim``).
+    ``supports``, ``loads``, the window ``xlim``, ``ylim``, the whole setup's
+    ``markers``, a `topopt.plot.Markers` kept as its record, and ``units``).
 
     Examples
     --------
@@ -192,6 +206,7 @@ def plot_record(history: Sequence[dict], objective_label: str, objective_scale: 
     >>> r["objective_history"], r["plot"]["objective_scale"], r["plot"]["constraint_names"]
     ([0.5], 400.0, ['V / 0.5 - 1'])
     """
+    _check_markers(markers, units)
     scale = float(objective_scale)
     if not np.isfinite(scale) or scale == 0:
         raise ValueError(f"objective_scale must be finite and non-zero, got {objective_scale!r}")
@@ -206,7 +221,40 @@ def plot_record(history: Sequence[dict], objective_label: str, objective_scale: 
     record["plot"] = {"objective_label": objective_label, "objective_scale": scale,
                       "constraint_names": None if constraint_names is None else
                       list(constraint_names), "mirror": bool(mirror), **arrays}
+    if markers is not None:
+        record["plot"]["markers"] = markers.record()
+    if units:
+        record["plot"]["units"] = units
     return record
+
+
+def _check_markers(markers, units: str = "", dim: int | None = None, supports=None,
+                  loads=None) -> None:
+    """Refuse `markers` that are not a `topopt.plot.Markers` of a `dim`-D design, or
+    given with `supports` / `loads`, and `units` that are not a str (of a 2-D design).
+
+    Examples
+    --------
+    >>> _check_markers([{"kind": "mass"}])
+    Traceback (most recent call last):
+    ...
+    TypeError: markers must be a topopt.plot.Markers or None, got list
+    """
+    from ..plot.setup import Markers
+    if markers is not None and not isinstance(markers, Markers):
+        raise TypeError(f"markers must be a topopt.plot.Markers or None, got "
+                        f"{type(markers).__name__}")
+    if not isinstance(units, str):
+        raise TypeError(f"units must be a str (\"m\", \"nm\"; \"\" for none), got "
+                        f"{type(units).__name__}")
+    if markers is not None and (supports is not None or loads is not None):
+        raise ValueError("markers replace supports and loads (topopt.plot.Markers.of(model, "
+                         "f) holds them): give markers alone")
+    if dim is not None and dim != 2 and (markers is not None or units):
+        raise ValueError(f"markers and units are drawn on a 2-D design; the mesh is {dim}-D: "
+                         "give its supports and loads")
+    if dim is not None and markers is not None and markers.dim != dim:
+        raise ValueError(f"markers are {markers.dim}-D; the mesh is {dim}-D")
 
 
 def _write_pictures(out: str, mesh, pictures: dict, mirror: bool) -> None:
@@ -230,7 +278,7 @@ def _write_results(out, mesh, result, setup, title, point_data, objective, symbo
     plot = record["plot"]
     half = " (half model, drawn whole)" if plot["mirror"] else ""
     label = f"{title}{half}: {symbol} = {result[objective]:.4g}"
-    markers = {k: plot[k] for k in ("supports", "loads") if k in plot}
+    markers = {k: plot[k] for k in ("supports", "loads", "markers", "units") if k in plot}
     path = os.path.join(out, "design.png")
     if _dim(mesh) == 2:
         save_design(_as_drawn(mesh), result.x_phys, path, title=label, mirror=plot["mirror"],
@@ -265,7 +313,7 @@ def write_json(path: str, payload: dict) -> None:
 def run_compliance(name: str, problem, *, title: str, sizes: dict,
                    out: str | None = None, maxeval: int = 300, verbose: bool = False,
                    mirror: bool = False, notes: dict | None = None, plot: dict | None = None,
-                   **options) -> RunResult:
+                   markers=None, units: str = "", **options) -> RunResult:
     """Optimize a compliance problem of a problem script; write its results to `out`.
 
     Parameters
@@ -291,10 +339,17 @@ def run_compliance(name: str, problem, *, title: str, sizes: dict,
         `write_results` keywords that replace the compliance's (``objective``,
         ``symbol``, ``constraint_names``, ``objective_scale``, ...): a subclass
         such as `topopt.formulations.MechanismProblem` reports its own response.
+    markers, units
+        The whole setup drawn on a 2-D design and its lengths' unit
+        (`write_results`); checked before the first solve.
 
-    The pictures show the supports and loads (`topopt.plot.boundary_markers`),
-    the history the compliance ``c = c0 * (c / c0)`` and the volume constraint.
+    The pictures show the supports and loads (`topopt.plot.boundary_markers`,
+    or `markers`), the history the compliance ``c = c0 * (c / c0)`` and the
+    volume constraint.
     """
+    model = problem.model
+    mesh = model.grid if isinstance(getattr(model, "grid", None), Grid) else model.mesh
+    _check_markers(markers, units, mesh.dim if isinstance(mesh, Grid) else mesh.p.shape[0])
     if out is not None:
         check_writable_folder(out, "out")
     result = problem.run(maxeval=maxeval, verbose=verbose, **options)
@@ -303,16 +358,16 @@ def run_compliance(name: str, problem, *, title: str, sizes: dict,
                      penal=problem.penal, filter=problem.filter_name, maxeval=maxeval,
                      **(notes or {}))
         from ..plot.markers import boundary_markers
-        supports, loads = boundary_markers(problem.model, problem.f)
+        setting = (dict(markers=markers, units=units) if markers is not None else
+                   dict(zip(("supports", "loads"), boundary_markers(problem.model, problem.f)),
+                        units=units))
         labels = dict(constraint_names=[f"volume V / {problem.volfrac:g} - 1"],
                       objective_scale=problem.objective_scale, objective_label=None
                       if problem.model.components > 1 else "thermal compliance c")
-        model = problem.model
-        write_results(out, model.grid if isinstance(getattr(model, "grid", None), Grid)
-                      else model.mesh, result, setup=setup, mirror=mirror,
+        write_results(out, mesh, result, setup=setup, mirror=mirror,
                       title=f"{title}, {problem.filter_name} filter",
-                      point_data=problem.nodal_state(result["u"]), supports=supports,
-                      loads=loads, **(labels | (plot or {})))
+                      point_data=problem.nodal_state(result["u"]), **setting,
+                      **(labels | (plot or {})))
     return result
 
 

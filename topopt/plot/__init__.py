@@ -6,8 +6,8 @@
 * `markers`: the supports and loads drawn on both (`boundary_markers`);
 * `setup`: the whole setup a problem declares (`Markers`: supports, loads,
   body loads, masses, heat sources, ports, springs, focal points, regions),
-  drawn by `symbols` (`draw_markers`, and the axes' lengths `draw_axes`);
-* `redraw`: a run folder's design drawn again with them (`redraw_design`);
+  drawn by `symbols` (`draw_markers`, and the axes' lengths `draw_axes`) and
+  kept with a run (`topopt.io.write_results`'s ``markers``);
 * `canvas`: what they share (`grid_indices`, the atomic PNG write);
 * `live`: a run's design and history redrawn in place (`live`, `Live`): a
   notebook's display handle, a script's window, nothing headless.
@@ -21,8 +21,7 @@ from .live import Live, live
 from .markers import boundary_markers
 from .setup import Markers, KINDS
 from .symbols import draw_markers, draw_axes
-from .redraw import redraw_design
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
-           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes', 'redraw_design']
+           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes']

@@ -8,8 +8,9 @@ that have one, a direction per point) and an optional label, which puts it
 in the picture's legend.
 `Markers.of` reads the supports, loads and springs of a model;
 `topopt.plot.design_figure` draws them all (`topopt.plot.symbols`);
-`record` / `from_record` keep them in ``result.json`` (``topopt show``),
-and `redraw_design` draws a run folder's ``design.png`` again with them.
+`topopt.io.write_results` (``markers=``) draws a run's ``design.png`` with
+them and keeps them in ``result.json`` (`record` / `from_record`), from
+which ``topopt show`` draws them again.
 """
 
 from __future__ import annotations
