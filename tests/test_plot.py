@@ -666,6 +666,18 @@ def test_write_results_refuses_markers(tmp_path, kwargs, error, match):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("kwargs", [dict(markers=plot.Markers(3)), dict(units="mm")])
+def test_write_results_refuses_markers_of_a_3d_design(tmp_path, kwargs):
+    """The iso-surface takes supports and loads only: markers or units are refused."""
+    from topopt.io.folder import write_results
+    from topopt.io.result import RunResult
+    r = RunResult("success", None, 1, None, None, {"compliance": 2.5}, x=np.ones(8),
+                  x_phys=np.ones(8), history=[{"objective": 1.0}])
+    with pytest.raises(ValueError, match="drawn on a 2-D design; the mesh is 3-D"):
+        write_results(str(tmp_path / "out"), fem.box(2, 2, 2), r, {}, title="t", **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
 def test_run_compliance_refuses_markers_before_the_first_solve(tmp_path):
     """run_compliance checks `markers` before the problem runs: no folder, no solve."""
     from topopt.io.folder import run_compliance
