@@ -36,6 +36,7 @@ from topopt.optimize.driver import Stage
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_file, check_writable_folder
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "eigen_beam")
@@ -84,6 +85,7 @@ def setup(nelx: int, nely: int, volfrac: float = 0.5, mass: float = 0.2,
     return mesh, model, M0
 
 
+@keywords
 def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0,
         mass: float = 0.2, supports: str = "clamped", maxeval: int = 80,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

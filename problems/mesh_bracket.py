@@ -40,6 +40,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "mesh_bracket")
@@ -87,6 +88,7 @@ def stages(maxeval: int) -> list[Stage]:
             for n, b in zip(counts, BETAS) if n > 0]
 
 
+@keywords
 def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float = 3.0,
         filter: str = "density", maxeval: int = 300, solver: str = "auto",
         out: str | None = None, verbose: bool = False, **options) -> RunResult:

@@ -37,6 +37,7 @@ from topopt.cli.script import Option, compliance_options, positive_float, positi
 from topopt.formulations.transient_heat import TransientHeatProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "transient_heat")
@@ -77,6 +78,7 @@ def setup(nelx: int, nely: int, steps: int, end: float):
     return model, Q, s, L, dt
 
 
+@keywords
 def run(nelx: int = 40, nely: int = 60, volfrac: float = 0.5, rmin: float = 2.0,
         penal: float = 3.0, filter: str = "density", steps: int = 50, end: float = 0.1,
         theta: float = 1.0, maxeval: int = 60, solver: str = "auto", out: str | None = None,

@@ -29,11 +29,12 @@ from typing import Iterable
 import numpy as np
 
 from . import ad
+from ._keywords import check_keywords_of, keyword_error, keywords  # noqa: F401 (re-exported)
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_sequence",
            "check_mapping",
-           "check_keywords",
+           "check_keywords", "keyword_error", "keywords", "check_keywords_of",
            "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
            "check_load",
            "check_indices", "interval", "warn"]
@@ -218,7 +219,8 @@ def check_mapping(name: str, value) -> dict:
 
 
 def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> None:
-    """`TypeError` naming every keyword of `given` not in `known`.
+    """`TypeError` naming every keyword of `given` not in `known`, with the
+    closest known name of each (``difflib``).
 
     Examples
     --------
@@ -226,12 +228,13 @@ def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> No
     >>> check_keywords("run", ["maxeval", "maxevals"], ["maxeval", "verbose"])
     Traceback (most recent call last):
     ...
-    TypeError: run got unknown keyword(s) ['maxevals']; known: ['maxeval', 'verbose']
+    TypeError: run got unknown keyword(s) ['maxevals'] (did you mean \
+'maxeval'?); known: ['maxeval', 'verbose']
     """
     known = tuple(known)
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise TypeError(f"{where} got unknown keyword(s) {unknown}; known: {sorted(known)}")
+        raise keyword_error(where, unknown, known)
 
 
 def check_real_array(name: str, x) -> np.ndarray:

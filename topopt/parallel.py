@@ -49,7 +49,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ._validate import check_callable, check_int, check_seed, check_sequence
+from ._keywords import check_keywords_of as _check_keywords_of
+from ._validate import check_callable, check_int, \
+    check_seed, check_sequence
 
 __all__ = ["Builder", "sweep", "multistart", "MultistartResult", "spawn_seeds", "DEFAULT_TASKS"]
 
@@ -428,3 +430,6 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
     n = check_int("n", n, 0, what="number of seeds")
     return [int(s.generate_state(1, np.uint64)[0])
             for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -8,3 +8,7 @@ from .driver import (minimize, Result)
 
 __all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint', 'CheckpointError',
            'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

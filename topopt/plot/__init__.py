@@ -19,3 +19,7 @@ from .markers import boundary_markers
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
            'Live']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one
