@@ -114,7 +114,9 @@ def check_keywords_of(namespace: dict, names: Iterable[str]) -> None:
     checked = {}
     for name in names:
         obj = namespace.get(name)
-        if inspect.isfunction(obj):
+        if inspect.isfunction(obj) and hasattr(obj, "_impl"):
+            _check_primitive(obj)
+        elif inspect.isfunction(obj):
             checked[id(obj)] = (obj, keywords(obj))
         elif inspect.isclass(obj) and not issubclass(obj, BaseException) \
                 and obj.__module__.startswith("topopt."):
@@ -126,6 +128,19 @@ def check_keywords_of(namespace: dict, names: Iterable[str]) -> None:
         for attr, value in list(module.items()):
             if id(value) in checked and checked[id(value)][0] is value:
                 module[attr] = checked[id(value)][1]
+
+
+def _check_primitive(fun) -> None:
+    """`keywords` for the function inside a `topopt.ad.primitive` `fun`, in place: the
+    primitive stays the object its rules are registered for."""
+    impl = fun._impl
+    if getattr(impl, "__keywords_checked__", False):
+        return
+    out = keywords(impl, fun.__qualname__)
+    cells = [c for c in fun.__closure__ or () if c.cell_contents is impl]
+    for cell in cells:                   # the untraced call, `fun(*args, **kwargs)`
+        cell.cell_contents = out
+    fun._impl = out                      # the rules' calls
 
 
 def _check_methods(cls) -> None:

@@ -37,7 +37,7 @@ __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int"
            "check_keywords", "keyword_error", "keywords", "check_keywords_of",
            "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
            "check_load",
-           "check_indices", "interval", "warn"]
+           "check_indices", "check_grid_index", "check_factor", "interval", "warn"]
 
 
 class TopoptWarning(UserWarning):
@@ -372,6 +372,51 @@ def check_indices(name: str, idx, n: int, what: str = "indices") -> np.ndarray:
         at = k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))
         raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position {at}")
     return arr.astype(np.int64, copy=False)
+
+
+def check_grid_index(name: str, ijk, shape, what: str = "index") -> tuple:
+    """A grid index `ijk` (one integer or integer array per axis of `shape`), each entry in
+    ``[0, n)`` of its axis (numpy would wrap -1 or name no argument); returns it as a tuple.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_grid_index
+    >>> check_grid_index("ijk", (4, 0), (4, 2), "element index")
+    Traceback (most recent call last):
+    ...
+    ValueError: ijk has element index 4 on axis 0 outside [0, 4)
+    """
+    if isinstance(ijk, (str, bytes)) or np.ndim(ijk) == 0 or len(ijk) != len(shape):
+        raise ValueError(f"{name} must be {len(shape)} integers, one {what} per axis of the "
+                         f"grid {tuple(shape)}, got {ijk!r:.60}")
+    out = []
+    for axis, (i, n) in enumerate(zip(ijk, shape)):
+        arr = np.asarray(i)
+        if arr.dtype.kind not in "iu" or isinstance(i, (bool, np.bool_)):
+            raise TypeError(f"{name} must hold integers ({what} on axis {axis}), got {i!r:.40}")
+        bad = (arr < 0) | (arr >= n)
+        if np.any(bad):
+            raise ValueError(f"{name} has {what} {arr.ravel()[np.flatnonzero(bad.ravel())[0]]} "
+                             f"on axis {axis} outside [0, {n})")
+        out.append(arr)
+    return tuple(out)
+
+
+def check_factor(name: str, factor, counts, what: str = "element count") -> int:
+    """An integer factor >= 1 that divides every one of `counts` (a coarsening of a grid).
+
+    Examples
+    --------
+    >>> from topopt._validate import check_factor
+    >>> check_factor("factor", 3, (4, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: factor = 3 must divide every element count (4, 2)
+    """
+    factor = check_int(name, factor, 1)
+    if any(int(n) % factor for n in counts):
+        raise ValueError(f"{name} = {factor} must divide every {what} {tuple(counts)}")
+    return factor
 
 
 def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,
