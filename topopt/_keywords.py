@@ -128,6 +128,9 @@ def check_keywords_of(namespace: dict, names: Iterable[str]) -> None:
         for attr, value in list(module.items()):
             if id(value) in checked and checked[id(value)][0] is value:
                 module[attr] = checked[id(value)][1]
+    for raw, out in checked.values():
+        # a reference kept before (a default argument, a table) still pickles by name
+        raw.__qualname__ = f"{out.__qualname__}.__wrapped__"
 
 
 def _check_primitive(fun) -> None:
