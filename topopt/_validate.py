@@ -37,7 +37,9 @@ __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int"
            "check_keywords", "keyword_error", "keywords", "check_keywords_of",
            "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
            "check_load",
-           "check_indices", "check_grid_index", "check_factor", "interval", "warn"]
+           "check_indices", "check_grid_index", "check_factor", "check_ordered", "check_nonempty",
+           "interval",
+           "warn"]
 
 
 class TopoptWarning(UserWarning):
@@ -237,9 +239,9 @@ def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> No
         raise keyword_error(where, unknown, known)
 
 
-def check_real_array(name: str, x) -> np.ndarray:
-    """`x` (plain values) as a float array; `TypeError` for text, objects, complex, bool or
-    a traced value.
+def check_real_array(name: str, x, allow_bool: bool = False) -> np.ndarray:
+    """`x` (plain values) as a float array; `TypeError` for text, objects, complex (whose
+    imaginary part a cast would drop), bool (unless `allow_bool`: as 0/1) or a traced value.
 
     Examples
     --------
@@ -257,7 +259,7 @@ def check_real_array(name: str, x) -> np.ndarray:
         arr = np.asarray(x)
     except ValueError as err:                 # ragged nested lists
         raise ValueError(f"{name} must be a rectangular array of numbers ({err})") from None
-    if arr.dtype.kind not in "iuf":
+    if arr.dtype.kind not in ("iufb" if allow_bool else "iuf"):
         raise TypeError(f"{name} must be a real array of numbers, got dtype {arr.dtype}")
     return arr.astype(float, copy=False)
 
@@ -417,6 +419,51 @@ def check_factor(name: str, factor, counts, what: str = "element count") -> int:
     if any(int(n) % factor for n in counts):
         raise ValueError(f"{name} = {factor} must divide every {what} {tuple(counts)}")
     return factor
+
+
+def check_nonempty(name: str, x, what: str = "one entry per element") -> None:
+    """`ValueError` for an empty array `x` (plain or traced): a mean, maximum or norm of
+    nothing has no value (numpy would give NaN or name no argument).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt._validate import check_nonempty
+    >>> check_nonempty("x_phys", np.zeros(0))
+    Traceback (most recent call last):
+    ...
+    ValueError: x_phys is empty: it needs at least one entry (one entry per element)
+    """
+    if np.size(ad.value(x)) == 0:
+        raise ValueError(f"{name} is empty: it needs at least one entry ({what})")
+
+
+def check_ordered(lo_name: str, lo, hi_name: str, hi, strict: bool = False) -> None:
+    """`ValueError` unless ``lo <= hi`` (``<`` if `strict`) entry by entry, without NaN (a
+    lower and an upper bound, a minimum and a maximum); infinite ends pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt._validate import check_ordered
+    >>> check_ordered("lower", np.zeros(3), "upper", np.array([1.0, -1.0, 2.0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: lower must be <= upper: lower[1] = 0 > upper[1] = -1
+    """
+    a, b = np.asarray(ad.value(lo), dtype=float), np.asarray(ad.value(hi), dtype=float)
+    for name, v in ((lo_name, a), (hi_name, b)):
+        if np.isnan(v).any():
+            raise ValueError(f"{name} contains NaN (at flat index "
+                             f"{int(np.flatnonzero(np.isnan(v.ravel()))[0])})")
+    bad = (a >= b) if strict else (a > b)
+    if np.any(bad):
+        i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), bad.shape)
+        at = f"[{', '.join(map(str, i))}]" if i else ""
+        sign = "<" if strict else "<="
+        raise ValueError(f"{lo_name} must be {sign} {hi_name}: {lo_name}{at} = "
+                         f"{np.broadcast_to(a, bad.shape)[i]:g} {'>=' if strict else '>'} "
+                         f"{hi_name}{at} = {np.broadcast_to(b, bad.shape)[i]:g}")
 
 
 def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,

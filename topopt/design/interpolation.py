@@ -25,7 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import ad
-from .._validate import check_array_range, check_positive, check_range, keyword_error, real
+from .._validate import (check_array_range, check_positive, check_range, check_real_array,
+                         keyword_error, real)
 
 __all__ = ["project", "simp", "ramp", "DENSITY_TOL", "permittivity", "blueprint"]
 
@@ -123,7 +124,7 @@ def project(x: ArrayLike, beta: float, eta: float) -> np.ndarray:
     """
     beta, eta = _project_params(beta, eta)
     _density(x)
-    x = np.asarray(x, dtype=float)
+    x = check_real_array("x", x, allow_bool=True)
     a, b = np.tanh(beta * eta), np.tanh(beta * (1.0 - eta))
     return (a + np.tanh(beta * (x - eta))) / (a + b)
 

@@ -195,7 +195,7 @@ class Passive:
         ...
         ValueError: passive solid fills 0.75 of the volume (3 of 4 elements) > volfrac = 0.5: ...
         """
-        w = np.asarray(weights, dtype=float)
+        w = check_real_array("weights", weights, allow_bool=True)
         total = float(np.sum(w))
         solid = float(np.sum(w[self.solid])) / total
         if solid > volfrac + 1e-12:

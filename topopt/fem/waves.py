@@ -31,7 +31,7 @@ import skfem
 from skfem.helpers import dot, grad
 
 from .._validate import (check_bool, check_finite_array, check_indices, check_positive,
-                         check_range)
+                         check_range, check_real_array)
 from .mesh import check_mesh, element_centroids
 from ..ad import value as ad_value
 from .system import LinearSystem, solve
@@ -234,7 +234,7 @@ class WaveModel:
 
         ``Re(u^H O u)`` is the intensity ``|grad u|^2`` at the focus (Gridap tutorial).
         """
-        x0 = np.asarray(x0, dtype=float)
+        x0 = check_real_array("x0", x0, allow_bool=True)
         eb = skfem.Basis(self.mesh, self.mesh.elem(), elements=np.asarray(elements), intorder=6)
 
         def weighted(u, v, w):

@@ -32,7 +32,7 @@ import nlopt
 import numpy as np
 
 from .. import fem
-from .._validate import check_load, check_mapping, check_positive, check_range
+from .._validate import check_load, check_mapping, check_positive, check_range, check_real_array
 from ..fem.models import _check_model
 from ..io.folder import run_compliance
 from ..io.result import RunResult, grey_level, run_record
@@ -241,7 +241,7 @@ def port_springs(model: fem.Model, direction) -> float:
     >>> port_springs(model, model.point_load((0, 0), (0, 1)))
     0.25
     """
-    d = np.asarray(direction, dtype=float)
+    d = check_real_array("direction", direction, allow_bool=True)
     K0 = model.K0
     return 0.0 if K0 is None else float(d @ (K0 @ d) / (d @ d))
 

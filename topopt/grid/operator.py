@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_int, check_type
+from .._validate import check_int, check_real_array, check_type
 from .grid import Grid
 
 __all__ = ["GridOperator", "CellOperator", "BLOCK_ELEMENTS"]
@@ -53,7 +53,7 @@ class GridOperator:
         self.grid, self.components = grid, check_int("components", components, 1, what="dofs per node")
         block = check_int("block", block, 1, what="elements per slab")
         self.n_loc = grid.corners.shape[0] * self.components
-        K0 = np.asarray(K0, dtype=float)
+        K0 = check_real_array("K0", K0, allow_bool=True)
         if K0.shape != (self.n_loc, self.n_loc):
             raise ValueError(f"K0 has shape {K0.shape}; expected ({self.n_loc}, {self.n_loc}) "
                              f"for {components} components on a {grid.dim}-D grid")

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from .._validate import check_real_array
 __all__ = ["DesignFileError", "signed_volume", "EXTRA", "DENSITY_SLACK"]
 
 EXTRA = "pip install 'topopt[io]'"
@@ -74,7 +75,7 @@ def signed_volume(verts, faces) -> float:
     >>> round(signed_volume(v, f), 12), round(signed_volume(v, f[:, ::-1]), 12)
     (0.166666666667, -0.166666666667)
     """
-    verts = np.asarray(verts, dtype=float)
+    verts = check_real_array("verts", verts, allow_bool=True)
     faces = np.asarray(faces)
     if verts.ndim != 2 or verts.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"verts must be (n, 3) and faces (m, 3); got {verts.shape} and "

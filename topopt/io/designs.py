@@ -25,6 +25,7 @@ import json
 import os
 
 import numpy as np
+from .._validate import check_real_array
 import skfem
 
 from .._files import atomic_path, atomic_write_bytes
@@ -61,7 +62,7 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
     for name, v in (("x", x), ("x_phys", x_phys), *(cell_data or {}).items()):
         if np.iscomplexobj(v):
             raise ValueError(f"{name} is complex; save its real and imaginary parts")
-        v = np.asarray(v, dtype=float)
+        v = check_real_array("v", v, allow_bool=True)
         if v.shape != (n_el,):
             what = name if name in ("x", "x_phys") else f"cell_data[{name!r}]"
             raise ValueError(f"{what} has shape {v.shape}; expected ({n_el},), one per element")
@@ -220,7 +221,7 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
         raise ValueError(f"level = {level}; expected a density in (0, 1)")
     if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 1:
         raise ValueError(f"refine = {refine!r}; expected an integer >= 1")
-    grid, spacing, origin = _voxels(mesh, np.asarray(x_phys, dtype=float))
+    grid, spacing, origin = _voxels(mesh, check_real_array("x_phys", x_phys, allow_bool=True))
     solid = np.pad(grid >= level, 1)
     if not solid.any():
         raise ValueError(f"no element has x_phys >= {level}; the iso-surface is empty")

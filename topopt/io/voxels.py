@@ -30,6 +30,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from .._validate import check_real_array
 from .._files import atomic_write_bytes
 from ..grid import Grid
 from .design_file import (DesignFileError, _density_range, _field_rows, _finite, _read_npz,
@@ -149,7 +150,7 @@ def _check_surface_args(grid, x_phys, level, refine):
     grid = _check_grid(grid)
     if grid.dim != 3:
         raise TypeError(f"an STL needs a 3-D grid; the grid {grid.shape} is 2-D")
-    x = np.asarray(x_phys, dtype=float)
+    x = check_real_array("x_phys", x_phys, allow_bool=True)
     if x.shape != (grid.n_el,):
         raise ValueError(f"x_phys has shape {x.shape}; expected ({grid.n_el},), one per "
                          "element")

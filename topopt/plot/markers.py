@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import offset_copy
 
-from .._validate import check_int
+from .._validate import check_int, check_real_array
 
 __all__ = ["boundary_markers"]
 
@@ -109,7 +109,7 @@ def _grid_markers(model, f, max_points: int):
 
 
 def _marker_array(name: str, a, dim: int) -> np.ndarray:
-    a = np.asarray(a, dtype=float)
+    a = check_real_array("a", a, allow_bool=True)
     if a.size == 0:                              # none (``[]`` read back from result.json)
         return a.reshape(0, dim + 1)
     if a.ndim != 2 or a.shape[1] not in (dim + 1, 2 * dim) or not np.all(np.isfinite(a)):

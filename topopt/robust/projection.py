@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import ad
 from .._validate import (check_array_range, check_callable, check_finite_values, check_int,
-                         check_positive, check_range)
+                         check_positive, check_range, check_real_array)
 from ..design.interpolation import project
 from ..responses.structural import volume
 from ..optimize.driver import Result, Stage, minimize
@@ -255,7 +255,7 @@ class RobustFormulation:
 
     def start(self, x0, beta: float) -> np.ndarray:
         """``[x0, z0]`` with ``z0 = max_k r(x0_k)`` (clipped into `z_bounds`)."""
-        x0 = np.asarray(x0, dtype=float)
+        x0 = check_real_array("x0", x0, allow_bool=True)
         values, _, _ = self.parts(x0, beta)
         z0 = float(np.clip(max(float(ad.value(v)) for v in values), *self.z_bounds))
         return np.append(x0, z0)
