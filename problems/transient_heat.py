@@ -38,6 +38,7 @@ from topopt.formulations.transient_heat import TransientHeatProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
+from topopt._validate import check_int
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "transient_heat")
@@ -55,7 +56,8 @@ SCALE = 100.0                 # pyMOTO's objective factor
 
 def check_plate(nelx: int, nely: int) -> float:
     """The element size of square elements on the plate (``nely = 1.5 nelx``); ValueError else."""
-    h = LX / nelx
+    h = LX / check_int("nelx", nelx, 1, what="elements along x")
+    check_int("nely", nely, 1, what="elements along y")
     if not np.isclose(LY / nely, h, rtol=1e-9):
         raise ValueError(f"--nelx {nelx} --nely {nely}: the elements must be square on the "
                          f"{LX:.4g} x {LY:g} plate (nely = 1.5 nelx)")

@@ -19,7 +19,7 @@ import nlopt
 import numpy as np
 
 from .. import fem
-from .._validate import check_range, check_real_array, check_seed
+from .._validate import check_array_range, check_range, check_real_array, check_seed
 from ..design.filters import HelmholtzFilter
 from ..design.interpolation import blueprint, permittivity, project
 from ..optimize.driver import Stage, minimize
@@ -56,6 +56,7 @@ def enhancement(g: float) -> float:
     >>> float(enhancement(0.25))
     1.0
     """
+    check_array_range("g", g, 0.0, what="an intensity |grad u|^2")
     return 2.0 * np.sqrt(g)
 
 

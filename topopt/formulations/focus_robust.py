@@ -30,7 +30,7 @@ import nlopt
 import numpy as np
 
 from .. import ad
-from .._validate import check_int, check_range, check_real_array
+from .._validate import check_int, check_positive, check_range, check_real_array
 from ..design.interpolation import blueprint
 from ..optimize.driver import Result, Stage, minimize
 from ..robust.edges import edge_shift, threshold_for_shift
@@ -178,7 +178,9 @@ def robust_focus_stages(betas, maxeval: int) -> list:
     maxeval = check_int("maxeval", maxeval, 1, what="MMA evaluations per beta")
     if not len(betas):
         raise ValueError("betas must name at least one projection sharpness")
-    return [Stage(maxeval=maxeval, params={"beta": float(b)}) for b in betas]
+    return [Stage(maxeval=maxeval, params={"beta": check_positive(f"betas[{i}]", b,
+                                                                  "projection sharpness")})
+            for i, b in enumerate(betas)]
 
 
 def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | None = None,

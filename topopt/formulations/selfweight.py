@@ -58,6 +58,8 @@ def load_ratio(x, interpolation: str = "ramp", penal: float = 3.0, q: float = 8.
     array([1.e+06, 4.e+00, 1.e+00])
     """
     check_choice("interpolation", interpolation, INTERPOLATIONS)
+    check_range("penal", penal, 1.0, what="SIMP exponent")
+    check_range("q", q, 0.0, what="RAMP penalization")
     x = check_real_array("x", x, allow_bool=True)
     if Emin == 0 and np.any(x == 0):
         raise ValueError("x must be > 0 where Emin = 0: the ratio x / E(x) is 0 / 0 at x = 0")

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from .._validate import check_real_array
+from .._validate import check_finite_values, check_indices, check_real_array
 __all__ = ["DesignFileError", "signed_volume", "EXTRA", "DENSITY_SLACK"]
 
 EXTRA = "pip install 'topopt[io]'"
@@ -80,6 +80,8 @@ def signed_volume(verts, faces) -> float:
     if verts.ndim != 2 or verts.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"verts must be (n, 3) and faces (m, 3); got {verts.shape} and "
                          f"{faces.shape}")
+    check_finite_values("verts", verts, "vertex coordinates must be finite", ("vertex", "axis"))
+    faces = check_indices("faces", faces, len(verts), "vertex indices")
     a, b, c = (verts[faces[:, i]] for i in range(3))
     return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
 

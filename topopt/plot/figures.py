@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
+from .._validate import check_ordered, real
 from ..fem.mesh import element_centroids
 from .canvas import _element_values, _save, grid_indices
 from .markers import ARROW, PAD, _draw_loads, _draw_supports, _load_arrows, _marker_array, _mirrored
@@ -141,6 +142,9 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     if phases is not None:
         cmap, vmin, vmax = _phase_colours(phases, x)
+    vmin, vmax = (None if v is None else real(n, v) for n, v in (("vmin", vmin), ("vmax", vmax)))
+    if vmin is not None and vmax is not None:
+        check_ordered("vmin", vmin, "vmax", vmax, strict=True)
     supports = _marker_array("supports", np.zeros((0, 4)) if supports is None else supports, 2)
     loads = _marker_array("loads", np.zeros((0, 4)) if loads is None else loads, 2)
     fig = Figure(layout="constrained")

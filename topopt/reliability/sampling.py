@@ -121,6 +121,8 @@ def sampling_estimate(limit_state, design, z: float, method: str = "is", *,
         method, design, z, n_samples, seed, smoothing, chunk, executor, on_failure)
     ls, q, opts, center, remote, chunk = _sampling_setup(
         limit_state, design, method, center, m, batch, chunk, executor, mpp_options)
+    from ..fem.budget import check_samples          # the draws are made at once
+    check_samples(n_samples, ls.dimension(q) or 1, f"n_samples = {n_samples}")
     result = ReliabilityResult(method, 0.0, 0.0, n_samples=n_samples)
     if method == "is" and center is None:
         center, bound = _mpp_centers(ls, q, z, opts, on_failure, result)
