@@ -25,7 +25,7 @@ import json
 import os
 
 import numpy as np
-from .._validate import check_mapping, check_real_array
+from .._validate import check_int, check_mapping, check_range, check_real_array
 import skfem
 
 from .._files import atomic_path, atomic_write_bytes
@@ -230,12 +230,16 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     refined grid would exceed `max_voxels`.
     """
     measure = _require("skimage.measure", "the STL iso-surface")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level = {level}; expected a density in (0, 1)")
-    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 1:
-        raise ValueError(f"refine = {refine!r}; expected an integer >= 1")
-    grid, spacing, origin = _voxels(mesh, check_real_array("x_phys", x_phys, allow_bool=True))
+    level = check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True,
+                        what="the density of the surface")
+    check_int("refine", refine, 1, what="samples per element and axis")
+    check_int("max_voxels", max_voxels, 1, what="refined voxels of the whole grid")
+    x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
+    _mesh_type(mesh)
+    if x_phys.shape != (mesh.t.shape[1],):
+        raise ValueError(f"x_phys has shape {x_phys.shape}; expected ({mesh.t.shape[1]},), "
+                         "one per element")
+    grid, spacing, origin = _voxels(mesh, x_phys)
     solid = np.pad(grid >= level, 1)
     if not solid.any():
         raise ValueError(f"no element has x_phys >= {level}; the iso-surface is empty")

@@ -212,4 +212,6 @@ def _fill_frame(fig, ax, size, ends, title: str) -> None:
 def save_design_3d(mesh, x, path: str, threshold: float = 0.5, title: str = "",
                    **kwargs) -> str:
     """Write a PNG of `design_figure_3d` (``level=threshold``); returns the path."""
+    threshold = check_range("threshold", threshold, 0.0, 1.0, lo_open=True, hi_open=True,
+                            what="the density of the surface")
     return _save(design_figure_3d(mesh, x, title, level=threshold, **kwargs), path)

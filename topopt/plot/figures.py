@@ -10,6 +10,9 @@ names are re-exported here for code that imports them from
 
 from __future__ import annotations
 
+import difflib
+
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
@@ -142,6 +145,10 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     if phases is not None:
         cmap, vmin, vmax = _phase_colours(phases, x)
+    if isinstance(cmap, str) and cmap not in matplotlib.colormaps:
+        close = difflib.get_close_matches(cmap, list(matplotlib.colormaps), n=1)
+        raise ValueError(f"cmap {cmap!r} is not a matplotlib colormap"
+                         + (f" (did you mean {close[0]!r}?)" if close else ""))
     vmin, vmax = (None if v is None else real(n, v) for n, v in (("vmin", vmin), ("vmax", vmax)))
     if vmin is not None and vmax is not None:
         check_ordered("vmin", vmin, "vmax", vmax, strict=True)

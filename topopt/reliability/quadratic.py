@@ -72,6 +72,8 @@ class QuadraticLimitState(LimitState):
             self._coefficients = lambda design: tuple(
                 p(design) if callable(p) else p for p in parts)
         super().__init__(self._quadratic, m=None, batch=True)
+        if b is not None and not any(callable(p) for p in (c0, b, A)):
+            self.params(None)                        # constant coefficients: checked now
 
     @staticmethod
     def _quadratic(theta, c0, b, A):

@@ -35,7 +35,10 @@ def compliance(u, f):
     1.0
     """
     _same_shape("u", u, "f", f)
-    check_load("f", f)
+    check_load("f", f, real=True)
+    if np.iscomplexobj(ad.value(u)):
+        raise TypeError("u must be real: the compliance of a complex (harmonic) field is "
+                        "dynamic_compliance, |f^H u|")
     return np.sum(f * u)
 
 
