@@ -272,7 +272,7 @@ def check_finite_array(name: str, x, shape: tuple | None = None) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
     if shape is not None and arr.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(shape)}")
+        raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(map(int, shape))}")
     arr = arr.astype(float, copy=False)
     check_finite_values(name, arr, f"{name} must be finite")
     return arr

@@ -237,9 +237,9 @@ def _to_skfem(mio, path: str) -> skfem.Mesh:
     used = np.unique(cells)
     renumber = np.full(len(points), -1)
     renumber[used] = np.arange(used.size)
+    check_extent(path, points[used].T)
     p = _coordinates(points[used], dim, path)
     t = renumber[cells].T                                   # (dim + 1, n_el)
-    check_extent(path, p)
     _check_coincident(p, used, path)
     t = _oriented(p, t)
     try:
