@@ -405,16 +405,7 @@ def check_grid_index(name: str, ijk, shape, what: str = "index") -> tuple:
 
 
 def check_factor(name: str, factor, counts, what: str = "element count") -> int:
-    """An integer factor >= 1 that divides every one of `counts` (a coarsening of a grid).
-
-    Examples
-    --------
-    >>> from topopt._validate import check_factor
-    >>> check_factor("factor", 3, (4, 2))
-    Traceback (most recent call last):
-    ...
-    ValueError: factor = 3 must divide every element count (4, 2)
-    """
+    """An integer factor >= 1 that divides every one of `counts` (a coarsening of a grid)."""
     factor = check_int(name, factor, 1)
     if any(int(n) % factor for n in counts):
         raise ValueError(f"{name} = {factor} must divide every {what} {tuple(counts)}")
@@ -423,17 +414,7 @@ def check_factor(name: str, factor, counts, what: str = "element count") -> int:
 
 def check_nonempty(name: str, x, what: str = "one entry per element") -> None:
     """`ValueError` for an empty array `x` (plain or traced): a mean, maximum or norm of
-    nothing has no value (numpy would give NaN or name no argument).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topopt._validate import check_nonempty
-    >>> check_nonempty("x_phys", np.zeros(0))
-    Traceback (most recent call last):
-    ...
-    ValueError: x_phys is empty: it needs at least one entry (one entry per element)
-    """
+    nothing has no value (numpy would give NaN or name no argument)."""
     if np.size(ad.value(x)) == 0:
         raise ValueError(f"{name} is empty: it needs at least one entry ({what})")
 

@@ -268,6 +268,8 @@ class Passive:
         >>> Passive(3, void=[0]).elements(np.array([0.5, 0.7]))
         array([0. , 0.5, 0.7])
         """
+        if np.iscomplexobj(ad.value(x)):
+            raise TypeError("x must be real design variables, got a complex array")
         if not self.any:
             return x
         if np.shape(ad.value(x)) == (self.n_free,):

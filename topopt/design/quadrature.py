@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sps
 
-from .._validate import check_type
 from .linear_filter import LinearFilter
 
 __all__ = ["QuadratureField"]
@@ -28,8 +27,9 @@ class QuadratureField(LinearFilter):
     """
 
     def __init__(self, flt: HelmholtzFilter):
-        from .helmholtz_filter import HelmholtzFilter
-        check_type("flt", flt, HelmholtzFilter, "a topopt.design.HelmholtzFilter")
+        if not (isinstance(flt, LinearFilter) and hasattr(flt, "basis")):
+            raise TypeError(f"flt must be a topopt.design.HelmholtzFilter, got "
+                            f"{type(flt).__name__}")
         self.flt, self.n = flt, flt.n
         basis = flt.basis
         n_el, n_q = basis.nelems, basis.X.shape[-1]

@@ -104,7 +104,7 @@ def _translates(mesh: skfem.Mesh) -> bool:
 MAX_EXTENT = 1e100
 
 
-def check_extent(name: str, p: np.ndarray) -> None:
+def _check_extent(name: str, p: np.ndarray) -> None:
     """`ValueError` unless the finite node coordinates `p` ``(dim, n)`` span a length in
     ``[1 / MAX_EXTENT, MAX_EXTENT]`` (volumes and squared distances would overflow or
     underflow; numpy and scipy would say so without naming the mesh).
@@ -112,8 +112,8 @@ def check_extent(name: str, p: np.ndarray) -> None:
     Examples
     --------
     >>> import numpy as np
-    >>> from topopt.fem.mesh import check_extent
-    >>> check_extent("mesh.p", np.array([[0.0, 1e200], [0.0, 1.0]]))
+    >>> from topopt.fem.mesh import _check_extent
+    >>> _check_extent("mesh.p", np.array([[0.0, 1e200], [0.0, 1.0]]))
     Traceback (most recent call last):
     ...
     ValueError: mesh.p: the node coordinates span 1e+200, outside [1e-100, 1e+100]: lengths \
@@ -162,7 +162,7 @@ def check_mesh(mesh, uniform: bool | None = None) -> skfem.Mesh:
     _check_mesh(mesh)
     p, t = np.asarray(mesh.p), np.asarray(mesh.t)
     check_finite_values("mesh.p", p, "node coordinates must be finite", ("coordinate", "node"))
-    check_extent("mesh.p", p)
+    _check_extent("mesh.p", p)
     n_nodes = p.shape[1]
     if t.size and (t.min() < 0 or t.max() >= n_nodes):
         raise ValueError(f"mesh.t has node indices outside [0, {n_nodes}): "

@@ -21,7 +21,7 @@ import skfem
 
 from .._validate import check_type
 from .._validate import check_finite_values
-from .mesh import check_extent, check_mesh
+from .mesh import _check_extent, check_mesh
 
 __all__ = ["read_mesh", "COINCIDENT_TOL"]
 
@@ -237,7 +237,7 @@ def _to_skfem(mio, path: str) -> skfem.Mesh:
     used = np.unique(cells)
     renumber = np.full(len(points), -1)
     renumber[used] = np.arange(used.size)
-    check_extent(path, points[used].T)
+    _check_extent(path, points[used].T)
     p = _coordinates(points[used], dim, path)
     t = renumber[cells].T                                   # (dim + 1, n_el)
     _check_coincident(p, used, path)

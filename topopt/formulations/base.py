@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import ad, fem
+from .. import fem
 from .._files import check_writable_file
 from .._validate import (check_callable, check_choice, check_mapping, check_positive,
                          check_range)
@@ -224,9 +224,6 @@ class DensityProblem:
         vector holding the fixed values); the passive entries of the result
         are their fixed values.
         """
-        if np.iscomplexobj(ad.value(x)):
-            raise TypeError("x must be real design variables, got a complex array (its "
-                            "imaginary part would be dropped or reach the densities)")
         x_tilde = self.printed(self.filtered(x))
         x_phys = x_tilde if beta is None else project(x_tilde, beta, self.eta)
         return self.passive.fix(x_phys)

@@ -56,8 +56,8 @@ def history_figure(history: Sequence[dict], title: str = "",
     (np.float64(66.667), 'V / 0.5 - 1')
     """
     history = check_sequence("history", history)
-    scale = real("objective_scale", objective_scale)
-    if scale == 0:
+    scale = float(real("objective_scale", objective_scale, finite=False))
+    if not np.isfinite(scale) or scale == 0:
         raise ValueError(f"objective_scale must be finite and non-zero, got {objective_scale!r}")
     fig = Figure(figsize=(7, 4.6), layout="constrained")
     FigureCanvasAgg(fig)
