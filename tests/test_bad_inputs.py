@@ -25,7 +25,7 @@ from topopt.grid import (Grid, GridModel, GridOperator, GridSystem, cells_from_c
                          elasticity_matrix, prolong, restrict)
 from topopt.io import grid_iso_surface, signed_volume, write_vtu
 from topopt.io.folder import run_compliance
-from topopt.plot import design_figure, history_figure
+from topopt.plot import boundary_markers, design_figure, history_figure
 from topopt.responses.stress import stress_pnorm
 from topopt.responses.thermoelastic import ThermalCoupling, thermal_load, thermal_modulus
 from topopt._validate import TopoptWarning, check_finite_values
@@ -496,6 +496,13 @@ CASES = [
      r"nelx must be an integer >= 1"),
     ("mesh_bracket: maxeval 0", lambda: _script("mesh_bracket").run(maxeval=0, out=None),
      ValueError, r"maxeval must be an integer >= 1"),
+    ("spawn_seeds: 10**12 seeds", lambda: parallel.spawn_seeds(0, 10**12), ValueError,
+     r"n must be an integer in \[0, 100000000\] \(number of seeds, one per task\)"),
+    ("subset_simulation: a level beyond memory", lambda: rel.subset_simulation(
+        lambda t, p: t @ p, np.ones(2), 3.0, m=2, batch=True, n_per_level=10**15), ValueError,
+     r"n_per_level = 1000000000000000: 1e\+15 draws of 2 variables need"),
+    ("boundary_markers: not a model", lambda: boundary_markers(3), TypeError,
+     r"model must be a topopt.fem.Model or topopt.grid.GridModel, got int"),
     # ---------------------------------------------- related parameters
     ("ordered_simp: a void stiffer than a phase", lambda: ordered_simp(
         X, (0.5, 1.0), (0.3, 1.0), 3.0, 0.5), ValueError,

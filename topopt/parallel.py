@@ -410,6 +410,10 @@ def multistart(builder, starts: Sequence, *, key: Callable | None = None, execut
     return MultistartResult(results[index], index, values[index], results, values)
 
 
+#: The most seeds `spawn_seeds` makes: a Python list of 1e8 ints takes some 3 GB and minutes.
+_MAX_SEEDS = 10**8
+
+
 def spawn_seeds(seed: int, n: int) -> list[int]:
     """`n` independent integer seeds derived from `seed` (``numpy.random.SeedSequence``).
 
@@ -427,7 +431,7 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
     seed = check_seed("seed", seed)
     if seed is None:
         raise TypeError("seed must be an integer >= 0 (None would not reproduce)")
-    n = check_int("n", n, 0, what="number of seeds")
+    n = check_int("n", n, 0, _MAX_SEEDS, what="number of seeds, one per task")
     return [int(s.generate_state(1, np.uint64)[0])
             for s in np.random.SeedSequence(seed).spawn(n)]
 

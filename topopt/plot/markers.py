@@ -55,6 +55,9 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
     ([[0.0, 0.0, 1.0, 1.0]], [[2.0, 1.0, 0.0, -1.0]])
     """
     from ..grid import Grid
+    if not hasattr(model, "fixed") or not (hasattr(model, "basis") or hasattr(model, "grid")):
+        raise TypeError(f"model must be a topopt.fem.Model or topopt.grid.GridModel, got "
+                        f"{type(model).__name__}")
     if isinstance(getattr(model, "grid", None), Grid):
         return _grid_markers(model, f, max_points)
     p = np.asarray(model.mesh.p, dtype=float)
