@@ -21,10 +21,11 @@ from typing import Iterable
 __all__ = ["keyword_error", "keywords", "check_keywords_of"]
 
 
-def keyword_error(where: str, unknown, known) -> TypeError:
+def keyword_error(where: str, unknown, known, passable=None) -> TypeError:
     """The `TypeError` for keywords `unknown` that `where` does not take: it names the
-    closest of `known` to each (``difflib``) and keeps both lists (``.keywords``), so that a
-    function that passed them on can name its own keywords too.
+    closest of `known` to each (``difflib``) and keeps the lists (``.keywords``), so that a
+    function that passed them on can name its own keywords and the `passable` ones (those
+    of `known` a caller may pass on to `where`, all by default) too.
 
     Examples
     --------
@@ -41,24 +42,27 @@ known: ['maxeval', 'volfrac']
         pairs = [f"{u!r} -> {c[0]!r}" for u, c in close.items() if c]
         hint = f" (did you mean {', '.join(pairs)}?)" if pairs else ""
     err = TypeError(f"{where} got unknown keyword(s) {unknown}{hint}; known: {known}")
-    err.keywords = (unknown, known)
+    err.keywords = (unknown, known, known if passable is None else sorted(set(passable)))
     return err
 
 
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
 
 
-def _keyword_error(err: TypeError, given: dict, where: str, known: tuple):
+def _keyword_error(err: TypeError, given: dict, where: str, known: tuple, optional: tuple):
     """The `keyword_error` that `err` (raised by a call with keywords `given`) stands for, or
     ``None``: a keyword of the caller's that this function, or one it passes it on to, does
-    not take (Python's bare "unexpected keyword argument", or an inner `keyword_error`)."""
+    not take (Python's bare "unexpected keyword argument", or an inner `keyword_error`:
+    its passable keywords join ours, not those the function passing them on sets itself)."""
     inner = getattr(err, "keywords", None)
     if inner is not None:
         unknown = [u for u in inner[0] if u in given and u not in known]
-        return keyword_error(where, unknown, known + tuple(inner[1])) if unknown else None
+        deeper = tuple(inner[2])
+        return keyword_error(where, unknown, known + deeper, optional + deeper) \
+            if unknown else None
     match = _UNEXPECTED.search(str(err))
     if match and match.group(1) in given and match.group(1) not in known:
-        return keyword_error(where, [match.group(1)], known)
+        return keyword_error(where, [match.group(1)], known, optional)
     return None
 
 
@@ -86,6 +90,7 @@ mean 'volfrac'?); known: ['nelx', 'volfrac']
     params = inspect.signature(fn).parameters.values()
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     known = tuple(p.name for p in params if p.kind in named and p.name not in ("self", "cls"))
+    optional = tuple(p.name for p in params if p.kind in named and p.default is not p.empty)
     where = where or fn.__qualname__.replace(".__init__", "")
     refusal = _keyword_error
 
@@ -93,7 +98,7 @@ mean 'volfrac'?); known: ['nelx', 'volfrac']
         try:
             return fn(*args, **kwargs)
         except TypeError as err:
-            error = refusal(err, kwargs, where, known) if kwargs else None
+            error = refusal(err, kwargs, where, known, optional) if kwargs else None
             if error is None:
                 raise
             raise error from None
