@@ -38,6 +38,7 @@ from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
 from topopt.formulations.selfweight import INTERPOLATIONS, SelfWeightProblem, save_load_ratio
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "arch")
@@ -71,6 +72,7 @@ def markers(model, f, nelx: int, nely: int):
         "body_load", [(0.85 * nelx, 0.92 * nely)], [(0.0, -1.0)], label="self-weight ρg")
 
 
+@keywords
 def run(nelx: int = 80, nely: int = 60, volfrac: float = 0.3, rmin: float = 2.0,
         weight: float = 4.0, interpolation: str = "ramp", q: float = 8.0,
         penal: float = 3.0, maxeval: int = 300, solver: str = "auto",

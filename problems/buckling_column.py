@@ -40,6 +40,7 @@ from topopt.io import check_writable_file, check_writable_folder
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "buckling_column")
@@ -81,6 +82,7 @@ def markers(model, f, passive):
         model.mesh, passive.solid, "passive solid seat")
 
 
+@keywords
 def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.25, rmin: float = 2.0,
         maxeval: int = 20, solver: str = "auto", out: str | None = None,
         verbose: bool = False, checkpoint: str | None = None,

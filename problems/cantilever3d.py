@@ -35,6 +35,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.grid import Grid, grid_elasticity
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "cantilever3d")
@@ -80,6 +81,7 @@ def setup(nelx: int, nely: int, nelz: int, voxel: bool = False):
     return mesh, model, f
 
 
+@keywords
 def run(nelx: int = 60, nely: int = 20, nelz: int = 4, volfrac: float = 0.3, rmin: float = 1.5,
         penal: float = 3.0, filter: str = "density", maxeval: int = 150,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

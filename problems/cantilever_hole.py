@@ -30,6 +30,7 @@ from topopt.cli.script import compliance_options, compliance_summary
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "cantilever_hole")
@@ -58,6 +59,7 @@ def markers(model, f, passive):
     return Markers.of(model, f).region(model.mesh, passive.void, "passive void (hole)")
 
 
+@keywords
 def run(nelx: int = 45, nely: int = 30, volfrac: float = 0.5, rmin: float = 1.5,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

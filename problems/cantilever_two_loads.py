@@ -27,6 +27,7 @@ from topopt.cli.script import compliance_options, compliance_summary
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "cantilever_two_loads")
@@ -49,6 +50,7 @@ def markers(model, f):
     return Markers.of(model, f, labels={"load": ["load case 1", "load case 2"]})
 
 
+@keywords
 def run(nelx: int = 30, nely: int = 30, volfrac: float = 0.4, rmin: float = 1.2,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

@@ -40,11 +40,10 @@ import numpy as np
 
 from topopt import cli, fem
 from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
-from topopt.formulations.compliance import ComplianceProblem
-from topopt.formulations.dynamic import MASS_INTERPOLATIONS, DynamicComplianceProblem
-from topopt.io import check_writable_file, check_writable_folder
-from topopt.io.folder import write_results
+from topopt.formulations import MASS_INTERPOLATIONS, ComplianceProblem, DynamicComplianceProblem
+from topopt.io import check_writable_file, check_writable_folder, write_results
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "dynamic_beam")
@@ -70,6 +69,7 @@ def setup(nelx: int, nely: int):
     return mesh, model, f
 
 
+@keywords
 def run(nelx: int = 60, nely: int = 30, volfrac: float = 0.5, rmin: float = 2.0,
         ratio: float = 0.95, zeta: float = 0.01, mass: str = "du_olhoff",
         static_maxeval: int = 100, maxeval: int = 80, solver: str = "auto",

@@ -36,6 +36,7 @@ from topopt.optimize.driver import Stage
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_file, check_writable_folder
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "eigen_beam")
@@ -92,6 +93,7 @@ def markers(model, M0, mass: float):
                                  label=f"non-structural mass ({mass:g} x structural)")
 
 
+@keywords
 def run(nelx: int = 160, nely: int = 20, volfrac: float = 0.5, rmin: float = 3.0,
         mass: float = 0.2, supports: str = "clamped", maxeval: int = 80,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

@@ -30,15 +30,14 @@ result.json}`` and the design with its field (`topopt.io`: ``design.npz``,
 from __future__ import annotations
 
 import os
-
 import numpy as np
 
-from topopt import cli
-from topopt import fem
+from topopt import cli, fem
 from topopt.cli.script import Option, at_least
 from topopt.formulations.focus import (FocusProblem, FocusSetup, enhancement,  # noqa: F401
                                       intensity, run_focus)
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "em_focus")
@@ -114,6 +113,7 @@ def EMFocus(h: float = 4.0, subcell: bool = False, isolated: bool = False,    # 
     return FocusProblem(SETUP, h, subcell, isolated, solver)
 
 
+@keywords
 def run(h: float = 4.0, maxeval: int = 100, out: str | None = None, verbose: bool = False,
         checkpoint: str | None = None, resume: str | None = None, subcell: bool = False,
         isolated: bool = False, verify: bool = False, solver: str = "auto",

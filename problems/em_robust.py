@@ -61,6 +61,7 @@ from topopt.cli.script import Option, at_least
 from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
 from topopt.formulations.focus_reliable import APPROACHES
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 from topopt_problems import em_focus
 
@@ -95,6 +96,7 @@ OPTIONS = (
 )
 
 
+@keywords
 def run(h: float = 4.0, maxeval: int = 100, samples: int = 1000, workers: int = 2,
         approach: str = "pma", chords: int = N_SHIFTS, quick: bool = False, seed: int = 0,
         out: str | None = None, verbose: bool = False, checkpoint: str | None = None,

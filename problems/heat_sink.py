@@ -29,6 +29,7 @@ from topopt.cli.script import compliance_options, compliance_summary
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "heat_sink")
@@ -64,6 +65,7 @@ def markers(model, nelx: int, nely: int):
         "body_load", [(0.0, 0.0), (nelx, nely)], label=f"uniform heat source q = {Q:g}")
 
 
+@keywords
 def run(nelx: int = 80, nely: int = 80, volfrac: float = 0.4, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", maxeval: int = 300,
         solver: str = "auto", out: str | None = None, verbose: bool = False,

@@ -31,6 +31,7 @@ from topopt.cli.script import Option, positive_float
 from topopt.formulations.mechanism import MechanismProblem, run_mechanism
 from topopt.cli.script import compliance_options
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "inverter")
@@ -61,6 +62,7 @@ def markers(model, f, nely: int):
         "port", [(0.0, nely)], [(0.0, -1.0)], label="output port (u_out minimized)")
 
 
+@keywords
 def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", k_in: float = 0.1, k_out: float = 0.1,
         maxeval: int = 300, solver: str = "auto", out: str | None = None,

@@ -44,6 +44,7 @@ from topopt.cli.script import Option, at_least, positive_float
 from topopt.fem.shapes import l_shape
 from topopt.formulations.stress_reference import StressSchedule, run_stress_reference
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "l_bracket")
@@ -105,6 +106,7 @@ def corner_elements(mesh, corner: float) -> np.ndarray:
     return np.flatnonzero(np.hypot(c[:, 0] - corner, c[:, 1] - corner) < 0.75 * h)
 
 
+@keywords
 def run(n: int = 100, sigma_allow: float = 1.2, rmin: float = 2.5, q: float = 0.5,
         P: float = 8.0, alpha: float = 1.0, maxeval: int = 480, solver: str = "auto",
         out: str | None = None, verbose: bool = False, checkpoint: str | None = None,

@@ -40,6 +40,8 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
+from topopt._keywords import keywords
+from topopt._validate import check_int
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "mesh_bracket")
@@ -89,11 +91,13 @@ def markers(model, f, passive):
 
 def stages(maxeval: int) -> list[Stage]:
     """`maxeval` evaluations split evenly over the beta stages (the first ones if fewer)."""
+    maxeval = check_int("maxeval", maxeval, 1, what="MMA evaluations over all stages")
     counts = np.diff(np.linspace(0, maxeval, len(BETAS) + 1).round().astype(int))
     return [Stage(int(n), {} if b is None else {"beta": b})
             for n, b in zip(counts, BETAS) if n > 0]
 
 
+@keywords
 def run(mesh: str = MESH, volfrac: float = 0.35, rmin: float = 6.0, penal: float = 3.0,
         filter: str = "density", maxeval: int = 300, solver: str = "auto",
         out: str | None = None, verbose: bool = False, **options) -> RunResult:

@@ -35,6 +35,7 @@ from topopt.formulations.base import FILTERS
 from topopt.formulations.multimaterial import LIMITS, MultiMaterialCompliance, write_phases
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 from topopt_problems.mbb_beam import setup
 
@@ -61,6 +62,7 @@ def summary(result) -> str:
             f"evaluations {result.evaluations}  {result['seconds']:.1f} s")
 
 
+@keywords
 def run(nelx: int = 120, nely: int = 40, rmin: float = 1.5, penal: float = 3.0,
         filter: str = "density", materials: str = "2", limits: str = "cumulative",
         maxeval: int = 300, solver: str = "auto", out: str | None = None,

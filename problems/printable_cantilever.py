@@ -31,6 +31,7 @@ from topopt.cli.script import Option, compliance_options, compliance_summary
 from topopt.formulations.printable import PrintableCompliance
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "printable_cantilever")
@@ -64,6 +65,7 @@ def markers(model, f, nelx: int, nely: int, direction: str | None):
     return out
 
 
+@keywords
 def run(nelx: int = 120, nely: int = 40, volfrac: float = 0.5, rmin: float = 2.0,
         penal: float = 3.0, filter: str = "density", direction: str = "+y",
         unfiltered: bool = False, maxeval: int = 200, solver: str = "auto",

@@ -45,6 +45,7 @@ from topopt.design.interpolation import simp
 from topopt.formulations.reliable import ReliableCompliance, phase_checkpoints
 from topopt.formulations.reliable_run import run_reliable
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "reliable_bracket")
@@ -105,6 +106,7 @@ def ReliableBracket(n: int = 40, rmin: float = 1.5, penal: float = 3.0,     # no
     return ReliableCompliance(*setup(n), PA, K_PENALTY, rmin, penal, method, solver)
 
 
+@keywords
 def run(n: int = 40, volfrac: float = 0.3, allow: float = 3.0, method: str = "sorm",
         maxeval: int = 200, samples: int = 10**6, seed: int = 0, out: str | None = None,
         verbose: bool = False, checkpoint: str | None = None,

@@ -47,6 +47,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.robust_compliance import (RobustCompliance, check_robust,  # noqa: F401
                                                    run_robust)
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "robust_cantilever")
@@ -70,6 +71,7 @@ def setup(nelx: int, nely: int):
     return mesh, model, B
 
 
+@keywords
 def run(nelx: int = 80, nely: int = 40, volfrac: float = 0.4, rmin: float = 2.4,
         penal: float = 3.0, filter: str = "density", k: float = 3.0, sigma_x: float = 0.7,
         sigma_y: float = 0.05, samples: int = 2000, maxeval: int = 200, seed: int = 0,

@@ -31,6 +31,7 @@ from topopt.cli.script import compliance_options
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder
+from topopt._keywords import keywords
 
 from topopt_problems.inverter import markers, setup
 
@@ -45,6 +46,7 @@ OPTIONS = compliance_options(dict(nelx=40, nely=80), volfrac=0.3, rmin=2.4)[:-1]
 )
 
 
+@keywords
 def run(nelx: int = 40, nely: int = 80, volfrac: float = 0.3, rmin: float = 2.4,
         penal: float = 3.0, k_in: float = 0.1, k_out: float = 0.1, per_beta: int = 80,
         every: int = 20, maxeval: int | None = None, solver: str = "auto",

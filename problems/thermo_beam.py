@@ -38,6 +38,7 @@ from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.thermoelastic import ThermoelasticProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "thermo_beam")
@@ -79,6 +80,7 @@ def markers(model, thermal, f, q):
     return out
 
 
+@keywords
 def run(nelx: int = 60, nely: int = 40, volfrac: float = 0.25, rmin: float = 2.0,
         alpha: float = 0.05, load: float = 1.0, heat: float = 1.0, q: float = 2.0,
         q_beta: float = 0.0, maxeval: int = 200, solver: str = "auto",

@@ -37,6 +37,8 @@ from topopt.cli.script import Option, compliance_options, positive_float, positi
 from topopt.formulations.transient_heat import TransientHeatProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
+from topopt._keywords import keywords
+from topopt._validate import check_int
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "transient_heat")
@@ -54,7 +56,8 @@ SCALE = 100.0                 # pyMOTO's objective factor
 
 def check_plate(nelx: int, nely: int) -> float:
     """The element size of square elements on the plate (``nely = 1.5 nelx``); ValueError else."""
-    h = LX / nelx
+    h = LX / check_int("nelx", nelx, 1, what="elements along x")
+    check_int("nely", nely, 1, what="elements along y")
     if not np.isclose(LY / nely, h, rtol=1e-9):
         raise ValueError(f"--nelx {nelx} --nely {nely}: the elements must be square on the "
                          f"{LX:.4g} x {LY:g} plate (nely = 1.5 nelx)")
@@ -86,6 +89,7 @@ def markers(model, Q):
         + " W)")
 
 
+@keywords
 def run(nelx: int = 40, nely: int = 60, volfrac: float = 0.5, rmin: float = 2.0,
         penal: float = 3.0, filter: str = "density", steps: int = 50, end: float = 0.1,
         theta: float = 1.0, maxeval: int = 60, solver: str = "auto", out: str | None = None,

@@ -29,14 +29,17 @@ from typing import Iterable
 import numpy as np
 
 from . import ad
+from ._keywords import check_keywords_of, keyword_error, keywords  # noqa: F401 (re-exported)
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_sequence",
            "check_mapping",
-           "check_keywords",
+           "check_keywords", "keyword_error", "keywords", "check_keywords_of",
            "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
            "check_load",
-           "check_indices", "interval", "warn"]
+           "check_indices", "check_grid_index", "check_factor", "check_ordered", "check_nonempty",
+           "interval",
+           "warn"]
 
 
 class TopoptWarning(UserWarning):
@@ -218,7 +221,8 @@ def check_mapping(name: str, value) -> dict:
 
 
 def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> None:
-    """`TypeError` naming every keyword of `given` not in `known`.
+    """`TypeError` naming every keyword of `given` not in `known`, with the
+    closest known name of each (``difflib``).
 
     Examples
     --------
@@ -226,17 +230,18 @@ def check_keywords(where: str, given: Iterable[str], known: Iterable[str]) -> No
     >>> check_keywords("run", ["maxeval", "maxevals"], ["maxeval", "verbose"])
     Traceback (most recent call last):
     ...
-    TypeError: run got unknown keyword(s) ['maxevals']; known: ['maxeval', 'verbose']
+    TypeError: run got unknown keyword(s) ['maxevals'] (did you mean \
+'maxeval'?); known: ['maxeval', 'verbose']
     """
     known = tuple(known)
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise TypeError(f"{where} got unknown keyword(s) {unknown}; known: {sorted(known)}")
+        raise keyword_error(where, unknown, known)
 
 
-def check_real_array(name: str, x) -> np.ndarray:
-    """`x` (plain values) as a float array; `TypeError` for text, objects, complex, bool or
-    a traced value.
+def check_real_array(name: str, x, allow_bool: bool = False) -> np.ndarray:
+    """`x` (plain values) as a float array; `TypeError` for text, objects, complex (whose
+    imaginary part a cast would drop), bool (unless `allow_bool`: as 0/1) or a traced value.
 
     Examples
     --------
@@ -254,7 +259,7 @@ def check_real_array(name: str, x) -> np.ndarray:
         arr = np.asarray(x)
     except ValueError as err:                 # ragged nested lists
         raise ValueError(f"{name} must be a rectangular array of numbers ({err})") from None
-    if arr.dtype.kind not in "iuf":
+    if arr.dtype.kind not in ("iufb" if allow_bool else "iuf"):
         raise TypeError(f"{name} must be a real array of numbers, got dtype {arr.dtype}")
     return arr.astype(float, copy=False)
 
@@ -267,7 +272,7 @@ def check_finite_array(name: str, x, shape: tuple | None = None) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real array, got dtype {arr.dtype}")
     if shape is not None and arr.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(shape)}")
+        raise ValueError(f"{name} has shape {arr.shape}; expected {tuple(map(int, shape))}")
     arr = arr.astype(float, copy=False)
     check_finite_values(name, arr, f"{name} must be finite")
     return arr
@@ -369,6 +374,77 @@ def check_indices(name: str, idx, n: int, what: str = "indices") -> np.ndarray:
         at = k if arr.ndim == 1 else tuple(map(int, np.unravel_index(k, arr.shape)))
         raise ValueError(f"{name} has {what} outside [0, {n}): {arr.ravel()[k]} at position {at}")
     return arr.astype(np.int64, copy=False)
+
+
+def check_grid_index(name: str, ijk, shape, what: str = "index") -> tuple:
+    """A grid index `ijk` (one integer or integer array per axis of `shape`), each entry in
+    ``[0, n)`` of its axis (numpy would wrap -1 or name no argument); returns it as a tuple.
+
+    Examples
+    --------
+    >>> from topopt._validate import check_grid_index
+    >>> check_grid_index("ijk", (4, 0), (4, 2), "element index")
+    Traceback (most recent call last):
+    ...
+    ValueError: ijk has element index 4 on axis 0 outside [0, 4)
+    """
+    if isinstance(ijk, (str, bytes)) or np.ndim(ijk) == 0 or len(ijk) != len(shape):
+        raise ValueError(f"{name} must be {len(shape)} integers, one {what} per axis of the "
+                         f"grid {tuple(shape)}, got {ijk!r:.60}")
+    out = []
+    for axis, (i, n) in enumerate(zip(ijk, shape)):
+        arr = np.asarray(i)
+        if arr.dtype.kind not in "iu" or isinstance(i, (bool, np.bool_)):
+            raise TypeError(f"{name} must hold integers ({what} on axis {axis}), got {i!r:.40}")
+        bad = (arr < 0) | (arr >= n)
+        if np.any(bad):
+            raise ValueError(f"{name} has {what} {arr.ravel()[np.flatnonzero(bad.ravel())[0]]} "
+                             f"on axis {axis} outside [0, {n})")
+        out.append(arr)
+    return tuple(out)
+
+
+def check_factor(name: str, factor, counts, what: str = "element count") -> int:
+    """An integer factor >= 1 that divides every one of `counts` (a coarsening of a grid)."""
+    factor = check_int(name, factor, 1)
+    if any(int(n) % factor for n in counts):
+        raise ValueError(f"{name} = {factor} must divide every {what} {tuple(counts)}")
+    return factor
+
+
+def check_nonempty(name: str, x, what: str = "one entry per element") -> None:
+    """`ValueError` for an empty array `x` (plain or traced): a mean, maximum or norm of
+    nothing has no value (numpy would give NaN or name no argument)."""
+    if np.size(ad.value(x)) == 0:
+        raise ValueError(f"{name} is empty: it needs at least one entry ({what})")
+
+
+def check_ordered(lo_name: str, lo, hi_name: str, hi, strict: bool = False) -> None:
+    """`ValueError` unless ``lo <= hi`` (``<`` if `strict`) entry by entry, without NaN (a
+    lower and an upper bound, a minimum and a maximum); infinite ends pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt._validate import check_ordered
+    >>> check_ordered("lower", np.zeros(3), "upper", np.array([1.0, -1.0, 2.0]))
+    Traceback (most recent call last):
+    ...
+    ValueError: lower must be <= upper: lower[1] = 0 > upper[1] = -1
+    """
+    a, b = np.asarray(ad.value(lo), dtype=float), np.asarray(ad.value(hi), dtype=float)
+    for name, v in ((lo_name, a), (hi_name, b)):
+        if np.isnan(v).any():
+            raise ValueError(f"{name} contains NaN (at flat index "
+                             f"{int(np.flatnonzero(np.isnan(v.ravel()))[0])})")
+    bad = (a >= b) if strict else (a > b)
+    if np.any(bad):
+        i = np.unravel_index(int(np.flatnonzero(bad.ravel())[0]), bad.shape)
+        at = f"[{', '.join(map(str, i))}]" if i else ""
+        sign = "<" if strict else "<="
+        raise ValueError(f"{lo_name} must be {sign} {hi_name}: {lo_name}{at} = "
+                         f"{np.broadcast_to(a, bad.shape)[i]:g} {'>=' if strict else '>'} "
+                         f"{hi_name}{at} = {np.broadcast_to(b, bad.shape)[i]:g}")
 
 
 def check_array_range(name: str, x, lo=None, hi=None, *, tol: float = 0.0,

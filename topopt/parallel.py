@@ -49,7 +49,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ._validate import check_callable, check_int, check_seed, check_sequence
+from ._keywords import check_keywords_of as _check_keywords_of
+from ._validate import check_callable, check_int, \
+    check_seed, check_sequence
 
 __all__ = ["Builder", "sweep", "multistart", "MultistartResult", "spawn_seeds", "DEFAULT_TASKS"]
 
@@ -408,6 +410,10 @@ def multistart(builder, starts: Sequence, *, key: Callable | None = None, execut
     return MultistartResult(results[index], index, values[index], results, values)
 
 
+#: The most seeds `spawn_seeds` makes: a Python list of 1e8 ints takes some 3 GB and minutes.
+_MAX_SEEDS = 10**8
+
+
 def spawn_seeds(seed: int, n: int) -> list[int]:
     """`n` independent integer seeds derived from `seed` (``numpy.random.SeedSequence``).
 
@@ -425,6 +431,9 @@ def spawn_seeds(seed: int, n: int) -> list[int]:
     seed = check_seed("seed", seed)
     if seed is None:
         raise TypeError("seed must be an integer >= 0 (None would not reproduce)")
-    n = check_int("n", n, 0, what="number of seeds")
+    n = check_int("n", n, 0, _MAX_SEEDS, what="number of seeds, one per task")
     return [int(s.generate_state(1, np.uint64)[0])
             for s in np.random.SeedSequence(seed).spawn(n)]
+
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -23,3 +23,7 @@ __all__ = ['project', 'simp', 'ramp', 'DENSITY_TOL', 'permittivity', 'blueprint'
            'silver_permittivity',
            'silver_index',
            'silver_index_jc']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

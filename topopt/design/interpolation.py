@@ -25,7 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import ad
-from .._validate import check_array_range, check_positive, check_range, real
+from .._validate import (check_array_range, check_positive, check_range, check_real_array,
+                         keyword_error, real)
 
 __all__ = ["project", "simp", "ramp", "DENSITY_TOL", "permittivity", "blueprint"]
 
@@ -72,7 +73,11 @@ def _moduli(Emin, E0) -> tuple[float, float]:
 
 def _bind(fun, primals, kw) -> tuple:
     """Arguments of `fun` (positional or keyword) in signature order."""
-    bound = inspect.signature(fun).bind(*primals, **kw)
+    signature = inspect.signature(fun)
+    unknown = set(kw) - set(signature.parameters)
+    if unknown:                                  # as the untraced call says it
+        raise keyword_error(fun.__name__, unknown, signature.parameters)
+    bound = signature.bind(*primals, **kw)
     bound.apply_defaults()
     return tuple(bound.arguments.values())
 
@@ -119,7 +124,7 @@ def project(x: ArrayLike, beta: float, eta: float) -> np.ndarray:
     """
     beta, eta = _project_params(beta, eta)
     _density(x)
-    x = np.asarray(x, dtype=float)
+    x = check_real_array("x", x, allow_bool=True)
     a, b = np.tanh(beta * eta), np.tanh(beta * (1.0 - eta))
     return (a + np.tanh(beta * (x - eta))) / (a + b)
 

@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import ad
-from .._validate import check_array_range
+from .._validate import check_array_range, check_real_array
 
 __all__ = ["silver_permittivity", "silver_index", "silver_index_jc", "HC_EV_NM",
            "RAKIC_AG", "JOHNSON_CHRISTY_AG"]
@@ -160,7 +160,7 @@ def silver_index_jc(wavelength_nm: ArrayLike, kind: str = "linear"):
     lam = _wavelength(wavelength_nm, table[0, 0], table[-1, 0],
                       "the Johnson & Christy (1972) table")
     if kind == "linear":
-        lam = np.asarray(lam, dtype=float)
+        lam = check_real_array("lam", lam, allow_bool=True)
         return (np.interp(lam, table[:, 0], table[:, 1])
                 + 1j * np.interp(lam, table[:, 0], table[:, 2]))
     return _cubic(lam)

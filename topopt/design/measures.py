@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_array_range, check_finite_values
+from .._validate import check_array_range, check_finite_values, check_ordered, check_real_array
 from .interpolation import DENSITY_TOL
 
 __all__ = ["grey_level", "variable_grey_level", "GREY_TOL"]
@@ -110,11 +110,13 @@ def variable_grey_level(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> 
     >>> variable_grey_level(np.zeros(1), np.zeros(1), np.full(1, np.inf)) is None
     True
     """
-    x, lower, upper = (np.asarray(a, dtype=float) for a in (x, lower, upper))
+    x, lower, upper = (check_real_array(n, a, allow_bool=True) for n, a in
+                        (("x", x), ("lower", lower), ("upper", upper)))
     if not x.shape == lower.shape == upper.shape or x.ndim != 1:
         raise ValueError(f"x, lower and upper must be 1-D of one length, got shapes "
                          f"{x.shape}, {lower.shape}, {upper.shape}")
     check_finite_values("x", x, "the variables must be finite")
+    check_ordered("lower", lower, "upper", upper)
     bounded = np.isfinite(lower) & np.isfinite(upper) & (upper > lower)
     if not bounded.any():
         return None

@@ -89,6 +89,10 @@ def _params(rho, E, penal, Emin):
     Emin = real("Emin", Emin)
     if Emin < 0.0:
         raise ValueError(f"Emin must be >= 0 (the void's value), got {Emin:g}")
+    if np.any(E < Emin):
+        raise ValueError(f"Emin = {Emin:g} must not exceed the E of any phase (the weakest "
+                         f"is {E.min():g}, phase {int(np.argmin(E)) + 1}): the void would be "
+                         "stiffer than a solid phase")
     knots, vals = np.concatenate([[0.0], rho]), np.concatenate([[Emin], E])
     kp = knots ** penal
     A = (vals[:-1] - vals[1:]) / (kp[:-1] - kp[1:])         # A_i of segment i = 1..m

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ad
-from .._validate import check_choice, check_keywords, check_range
+from .._validate import check_choice, check_keywords, check_range, check_real_array
 
 __all__ = ["overhang", "OverhangFilter", "overhang_violations", "overhang_support",
            "BUILD_DIRECTIONS"]
@@ -128,7 +128,7 @@ def _base(base, lateral) -> np.ndarray:
     """The build plate: a scalar density or an array of the layer's shape plus 2 per axis."""
     if np.ndim(base) == 0:
         return np.full(lateral, check_range("base", base, 0.0, None))
-    arr = np.asarray(base, dtype=float)
+    arr = check_real_array("base", base, allow_bool=True)
     if arr.shape != lateral or not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"base must be a density >= 0 or a finite array of shape "
                          f"{lateral} (the layer and one element beyond each side), "
@@ -291,7 +291,7 @@ def overhang(x, direction: str = "+y", *, p: float = 40.0, eps: float = 1e-4,
     True
     """
     plan = _plan(_check_field(x), direction, p, eps, xi0, support, base)
-    return _forward_sweep(np.asarray(x, dtype=float), plan)[0]
+    return _forward_sweep(check_real_array("x", x, allow_bool=True), plan)[0]
 
 
 @ad.rrule(overhang)
@@ -424,8 +424,8 @@ class OverhangFilter:
 
     def violations(self, x, threshold: float = 0.5) -> int:
         """`overhang_violations` of the element vector `x` (plain values)."""
-        return overhang_violations(self.field(np.asarray(x, dtype=float)), self.direction,
-                                   threshold)
+        x = check_real_array("x", x, allow_bool=True)
+        return overhang_violations(self.field(x), self.direction, threshold)
 
 
 def _grid_cells(mesh) -> tuple:

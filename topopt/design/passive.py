@@ -195,7 +195,7 @@ class Passive:
         ...
         ValueError: passive solid fills 0.75 of the volume (3 of 4 elements) > volfrac = 0.5: ...
         """
-        w = np.asarray(weights, dtype=float)
+        w = check_real_array("weights", weights, allow_bool=True)
         total = float(np.sum(w))
         solid = float(np.sum(w[self.solid])) / total
         if solid > volfrac + 1e-12:
@@ -268,6 +268,8 @@ class Passive:
         >>> Passive(3, void=[0]).elements(np.array([0.5, 0.7]))
         array([0. , 0.5, 0.7])
         """
+        if np.iscomplexobj(ad.value(x)):
+            raise TypeError("x must be real design variables, got a complex array")
         if not self.any:
             return x
         if np.shape(ad.value(x)) == (self.n_free,):

@@ -27,6 +27,9 @@ class QuadratureField(LinearFilter):
     """
 
     def __init__(self, flt: HelmholtzFilter):
+        if not (isinstance(flt, LinearFilter) and hasattr(flt, "basis")):
+            raise TypeError(f"flt must be a topopt.design.HelmholtzFilter, got "
+                            f"{type(flt).__name__}")
         self.flt, self.n = flt, flt.n
         basis = flt.basis
         n_el, n_q = basis.nelems, basis.X.shape[-1]

@@ -48,3 +48,7 @@ from .buckling import BucklingSystem, buckling_factors  # noqa: E402
 from .buckling_modes import buckling_modes  # noqa: E402
 
 __all__ += ["BucklingSystem", "buckling_factors", "buckling_modes"]
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -38,17 +38,31 @@ class ElementKernels:
 
     def element_matvec(self, a, w) -> np.ndarray:
         """``sum_e a_e K_e w_e`` on all dofs (the primitive `matvec`)."""
+        self.check_shapes(a=a, w=w)
         local = self.apply_Ke(self.gather(w))
         local = local * (a[:, None] if local.ndim == 2 else a[:, None, None])
         return self.scatter(local).reshape(w.shape)
 
     def element_products(self, v, w) -> np.ndarray:
         """Per element ``conj(v_e)^T K_e w_e``, summed over load cases (`products`)."""
+        self.check_shapes(v=v, w=w)
         if self._distributed and not (np.iscomplexobj(v) or np.iscomplexobj(w)):
             return self._iterative.products(v, w)     # on the ranks that own the elements
         ve, Kw = self.gather(v), self.apply_Ke(self.gather(w))
         ve = np.conj(ve) if np.iscomplexobj(ve) else ve
         return np.sum((ve * Kw).reshape(self.n_el, -1), axis=1)
+
+    def check_shapes(self, **arrays) -> None:
+        """`ValueError` naming an array of the wrong shape: ``a`` one entry per element,
+        the others (fields, loads) one row per dof."""
+        for name, v in arrays.items():
+            shape = np.shape(v)
+            if name == "a" and shape != (self.n_el,):
+                raise ValueError(f"a has shape {shape}; expected ({self.n_el},): one "
+                                 f"coefficient per element")
+            if name != "a" and (len(shape) not in (1, 2) or shape[0] != self.ndof):
+                raise ValueError(f"{name} has shape {shape}; expected ({self.ndof},) or "
+                                 f"({self.ndof}, n_loads): one row per dof")
 
     def scatter(self, local):
         """Sum element vectors into a global vector (transpose of `gather`)."""

@@ -99,6 +99,38 @@ def _translates(mesh: skfem.Mesh) -> bool:
     return bool(np.all(np.abs(d - d[:, :, :1]) <= 1e-12 * scale))
 
 
+#: Node coordinates span at most this (and at least its inverse): lengths to the power 3
+#: (volumes, Jacobian determinants, squared distances) stay finite and normal in doubles.
+MAX_EXTENT = 1e100
+
+
+def _check_extent(name: str, p: np.ndarray) -> None:
+    """`ValueError` unless the finite node coordinates `p` ``(dim, n)`` span a length in
+    ``[1 / MAX_EXTENT, MAX_EXTENT]`` (volumes and squared distances would overflow or
+    underflow; numpy and scipy would say so without naming the mesh).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt.fem.mesh import _check_extent
+    >>> _check_extent("mesh.p", np.array([[0.0, 1e200], [0.0, 1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: mesh.p: the node coordinates span 1e+200, outside [1e-100, 1e+100]: lengths \
+cubed (volumes, squared distances) would overflow or vanish in double precision; scale the mesh \
+(another unit of length)
+    """
+    if p.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        span = float(np.max(np.max(p, axis=1) - np.min(p, axis=1)))
+    if not 1.0 / MAX_EXTENT <= span <= MAX_EXTENT:
+        raise ValueError(f"{name}: the node coordinates span {span:g}, outside "
+                         f"[{1 / MAX_EXTENT:g}, {MAX_EXTENT:g}]: lengths cubed (volumes, squared "
+                         "distances) would overflow or vanish in double precision; scale the "
+                         "mesh (another unit of length)")
+
+
 def check_mesh(mesh, uniform: bool | None = None) -> skfem.Mesh:
     """`mesh` if it is a valid scikit-fem Mesh for a model; a `ValueError` naming the defect.
 
@@ -130,6 +162,7 @@ def check_mesh(mesh, uniform: bool | None = None) -> skfem.Mesh:
     _check_mesh(mesh)
     p, t = np.asarray(mesh.p), np.asarray(mesh.t)
     check_finite_values("mesh.p", p, "node coordinates must be finite", ("coordinate", "node"))
+    _check_extent("mesh.p", p)
     n_nodes = p.shape[1]
     if t.size and (t.min() < 0 or t.max() >= n_nodes):
         raise ValueError(f"mesh.t has node indices outside [0, {n_nodes}): "

@@ -20,7 +20,8 @@ import numpy as np
 import skfem
 
 from .._validate import check_type
-from .mesh import check_mesh
+from .._validate import check_finite_values
+from .mesh import _check_extent, check_mesh
 
 __all__ = ["read_mesh", "COINCIDENT_TOL"]
 
@@ -103,7 +104,70 @@ def read_mesh(path, file_format: str | None = None) -> skfem.Mesh:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no mesh file at {path}" + (
             " (a folder)" if os.path.isdir(path) else ""))
+    _check_gmsh_nodes(path)
     return _to_skfem(_read(path, file_format), path)
+
+
+def _check_gmsh_nodes(path: str) -> None:
+    """`ValueError` for an element of an ASCII gmsh file (2.2 or 4.1) that names a node tag
+    its ``$Nodes`` do not list: meshio would map it to another node without a word."""
+    with open(path, "rb") as fh:
+        if fh.read(11) != b"$MeshFormat":
+            return
+        fh.readline()
+        head = fh.readline().split()
+        if len(head) < 2 or head[1] != b"0" or head[0][:1] not in (b"2", b"4"):
+            return                                    # binary or another version: meshio
+        try:
+            _check_gmsh_sections(path, (line.split() for line in fh), head[0][:1] == b"4")
+        except (StopIteration, RuntimeError, ValueError, IndexError) as err:
+            if str(err).startswith(path):
+                raise
+            return                                    # malformed: meshio says how
+
+
+def _check_gmsh_sections(path: str, lines, version4: bool) -> None:
+    """The check of `_check_gmsh_nodes` on the split `lines` after the format line."""
+    tags = set()
+    for line in lines:
+        if line[:1] == [b"$Nodes"]:
+            tags = _gmsh_node_tags(lines, version4)
+        elif line[:1] == [b"$Elements"]:
+            for element, nodes in _gmsh_elements(lines, version4):
+                missing = [n for n in nodes if n not in tags]
+                if missing:
+                    raise ValueError(f"{path}: element {element.decode()} names node "
+                                     f"{missing[0].decode()}, which the file's $Nodes do not "
+                                     f"list ({len(tags)} nodes)")
+            return
+
+
+def _gmsh_node_tags(lines, version4: bool) -> set:
+    """The node tags of a ``$Nodes`` section (as bytes)."""
+    head = next(lines)
+    if not version4:
+        return {next(lines)[0] for _ in range(int(head[0]))}
+    tags = set()
+    for _ in range(int(head[0])):                     # entity blocks: tags, then coordinates
+        n = int(next(lines)[3])
+        tags.update(next(lines)[0] for _ in range(n))
+        for _ in range(n):
+            next(lines)
+    return tags
+
+
+def _gmsh_elements(lines, version4: bool):
+    """``(tag, node tags)`` of each element of an ``$Elements`` section (as bytes)."""
+    head = next(lines)
+    if not version4:
+        for _ in range(int(head[0])):
+            line = next(lines)
+            yield line[0], line[3 + int(line[2]):]
+        return
+    for _ in range(int(head[0])):
+        for _ in range(int(next(lines)[3])):
+            line = next(lines)
+            yield line[0], line[1:]
 
 
 def _read(path: str, file_format: str | None):
@@ -162,11 +226,18 @@ def _coordinates(points: np.ndarray, dim: int, path: str) -> np.ndarray:
 def _to_skfem(mio, path: str) -> skfem.Mesh:
     dim, cells = _elements(mio, path)
     points = np.asarray(mio.points, dtype=float)
-    if cells.min() < 0 or cells.max() >= len(points):
-        raise ValueError(f"{path}: element node indices outside [0, {len(points)})")
+    outside = (cells < 0) | (cells >= len(points))
+    if outside.any():
+        e, k = np.argwhere(outside)[0]
+        raise ValueError(f"{path}: {_SIMPLEX[dim][0]} {e} names node {cells[e, k]}, which the "
+                         f"file does not have (nodes 0 .. {len(points) - 1}, from 0; "
+                         f"{int(outside.any(axis=1).sum())} such element(s))")
+    check_finite_values(f"{path}: the node coordinates", points, "coordinates must be finite",
+                        ("node", "coordinate"))
     used = np.unique(cells)
     renumber = np.full(len(points), -1)
     renumber[used] = np.arange(used.size)
+    _check_extent(path, points[used].T)
     p = _coordinates(points[used], dim, path)
     t = renumber[cells].T                                   # (dim + 1, n_el)
     _check_coincident(p, used, path)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from .. import ad
-from .._validate import check_finite_values, check_indices
+from .._validate import check_bool, check_finite_values, check_indices, check_int
 from .adjoint import matvec, products, solve
 from .kernels import ElementKernels
 from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive_definite
@@ -97,7 +97,9 @@ class LinearSystem(ElementKernels):
     def __init__(self, element_dofs, Ke, ndof: int, fixed=(), K0=None, symmetric: bool = True,
                  solver: str = "auto", requires_support: bool = False, geometry=None,
                  solver_options: dict | None = None):
-        self.element_dofs = check_indices("element_dofs", element_dofs, int(ndof), "dofs")
+        ndof = check_int("ndof", ndof, 1, what="number of dofs")
+        symmetric = check_bool("symmetric", symmetric)
+        self.element_dofs = check_indices("element_dofs", element_dofs, ndof, "dofs")
         if self.element_dofs.ndim != 2:
             raise ValueError("element_dofs must be a 2-D array (elements x local dofs)")
         self.n_el, self.n_loc = self.element_dofs.shape
@@ -177,6 +179,9 @@ class LinearSystem(ElementKernels):
         preconditioned with an earlier design's factor unless `exact`.
         """
         a = np.asarray(ad.value(a))
+        if a.shape != (self.n_el,):
+            raise ValueError(f"a has shape {a.shape}; expected ({self.n_el},): one coefficient "
+                             f"per element of the system")
         check_finite_values("the coefficient vector a", a, "coefficients must be finite, "
                             "without NaN or inf", ("element",))
         if self._cache is not None and np.array_equal(self._cache[0], a) and (

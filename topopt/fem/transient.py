@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from .. import ad
-from .._validate import (check_array_range, check_finite_array, check_finite_values,
+from .._validate import (check_array_range, check_finite_array, check_finite_values, check_sequence,
                          check_int, check_positive, check_range, check_type)
 from .modal import element_mass
 from .models import Model
@@ -301,7 +301,8 @@ def temperatures(S: TransientSystem, k, c, Q, s, steps) -> np.ndarray:
     a = S.coefficients(k, c)
     Q, s, _ = S.data(Q, s, np.zeros(S.ndof))
     N = s.shape[0] - 1
-    steps = [check_int("steps", n, 0, N, what="time step index") for n in steps]
+    steps = [check_int("steps", n, 0, N, what="time step index")
+             for n in check_sequence("steps", steps)]
     ops, T, out = S.operators(a), np.zeros(S.free.size), {0: np.zeros(S.free.size)}
     for n in range(max(steps, default=0)):
         T = S.step(ops, T, _load(S, Q[S.free], s, n))[0]

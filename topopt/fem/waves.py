@@ -30,6 +30,8 @@ import scipy.sparse as sps
 import skfem
 from skfem.helpers import dot, grad
 
+from .._validate import (check_bool, check_finite_array, check_indices, check_positive,
+                         check_range, check_real_array)
 from .mesh import check_mesh, element_centroids
 from ..ad import value as ad_value
 from .system import LinearSystem, solve
@@ -49,14 +51,13 @@ def graded_axis(points, sizes, growth: float = 1.15) -> np.ndarray:
     >>> graded_axis([0, 10], [1, 1]).tolist() == list(range(11))
     True
     """
-    points = np.asarray(points, dtype=float)
-    sizes = np.asarray(sizes, dtype=float)
+    points = check_finite_array("points", points)
+    sizes = check_finite_array("sizes", sizes)
+    growth = check_range("growth", growth, 1.0, what="ratio of neighbouring element sizes")
     if points.ndim != 1 or points.size < 2 or np.any(np.diff(points) <= 0):
         raise ValueError("points must be increasing, at least two")
     if sizes.shape != points.shape or np.any(sizes <= 0):
         raise ValueError("sizes must be positive, one per point")
-    if growth < 1:
-        raise ValueError(f"growth must be >= 1, got {growth}")
     out = [points[:1]]
     for a, b, ha, hb in zip(points[:-1], points[1:], sizes[:-1], sizes[1:]):
         length = b - a
@@ -126,25 +127,23 @@ class WaveModel:
     def __init__(self, mesh: skfem.Mesh, k: float, pml, design, R: float = 1e-10,
                  periodic: bool = True, solver: str = "auto", design_quadrature=None,
                  pml_x=None):
-        if not (np.isfinite(k) and k > 0):
-            raise ValueError(f"the wavenumber k must be positive, got {k!r}")
-        y_bottom, y_top, d = (float(v) for v in pml)
+        k = check_positive("k", k, "the wavenumber")
+        y_bottom, y_top, d = check_finite_array("pml", pml, (3,))
         if not (d > 0 and y_bottom < y_top):
             raise ValueError("pml must be (y_bottom, y_top, d) with y_bottom < y_top, d > 0")
-        if not 0 < R < 1:
-            raise ValueError(f"R must lie in (0, 1), got {R!r}")
+        R = check_range("R", R, 0.0, 1.0, lo_open=True, hi_open=True,
+                        what="the PML's reflection coefficient")
+        periodic = check_bool("periodic", periodic)
         if pml_x is not None:
-            x_left, x_right = (float(v) for v in pml_x)
+            x_left, x_right = check_finite_array("pml_x", pml_x, (2,))
             if not x_left < x_right:
                 raise ValueError("pml_x must be (x_left, x_right) with x_left < x_right")
             pml_x = (x_left, x_right)
         check_mesh(mesh)
         self.mesh, self.k, self.pml, self.R = mesh, float(k), (y_bottom, y_top, d), R
         self.pml_x = pml_x
-        self.design = np.asarray(design, dtype=np.int64)
         n_el = mesh.t.shape[1]
-        if self.design.size and (self.design.min() < 0 or self.design.max() >= n_el):
-            raise ValueError(f"design element indices must lie in [0, {n_el})")
+        self.design = check_indices("design", design, n_el, "elements").ravel()
         c = element_centroids(mesh)
         self.sigma0 = -0.75 * np.log(R) / d
         cy, cx = c[self.design, 1], c[self.design, 0]
@@ -235,7 +234,7 @@ class WaveModel:
 
         ``Re(u^H O u)`` is the intensity ``|grad u|^2`` at the focus (Gridap tutorial).
         """
-        x0 = np.asarray(x0, dtype=float)
+        x0 = check_real_array("x0", x0, allow_bool=True)
         eb = skfem.Basis(self.mesh, self.mesh.elem(), elements=np.asarray(elements), intorder=6)
 
         def weighted(u, v, w):

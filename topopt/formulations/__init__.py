@@ -75,3 +75,7 @@ from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,
                          FORMS as FOCUS_BAND_FORMS)
 
 __all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES', 'FOCUS_BAND_FORMS']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad, fem
-from .._validate import check_int, check_load, check_positive, check_range
+from .._validate import (check_finite_values, check_int, check_load, check_nonempty, check_positive,
+                         check_range, check_real_array)
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem.buckling import BucklingSystem, buckling_factors
@@ -51,6 +52,10 @@ def ks_max(v, rho: float):
     1.0
     """
     rho = check_positive("rho", rho, "KS aggregation parameter")
+    check_nonempty("v", v, "the values to aggregate")
+    check_finite_values("v", v, "the values to aggregate must be finite")
+    if np.iscomplexobj(ad.value(v)):
+        raise TypeError("v must be real: the KS maximum of complex values has no meaning")
     c = float(np.max(ad.value(v)))
     return c + np.log(np.sum(np.exp(rho * (v - c)))) / rho
 
@@ -154,7 +159,7 @@ class BucklingProblem(DensityProblem):
 
     def final(self, x_phys):
         """``lambda`` (the `n_modes` lowest), ``lambda1``, ``lambda1_start``, ``compliance``, ..."""
-        lam, u = self.analysis(np.asarray(x_phys, dtype=float))
+        lam, u = self.analysis(check_real_array("x_phys", x_phys, allow_bool=True))
         return {"lambda": [float(v) for v in lam], "lambda1": float(lam[0]),
                 "lambda1_start": self._start[0], "compliance": float(compliance(u, self.f)),
                 "compliance_start": self._start[1],
@@ -176,7 +181,7 @@ class BucklingProblem(DensityProblem):
 
     def mode_shape(self, x_phys) -> dict:
         """The first buckling mode and the prebuckling state as point data for ``design.vtu``."""
-        x_phys = np.asarray(x_phys, dtype=float)
+        x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
         E, EG = self.coefficients(x_phys)
         u = fem.solve(self.system, E, self.f)
         phi = self.buckling.modes(E, EG, u)[1][:, 0]

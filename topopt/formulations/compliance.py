@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fem
-from .._validate import check_load
+from .._validate import check_load, check_real_array
 from ..design.passive import Passive
 from ..design.interpolation import simp
 from ..responses.structural import compliance, volume
@@ -77,8 +77,8 @@ class ComplianceProblem(StartScaled, DensityProblem):
 
     def displacement(self, x_phys) -> dict:
         """Nodal state of the physical densities `x_phys`, for ``design.vtu`` (`nodal_state`)."""
-        u = fem.solve(self.system, simp(np.asarray(x_phys, dtype=float), self.penal,
-                                        self.Emin), self.f)
+        x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
+        u = fem.solve(self.system, simp(x_phys, self.penal, self.Emin), self.f)
         return self.nodal_state(u)
 
     def responses(self, x, beta: float | None = None):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fem
-from .._validate import check_choice, check_load, check_positive, check_range
+from .._validate import check_choice, check_load, check_positive, check_range, check_real_array
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem.harmonic import HarmonicSystem
@@ -119,15 +119,15 @@ class DynamicComplianceProblem(StartScaled, DensityProblem):
         """The `n_modes` lowest undamped angular frequencies ``omega_j`` of `x_phys`."""
         if self._modal is None or self._modal.n_modes != n_modes:
             self._modal = ModalSystem(self.model, n_modes=n_modes, rho0=self.rho0)
-        E, m = self.coefficients(np.asarray(x_phys, dtype=float))
+        E, m = self.coefficients(check_real_array("x_phys", x_phys, allow_bool=True))
         return np.sqrt(np.asarray(eigenvalues(self._modal, E, m)))
 
     def frequency_response(self, x_phys, omegas) -> np.ndarray:
         """``|f^H u|`` of physical densities at each frequency of `omegas` (same damping)."""
-        omegas = np.asarray(omegas, dtype=float)
+        omegas = check_real_array("omegas", omegas, allow_bool=True)
         if omegas.ndim != 1 or not np.all(np.isfinite(omegas)) or np.any(omegas < 0):
             raise ValueError("omegas must be a 1-D array of finite frequencies >= 0")
-        E, m = self.coefficients(np.asarray(x_phys, dtype=float))
+        E, m = self.coefficients(check_real_array("x_phys", x_phys, allow_bool=True))
         return np.array([float(dynamic_compliance(HarmonicSystem(
             self.model, w, *self.damping, rho0=self.rho0, solver=self.system.solver).solve(
                 E, m, self.f), self.f)) for w in omegas])

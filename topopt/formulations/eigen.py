@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import fem
 from .._validate import (check_array_range, check_choice, check_int, check_mapping,
-                         check_positive, check_range)
+                         check_positive, check_range, check_real_array)
 from ..fem.models import _check_model
 from ..design.passive import Passive
 from ..fem.modal import ModalSystem, eigenvalues
@@ -169,7 +169,7 @@ class EigenProblem(DensityProblem):
 
     def omega1(self, x_phys) -> float:
         """The fundamental angular frequency ``sqrt(lambda_1)`` of physical densities."""
-        E, m = self.coefficients(np.asarray(x_phys, dtype=float))
+        E, m = self.coefficients(check_real_array("x_phys", x_phys, allow_bool=True))
         return float(np.sqrt(eigenvalues(self.modal, E, m)[0]))
 
     def responses(self, z, rmin: float | None = None):
@@ -233,7 +233,7 @@ class EigenProblem(DensityProblem):
 
     def mode_shape(self, x_phys) -> dict:
         """The first mode of physical densities `x_phys` as point data for ``design.vtu``."""
-        E, m = self.coefficients(np.asarray(x_phys, dtype=float))
+        E, m = self.coefficients(check_real_array("x_phys", x_phys, allow_bool=True))
         phi = self.modal.modes(E, m)[1][:, 0]
         return {"mode_1": phi[self.model.basis.nodal_dofs].T}
 

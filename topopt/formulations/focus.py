@@ -19,7 +19,7 @@ import nlopt
 import numpy as np
 
 from .. import fem
-from .._validate import check_range, check_seed
+from .._validate import check_array_range, check_range, check_real_array, check_seed
 from ..design.filters import HelmholtzFilter
 from ..design.interpolation import blueprint, permittivity, project
 from ..optimize.driver import Stage, minimize
@@ -57,6 +57,7 @@ def enhancement(g: float) -> float:
     >>> float(enhancement(0.25))
     1.0
     """
+    check_array_range("g", g, 0.0, what="an intensity |grad u|^2")
     return 2.0 * np.sqrt(g)
 
 
@@ -173,7 +174,7 @@ class FocusProblem:
             raise ValueError("refined_g takes one density per element (subcell=False)")
         if isinstance(div, bool) or not isinstance(div, int) or div < 1:
             raise ValueError(f"div must be an integer >= 1, got {div!r}")
-        density = np.asarray(density, dtype=float)
+        density = check_real_array("density", density, allow_bool=True)
         if density.shape != (self.n,):
             raise ValueError(f"density must have shape ({self.n},), got {density.shape}")
         mesh, _, center = self.setup.cell(self.h / div, isolated=self.isolated)

@@ -34,7 +34,7 @@ from typing import Callable
 import nlopt
 import numpy as np
 
-from .._validate import check_callable, check_choice, check_range, check_sequence
+from .._validate import check_callable, check_choice, check_range, check_real_array, check_sequence
 from ..design.interpolation import permittivity
 from ..design.materials import silver_index
 from ..io.result import RunResult, grey_level, run_record
@@ -154,7 +154,7 @@ class FocusBand:
 
     def prepare(self, p0, beta) -> np.ndarray:
         """``g_j0`` of the start `p0` (unless set) and MMA's start ``z0 = [p0, t0]``."""
-        p0 = np.asarray(p0, dtype=float)
+        p0 = check_real_array("p0", p0, allow_bool=True)
         if p0.shape != (self.n,):
             raise ValueError(f"p0 must have shape ({self.n},), got {p0.shape}")
         g0 = np.array([float(g) for g in self.g(p0, beta)])

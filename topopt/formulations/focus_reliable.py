@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad, parallel
-from .._validate import check_choice, check_int, check_range
+from .._validate import check_choice, check_int, check_range, check_real_array
 from ..optimize.driver import Result, Stage, minimize
 from .focus import FocusProblem
 from .focus_variations import FocusVariations, silver_jc_cubic
@@ -293,7 +293,7 @@ class ReliableFocus:
 
     def minimize(self, p0, maxeval: int = 40, beta: float = 32.0, **options) -> Result:
         """MMA from `p0` at one `beta` (`topopt.optimize.minimize`; `options` go there)."""
-        p0 = np.asarray(p0, dtype=float)
+        p0 = check_real_array("p0", p0, allow_bool=True)
         if p0.shape != (self.n,):
             raise ValueError(f"p0 must have shape ({self.n},), got {p0.shape}")
         rel = self.reliability

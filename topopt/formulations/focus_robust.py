@@ -30,7 +30,7 @@ import nlopt
 import numpy as np
 
 from .. import ad
-from .._validate import check_int, check_range
+from .._validate import check_int, check_positive, check_range, check_real_array
 from ..design.interpolation import blueprint
 from ..optimize.driver import Result, Stage, minimize
 from ..robust.edges import edge_shift, threshold_for_shift
@@ -133,7 +133,7 @@ class RobustFocus:
     # ----------------------------------------------------------- the run
     def start(self, p0, beta: float) -> np.ndarray:
         """``[p0, z0]``, ``z0 = -min_k E(p0_k)`` (clipped to ``-Z_MAX``)."""
-        p0 = np.asarray(p0, dtype=float)
+        p0 = check_real_array("p0", p0, allow_bool=True)
         if p0.shape != (self.problem.n,):
             raise ValueError(f"p0 must have shape ({self.problem.n},), got {p0.shape}")
         return np.append(p0, max(-enhancement(self.worst(p0, beta)), -Z_MAX))
@@ -178,7 +178,9 @@ def robust_focus_stages(betas, maxeval: int) -> list:
     maxeval = check_int("maxeval", maxeval, 1, what="MMA evaluations per beta")
     if not len(betas):
         raise ValueError("betas must name at least one projection sharpness")
-    return [Stage(maxeval=maxeval, params={"beta": float(b)}) for b in betas]
+    return [Stage(maxeval=maxeval, params={"beta": check_positive(f"betas[{i}]", b,
+                                                                  "projection sharpness")})
+            for i, b in enumerate(betas)]
 
 
 def run_robust_focus(problem: FocusProblem, maxeval: int = 100, shift: float | None = None,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad
-from .._validate import check_callable, check_range, check_sequence
+from .._validate import check_callable, check_range, check_real_array, check_sequence
 from ..design.interpolation import blueprint, permittivity
 from ..design.materials import silver_index_jc
 from ..optimize.driver import Result
@@ -167,7 +167,7 @@ class WorstFocus:
 
     def start(self, p0, beta: float) -> np.ndarray:
         """``[p0, z0]``, ``z0 = -min E`` (clipped to ``-Z_MAX``)."""
-        p0 = np.asarray(p0, dtype=float)
+        p0 = check_real_array("p0", p0, allow_bool=True)
         if p0.shape != (self.n,):
             raise ValueError(f"p0 must have shape ({self.n},), got {p0.shape}")
         return np.append(p0, max(-min(float(e) for e in self.enhancements(p0, beta)), -Z_MAX))

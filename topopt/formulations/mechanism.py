@@ -32,7 +32,8 @@ import nlopt
 import numpy as np
 
 from .. import fem
-from .._validate import check_load, check_mapping, check_positive, check_range
+from .._validate import (check_finite_array, check_load, check_mapping, check_positive,
+                         check_range, check_type, real)
 from ..fem.models import _check_model
 from ..io.folder import run_compliance
 from ..io.result import RunResult, grey_level, run_record
@@ -73,7 +74,7 @@ def ideal_output(f_in: float, k_in: float, k_out: float) -> float:
     >>> ideal_output(1.0, 0.1, 0.1)
     5.0
     """
-    f_in = abs(check_positive("|f_in|", abs(float(f_in)), "input force"))
+    f_in = check_positive("|f_in|", abs(real("f_in", f_in)), "input force")
     k_in = check_positive("k_in", k_in, "input spring stiffness")
     k_out = check_positive("k_out", k_out, "output spring stiffness")
     return float(f_in / (2.0 * np.sqrt(k_in * k_out)))
@@ -241,7 +242,10 @@ def port_springs(model: fem.Model, direction) -> float:
     >>> port_springs(model, model.point_load((0, 0), (0, 1)))
     0.25
     """
-    d = np.asarray(direction, dtype=float)
+    check_type("model", model, fem.Model, "a topopt.fem.Model")
+    d = check_finite_array("direction", direction, (model.ndof,))
+    if not np.any(d):
+        raise ValueError("direction is zero: it must name the port's dofs (a point load)")
     K0 = model.K0
     return 0.0 if K0 is None else float(d @ (K0 @ d) / (d @ d))
 

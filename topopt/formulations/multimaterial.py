@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fem
-from .._validate import check_choice, check_finite_array, check_load
+from .._validate import check_choice, check_finite_array, check_load, check_real_array
 from ..design.multimaterial import check_phases, ordered_simp, phase_fraction, phase_index
 from ..design.passive import Passive
 from ..fem.models import _check_model
@@ -173,7 +173,7 @@ class MultiMaterialCompliance(StartScaled, DensityProblem):
 
     def final(self, x_phys):
         """Compliance, each phase's volume (of the hats and of `phases`) and the mass."""
-        x_phys = np.asarray(x_phys, dtype=float)
+        x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
         u = fem.solve(self.system, ordered_simp(x_phys, self.rho, self.E, self.penal,
                                                 self.Emin), self.f)
         w = self.weights / self.weights.sum()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import fem
-from .._validate import check_choice, check_load, check_range
+from .._validate import check_choice, check_load, check_range, check_real_array
 from ..fem.models import _check_model
 from ..design.interpolation import ramp, simp
 from ..responses.loads import BodyLoad, _gravity, element_loads
@@ -58,7 +58,9 @@ def load_ratio(x, interpolation: str = "ramp", penal: float = 3.0, q: float = 8.
     array([1.e+06, 4.e+00, 1.e+00])
     """
     check_choice("interpolation", interpolation, INTERPOLATIONS)
-    x = np.asarray(x, dtype=float)
+    check_range("penal", penal, 1.0, what="SIMP exponent")
+    check_range("q", q, 0.0, what="RAMP penalization")
+    x = check_real_array("x", x, allow_bool=True)
     if Emin == 0 and np.any(x == 0):
         raise ValueError("x must be > 0 where Emin = 0: the ratio x / E(x) is 0 / 0 at x = 0")
     E = simp(x, penal, Emin) if interpolation == "simp" else ramp(x, q, Emin)
@@ -161,7 +163,7 @@ class SelfWeightProblem(StartScaled, DensityProblem):
 
     def compliance_split(self, x_phys) -> dict:
         """``c = f_fixed^T u + f_weight^T u``: the parts of the fixed loads and of the weight."""
-        x_phys = np.asarray(x_phys, dtype=float)
+        x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
         u, f = self.state(x_phys)
         point, total = float(self.f @ u), float(f @ u)
         return {"point_load": point, "self_weight": total - point,

@@ -28,7 +28,7 @@ import nlopt
 import numpy as np
 
 from .. import ad
-from .._validate import check_int, check_load, check_positive, check_range
+from .._validate import check_int, check_load, check_positive, check_range, check_real_array
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem import Model, solve
@@ -122,7 +122,7 @@ class MinimumVolumeStress(DensityProblem):
 
     def check_design(self, x, name: str = "the design vector") -> np.ndarray:
         """The free design variables of `x` (``(n,)``, or the full element vector)."""
-        x = np.asarray(x, dtype=float)
+        x = check_real_array("x", x, allow_bool=True)
         if x.shape not in ((self.n,), (self.n_el,)):
             full = f" or ({self.n_el},), one value per element" if self.passive.any else ""
             raise ValueError(f"{name} has shape {x.shape}; expected ({self.n},){full}")
@@ -136,7 +136,7 @@ class MinimumVolumeStress(DensityProblem):
 
     def relaxed(self, x, beta: float | None = None) -> np.ndarray:
         """The relaxed von Mises stress of each element (plain values)."""
-        x_phys, _, vm2 = self.analysis(np.asarray(x, dtype=float), beta)
+        x_phys, _, vm2 = self.analysis(check_real_array("x", x, allow_bool=True), beta)
         return relaxed_stress(x_phys, np.sqrt(vm2), self.q)
 
     def responses(self, x, beta: float | None = None, block=None):
@@ -183,7 +183,7 @@ class MinimumVolumeStress(DensityProblem):
 
     def summary(self, x, beta: float | None = None) -> dict:
         """Volume, largest relaxed stress (and its element), ``PN``, ``c`` of a design."""
-        x_phys, _, vm2 = self.analysis(np.asarray(x, dtype=float), beta)
+        x_phys, _, vm2 = self.analysis(check_real_array("x", x, allow_bool=True), beta)
         rel = relaxed_stress(x_phys, np.sqrt(vm2), self.q)
         e = int(np.argmax(rel))
         return {"volume": float(volume(x_phys, self.weights)), "max_von_mises": float(rel[e]),

@@ -20,6 +20,7 @@ from ..io.result import RunResult, grey_level, run_record
 from ..optimize.driver import Stage
 from ..responses.stress import MinimumVolumeStress
 from .._files import check_writable_folder
+from .._validate import check_int, check_mapping, check_positive, check_range, check_sequence
 from ..io.folder import write_results
 from .base import before_resume
 from .compliance import ComplianceProblem
@@ -54,6 +55,15 @@ class StressSchedule:
     step: float
     settle: int
     reference_mma: dict
+
+    def __post_init__(self):
+        for i, beta in enumerate(check_sequence("betas", self.betas)):
+            if beta is not None:
+                check_positive(f"betas[{i}]", beta, "projection sharpness, or None")
+        check_range("x0", self.x0, 0.0, 1.0, lo_open=True, what="the uniform start density")
+        check_positive("step", self.step, "MMA's initial move")
+        check_int("settle", self.settle, 0, what="blocks at the last beta")
+        check_mapping("reference_mma", self.reference_mma)
 
 
 def stress_figures(problem: MinimumVolumeStress, x, beta, corner) -> dict:

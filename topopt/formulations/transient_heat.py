@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad, fem
-from .._validate import check_positive
+from .._validate import check_positive, check_real_array
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem.transient import TransientSystem, temperatures, transient
@@ -110,7 +110,8 @@ class TransientHeatProblem(StartScaled, DensityProblem):
 
     def gradient(self, x, beta: float | None = None) -> np.ndarray:
         """``dJ/dx`` by the checkpointed adjoint (`topopt.ad.gradient`)."""
-        return ad.gradient(lambda z: self.objective(z, beta), np.asarray(x, dtype=float))
+        x = check_real_array("x", x, allow_bool=True)
+        return ad.gradient(lambda z: self.objective(z, beta), x)
 
     def responses(self, x, beta: float | None = None):
         """``(J / J0, v / volfrac - 1)``: scaled objective and volume constraint for MMA."""
@@ -139,7 +140,7 @@ class TransientHeatProblem(StartScaled, DensityProblem):
 
     def final(self, x_phys):
         """``temperature`` (J), ``volume``, the steps' count and checkpoint figures; ``T_N``."""
-        k = simp(np.asarray(x_phys, dtype=float), self.penal, self.Emin)
+        k = simp(check_real_array("x_phys", x_phys, allow_bool=True), self.penal, self.Emin)
         J = float(self.scale * np.sum(transient(self.transient, k, k, self.Q, self.s, self.L)))
         T = temperatures(self.transient, k, k, self.Q, self.s, [self.n_steps])[:, 0]
         S = self.transient

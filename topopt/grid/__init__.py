@@ -24,3 +24,7 @@ __all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gra
            "cells_from_cells", "cells_from_coefficients", "child_interpolations",
            "GRID_OPTIONS", "GridMultigrid", "GridSystem", "GridModel", "grid_elasticity",
            "grid_heat", "GridDensityFilter", "GridHelmholtzFilter", "density_kernel"]
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -17,6 +17,7 @@ import itertools
 
 import numpy as np
 
+from .._validate import check_array_range, check_factor, check_finite_array, check_int
 from .grid import Grid
 
 __all__ = ["child_interpolations", "cells_from_coefficients", "cells_from_cells"]
@@ -34,6 +35,8 @@ def child_interpolations(grid: Grid, factor: int, components: int) -> np.ndarray
     >>> P[0][0].tolist(), P[0][3].tolist()     # child (0, 0): its corners 0 and (1, 1)
     ([1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25])
     """
+    factor = check_int("factor", factor, 1, what="fine elements per coarse element and axis")
+    components = check_int("components", components, 1, what="dofs per node")
     corners = grid.corners                                       # (nq, dim)
     out = []
     for g in itertools.product(range(factor), repeat=grid.dim):
@@ -58,9 +61,13 @@ def _children(values: np.ndarray, shape: tuple, factor: int) -> np.ndarray:
 def cells_from_coefficients(grid: Grid, K0: np.ndarray, E: np.ndarray, factor: int,
                             components: int) -> np.ndarray:
     """The cells ``sum_g E_g P_g^T K0 P_g`` of `grid` coarsened by `factor`, ``(n_c, n, n)``."""
+    check_factor("factor", factor, grid.shape, "element count of the grid")
     P = child_interpolations(grid, factor, components)
+    _check_cells("K0", K0, P.shape[1], ())
+    E = check_finite_array("E", E, (grid.n_el,))
+    check_array_range("E", E, 0.0, what="element coefficients of the fine grid")
     N = np.einsum("gji,jk,gkl->gil", P, K0, P).reshape(P.shape[0], -1)   # (children, n*n)
-    children = _children(np.asarray(E, dtype=float), grid.shape, factor)
+    children = _children(E, grid.shape, factor)
     n = K0.shape[0]
     return (children @ N).reshape(-1, n, n)
 
@@ -70,7 +77,9 @@ def cells_from_cells(grid: Grid, cells: np.ndarray, components: int) -> np.ndarr
 
     Each child ``k`` is a strided view of `cells`: no copy of the finer level.
     """
+    check_factor("grid", 2, grid.shape, "element count of the cells' grid (coarsened by 2)")
     P = child_interpolations(grid, 2, components)
+    _check_cells("cells", cells, P.shape[1], (grid.n_el,))
     coarse = tuple(n // 2 for n in grid.shape)
     n = cells.shape[1]
     split = cells.reshape(sum(((c, 2) for c in coarse), ()) + (n, n))
@@ -80,3 +89,11 @@ def cells_from_cells(grid: Grid, cells: np.ndarray, components: int) -> np.ndarr
         out += np.einsum("ji,...jk,kl->...il", P[k], child, P[k],
                          optimize=True).reshape(out.shape)
     return out
+
+
+def _check_cells(name: str, cells, n: int, lead: tuple) -> None:
+    """`cells` of shape ``lead + (n, n)``: one ``n x n`` matrix per element (none for ``()``)."""
+    shape = np.shape(cells)
+    if shape != lead + (n, n):
+        raise ValueError(f"{name} has shape {shape}; expected {lead + (n, n)} (one {n} x {n} "
+                         f"matrix per element: 2**dim nodes x components)")

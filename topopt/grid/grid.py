@@ -17,7 +17,8 @@ import itertools
 
 import numpy as np
 
-from .._validate import check_positive
+from .._validate import (check_callable, check_factor, check_grid_index, check_indices, check_int,
+                         check_positive)
 
 __all__ = ["Grid"]
 
@@ -71,12 +72,14 @@ class Grid:
     # ------------------------------------------------------------ numbering
     def element_index(self, ijk) -> int | np.ndarray:
         """Element number(s) of the element grid index `ijk` (C order)."""
-        out = np.ravel_multi_index(tuple(ijk), self.shape)
+        out = np.ravel_multi_index(check_grid_index("ijk", ijk, self.shape, "element index"),
+                                   self.shape)
         return int(out) if np.ndim(out) == 0 else out
 
     def node_index(self, ijk) -> int | np.ndarray:
         """Node number(s) of the node grid index `ijk` (C order)."""
-        out = np.ravel_multi_index(tuple(ijk), self.nodes_shape)
+        out = np.ravel_multi_index(check_grid_index("ijk", ijk, self.nodes_shape, "node index"),
+                                   self.nodes_shape)
         return int(out) if np.ndim(out) == 0 else out
 
     def corner_slice(self, q: int, rows: slice = slice(None)) -> tuple:
@@ -85,6 +88,9 @@ class Grid:
         ``nodal[grid.corner_slice(q)]`` has the element grid's shape: entry
         ``(i, j, k)`` is the node of corner `q` of element ``(i, j, k)``.
         """
+        q = check_int("q", q, 0, len(self.corners) - 1, "a local node of the element")
+        if not isinstance(rows, slice):
+            raise TypeError(f"rows must be a slice of the x-rows, got {type(rows).__name__}")
         start, stop, _ = rows.indices(self.shape[0])
         c = self.corners[q]
         return (slice(start + c[0], stop + c[0]),) + tuple(
@@ -96,7 +102,8 @@ class Grid:
         Built on demand for small grids, tests and outputs; the operators do
         not use it.
         """
-        idx = np.arange(self.n_el) if elements is None else np.asarray(elements)
+        idx = np.arange(self.n_el) if elements is None else check_indices(
+            "elements", elements, self.n_el, "elements")
         ijk = np.array(np.unravel_index(idx, self.shape))              # (dim, n)
         return np.stack([self.node_index(ijk + c[:, None]) for c in self.corners], axis=1)
 
@@ -111,12 +118,14 @@ class Grid:
 
     def node_coordinates(self, nodes=None) -> np.ndarray:
         """``(dim, n)`` coordinates of the nodes (all by default)."""
-        idx = np.arange(self.n_nodes) if nodes is None else np.asarray(nodes)
+        idx = np.arange(self.n_nodes) if nodes is None else check_indices(
+            "nodes", nodes, self.n_nodes, "nodes")
         return self.h * np.array(np.unravel_index(idx, self.nodes_shape), dtype=float)
 
     def element_centers(self, elements=None) -> np.ndarray:
         """``(n, dim)`` element centres (all by default)."""
-        idx = np.arange(self.n_el) if elements is None else np.asarray(elements)
+        idx = np.arange(self.n_el) if elements is None else check_indices(
+            "elements", elements, self.n_el, "elements")
         return self.h * (np.array(np.unravel_index(idx, self.shape), dtype=float).T + 0.5)
 
     def nodes_where(self, where) -> np.ndarray:
@@ -126,13 +135,18 @@ class Grid:
         node predicates do); it is evaluated one x-plane of nodes at a time,
         so a predicate on a 10-million-node grid needs no full coordinate array.
         """
+        check_callable("where", where)
         axes = self.node_axes()
         rest = list(np.meshgrid(*axes[1:], indexing="ij"))
         plane = int(np.prod(self.nodes_shape[1:]))
         out = []
         for i, xi in enumerate(axes[0]):
             x = np.stack([np.full_like(rest[0], xi)] + rest)
-            hit = np.asarray(where(x), dtype=bool)
+            hit = np.asarray(where(x))
+            if hit.dtype != bool or not _broadcasts(hit.shape, x.shape[1:]):
+                raise TypeError(f"where must return a boolean array of the coordinates' shape "
+                                f"{x.shape[1:]} (a node predicate), got dtype {hit.dtype} and "
+                                f"shape {hit.shape}")
             if hit.shape != x.shape[1:]:
                 hit = np.broadcast_to(hit, x.shape[1:])
             out.append(i * plane + np.flatnonzero(hit.ravel()))
@@ -145,9 +159,7 @@ class Grid:
 
     def coarsened(self, factor: int = 2) -> "Grid":
         """The grid of `factor`-times larger elements (every count divisible by `factor`)."""
-        if any(n % factor for n in self.shape):
-            raise ValueError(f"the grid {self.shape} cannot be coarsened by {factor}: every "
-                             f"element count must be divisible by it")
+        factor = check_factor("factor", factor, self.shape, "element count of the grid")
         return Grid(tuple(n // factor for n in self.shape), self.h * factor)
 
     def to_mesh(self):
@@ -161,3 +173,11 @@ class Grid:
         perm = np.empty(self.n_el, dtype=np.int64)
         perm[order] = np.arange(self.n_el)
         return mesh, perm
+
+
+def _broadcasts(shape: tuple, to: tuple) -> bool:
+    """Whether an array of `shape` broadcasts to `to` (and keeps it)."""
+    try:
+        return np.broadcast_shapes(shape, to) == to
+    except ValueError:
+        return False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_finite_array, check_positive
+from .._validate import check_finite_array, check_int, check_positive
 from ..fem.models import _Selection, _as_point
 from .element import elasticity_matrix, heat_matrix
 from .grid import Grid
@@ -50,7 +50,9 @@ class GridModel(_Selection):
         if not isinstance(grid, Grid):
             raise TypeError(f"grid must be a topopt.grid.Grid, got {type(grid).__name__}")
         self.grid = self.mesh = grid
-        self.Ke, self.components = np.asarray(Ke, dtype=float), int(components)
+        self.components = check_int("components", components, 1, what="dofs per node")
+        n_loc = grid.corners.shape[0] * self.components
+        self.Ke = check_finite_array("Ke", Ke, (n_loc, n_loc))
         self.ndof, self.n_el = grid.n_nodes * self.components, grid.n_el
         self.fixed = np.array([], dtype=np.int64)
         self._springs: dict = {}                         # dof -> stiffness

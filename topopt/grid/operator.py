@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import check_int, check_real_array, check_type
 from .grid import Grid
 
 __all__ = ["GridOperator", "CellOperator", "BLOCK_ELEMENTS"]
@@ -48,9 +49,11 @@ class GridOperator:
     """
 
     def __init__(self, grid: Grid, K0: np.ndarray, components: int, block: int = BLOCK_ELEMENTS):
-        self.grid, self.components = grid, int(components)
+        check_type("grid", grid, Grid, "a topopt.grid.Grid")
+        self.grid, self.components = grid, check_int("components", components, 1, what="dofs per node")
+        block = check_int("block", block, 1, what="elements per slab")
         self.n_loc = grid.corners.shape[0] * self.components
-        K0 = np.asarray(K0, dtype=float)
+        K0 = check_real_array("K0", K0, allow_bool=True)
         if K0.shape != (self.n_loc, self.n_loc):
             raise ValueError(f"K0 has shape {K0.shape}; expected ({self.n_loc}, {self.n_loc}) "
                              f"for {components} components on a {grid.dim}-D grid")
@@ -59,7 +62,7 @@ class GridOperator:
         self._buffers: dict = {}
         self.ndof = grid.n_nodes * self.components
         plane = int(np.prod(grid.shape[1:]))
-        self.rows = max(1, int(block) // plane)            # x-rows of elements per slab
+        self.rows = max(1, block // plane)            # x-rows of elements per slab
 
     def __repr__(self):
         return f"GridOperator({self.grid!r}, {self.components} components)"
@@ -181,9 +184,10 @@ class CellOperator(GridOperator):
 
     def __init__(self, grid: Grid, cells: np.ndarray, components: int,
                  block: int = BLOCK_ELEMENTS):
-        n_loc = grid.corners.shape[0] * int(components)
-        if cells.shape != (grid.n_el, n_loc, n_loc):
-            raise ValueError(f"cells has shape {cells.shape}; expected "
+        check_type("grid", grid, Grid, "a topopt.grid.Grid")
+        n_loc = grid.corners.shape[0] * check_int("components", components, 1, what="dofs per node")
+        if np.shape(cells) != (grid.n_el, n_loc, n_loc):
+            raise ValueError(f"cells has shape {np.shape(cells)}; expected "
                              f"({grid.n_el}, {n_loc}, {n_loc})")
         super().__init__(grid, np.zeros((n_loc, n_loc)), components, block)
         self.cells = cells

@@ -16,7 +16,8 @@ from collections import defaultdict
 import numpy as np
 
 from .. import ad
-from .._validate import check_finite_values, check_indices
+from .._validate import (check_array_range, check_finite_array, check_finite_values, check_indices,
+                         check_int, check_type)
 from ..fem.errors import SingularSystemError
 from .grid import Grid
 from .multigrid import GridMultigrid
@@ -66,7 +67,8 @@ class GridSystem:
 
     def __init__(self, grid: Grid, K0, components: int, fixed=(), springs=None,
                  solver_options: dict | None = None):
-        self.grid, self.components = grid, int(components)
+        check_type("grid", grid, Grid, "a topopt.grid.Grid")
+        self.grid, self.components = grid, check_int("components", components, 1, what="dofs per node")
         self.ndof = grid.n_nodes * self.components
         self.n_el = grid.n_el
         self.fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
@@ -76,7 +78,10 @@ class GridSystem:
             raise ValueError(f"fixed: every one of the {self.ndof} dofs is fixed, nothing is "
                              "left to solve for; fix fewer nodes or components")
         self._free = free
-        self.springs = None if springs is None else np.asarray(springs, dtype=float)
+        self.springs = None if springs is None else check_finite_array("springs", springs,
+                                                                        (self.ndof,))
+        if self.springs is not None:
+            check_array_range("springs", self.springs, 0.0, what="grounded spring stiffness per dof")
         self.operator = GridOperator(grid, K0, self.components)
         self.solver_options = dict(solver_options or {})
         self._iterative = GridMultigrid(grid, K0, self.components, free, self.springs,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import check_factor, check_int, check_real_array
+
 __all__ = ["prolong", "restrict"]
 
 
@@ -43,6 +45,16 @@ def _restrict_axis(f: np.ndarray, axis: int, factor: int) -> np.ndarray:
     return out
 
 
+def _nodal(name: str, values) -> np.ndarray:
+    """`values` as a real nodal array ``(components,) + nodes_shape``, >= 2 nodes per axis."""
+    values = values if isinstance(values, np.ndarray) and values.dtype.kind == "f" \
+        else check_real_array(name, values)
+    if values.ndim < 2 or min(values.shape[1:]) < 2 or values.shape[0] < 1:
+        raise ValueError(f"{name} must be a nodal array (components,) + nodes_shape with at "
+                         f"least 2 nodes per axis, got shape {values.shape}")
+    return values
+
+
 def prolong(coarse: np.ndarray, factor: int) -> np.ndarray:
     """``P c`` for the nodal array `coarse` ``(components,) + coarse nodes_shape``.
 
@@ -56,6 +68,8 @@ def prolong(coarse: np.ndarray, factor: int) -> np.ndarray:
     >>> bool(np.isclose(np.sum(prolong(c, 2) * f), np.sum(c * restrict(f, 2))))
     True
     """
+    coarse = _nodal("coarse", coarse)
+    factor = check_int("factor", factor, 1, what="elements of the fine grid per coarse element")
     out = coarse
     for axis in range(1, coarse.ndim):
         out = _prolong_axis(out, axis, factor)
@@ -64,6 +78,9 @@ def prolong(coarse: np.ndarray, factor: int) -> np.ndarray:
 
 def restrict(fine: np.ndarray, factor: int) -> np.ndarray:
     """``P^T f`` for the nodal array `fine` (the transpose of `prolong`)."""
+    fine = _nodal("fine", fine)
+    check_factor("factor", factor, [n - 1 for n in fine.shape[1:]],
+                 "element count of the fine grid (nodes - 1 per axis)")
     out = fine
     for axis in range(fine.ndim - 1, 0, -1):
         out = _restrict_axis(out, axis, factor)

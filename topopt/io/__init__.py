@@ -17,3 +17,7 @@ __all__ = ['RunResult', 'RUN_KEYS', 'run_record', 'OutputPathError', 'check_writ
            'write_stl', 'iso_surface', 'enclosed_volume', 'signed_volume', 'DesignFileError',
            'MESH_TYPES', 'write_vti', 'grid_iso_surface', 'write_grid_stl', 'surface_faces',
            'save_grid_design', 'load_grid_design', 'SLAB_VOXELS']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

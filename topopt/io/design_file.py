@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from .._validate import check_finite_values, check_indices, check_real_array
 __all__ = ["DesignFileError", "signed_volume", "EXTRA", "DENSITY_SLACK"]
 
 EXTRA = "pip install 'topopt[io]'"
@@ -74,11 +75,13 @@ def signed_volume(verts, faces) -> float:
     >>> round(signed_volume(v, f), 12), round(signed_volume(v, f[:, ::-1]), 12)
     (0.166666666667, -0.166666666667)
     """
-    verts = np.asarray(verts, dtype=float)
+    verts = check_real_array("verts", verts, allow_bool=True)
     faces = np.asarray(faces)
     if verts.ndim != 2 or verts.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
         raise ValueError(f"verts must be (n, 3) and faces (m, 3); got {verts.shape} and "
                          f"{faces.shape}")
+    check_finite_values("verts", verts, "vertex coordinates must be finite", ("vertex", "axis"))
+    faces = check_indices("faces", faces, len(verts), "vertex indices")
     a, b, c = (verts[faces[:, i]] for i in range(3))
     return float(np.einsum("ij,ij->", a, np.cross(b, c))) / 6.0
 

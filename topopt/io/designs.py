@@ -25,6 +25,7 @@ import json
 import os
 
 import numpy as np
+from .._validate import check_int, check_mapping, check_range, check_real_array
 import skfem
 
 from .._files import atomic_path, atomic_write_bytes
@@ -61,7 +62,7 @@ def _check_fields(mesh, x, x_phys, point_data, cell_data=None):
     for name, v in (("x", x), ("x_phys", x_phys), *(cell_data or {}).items()):
         if np.iscomplexobj(v):
             raise ValueError(f"{name} is complex; save its real and imaginary parts")
-        v = np.asarray(v, dtype=float)
+        v = check_real_array(name, v, allow_bool=True)
         if v.shape != (n_el,):
             what = name if name in ("x", "x_phys") else f"cell_data[{name!r}]"
             raise ValueError(f"{what} has shape {v.shape}; expected ({n_el},), one per element")
@@ -162,12 +163,26 @@ def write_vtu(path: str, mesh, cell_data: dict, point_data: dict | None = None) 
     _require("meshio", "writing design.vtu")
     from skfem.io.meshio import to_meshio
     _mesh_type(mesh)
-    mio = to_meshio(mesh, point_data={k: _pad3(np.asarray(v))
-                                      for k, v in (point_data or {}).items()},
-                    cell_data={k: [np.asarray(v)] for k, v in cell_data.items()},
-                    encode_cell_data=False)
+    cells = _data("cell_data", cell_data, mesh.t.shape[1], "element")
+    points = _data("point_data", point_data, mesh.p.shape[1], "node")
+    mio = to_meshio(mesh, point_data={k: _pad3(v) for k, v in points.items()},
+                    cell_data={k: [v] for k, v in cells.items()}, encode_cell_data=False)
     mio.points = _pad3(np.asarray(mio.points, dtype=float))
     return _write_meshio(path, mio, "vtu")
+
+
+def _data(name: str, data: dict | None, n: int, what: str) -> dict:
+    """The arrays of `data` (a dict of real arrays with `n` rows, one per `what`), checked."""
+    out = {}
+    for key, v in check_mapping(name, data).items():
+        if np.iscomplexobj(v):
+            raise TypeError(f"{name}[{key!r}] is complex; save its real and imaginary parts")
+        v = check_real_array(f"{name}[{key!r}]", v, allow_bool=True)
+        if v.ndim not in (1, 2) or v.shape[0] != n:
+            raise ValueError(f"{name}[{key!r}] has shape {v.shape}; expected ({n},) or "
+                             f"({n}, k), one row per {what}")
+        out[key] = v
+    return out
 
 
 def _pad3(v: np.ndarray) -> np.ndarray:
@@ -215,12 +230,16 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     refined grid would exceed `max_voxels`.
     """
     measure = _require("skimage.measure", "the STL iso-surface")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level = {level}; expected a density in (0, 1)")
-    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 1:
-        raise ValueError(f"refine = {refine!r}; expected an integer >= 1")
-    grid, spacing, origin = _voxels(mesh, np.asarray(x_phys, dtype=float))
+    level = check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True,
+                        what="the density of the surface")
+    check_int("refine", refine, 1, what="samples per element and axis")
+    check_int("max_voxels", max_voxels, 1, what="refined voxels of the whole grid")
+    x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
+    _mesh_type(mesh)
+    if x_phys.shape != (mesh.t.shape[1],):
+        raise ValueError(f"x_phys has shape {x_phys.shape}; expected ({mesh.t.shape[1]},), "
+                         "one per element")
+    grid, spacing, origin = _voxels(mesh, x_phys)
     solid = np.pad(grid >= level, 1)
     if not solid.any():
         raise ValueError(f"no element has x_phys >= {level}; the iso-surface is empty")

@@ -30,6 +30,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from .._validate import check_int, check_range, check_real_array
 from .._files import atomic_write_bytes
 from ..grid import Grid
 from .design_file import (DesignFileError, _density_range, _field_rows, _finite, _read_npz,
@@ -149,15 +150,13 @@ def _check_surface_args(grid, x_phys, level, refine):
     grid = _check_grid(grid)
     if grid.dim != 3:
         raise TypeError(f"an STL needs a 3-D grid; the grid {grid.shape} is 2-D")
-    x = np.asarray(x_phys, dtype=float)
+    x = check_real_array("x_phys", x_phys, allow_bool=True)
     if x.shape != (grid.n_el,):
         raise ValueError(f"x_phys has shape {x.shape}; expected ({grid.n_el},), one per "
                          "element")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level = {level}; expected a density in (0, 1)")
-    if isinstance(refine, bool) or not isinstance(refine, (int, np.integer)) or refine < 1:
-        raise ValueError(f"refine = {refine!r}; expected an integer >= 1")
+    level = check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True,
+                        what="the density of the surface")
+    check_int("refine", refine, 1, what="samples per element and axis")
     return grid, x.reshape(grid.shape), level
 
 
@@ -170,6 +169,8 @@ def _slab_surfaces(grid, x_phys, level, refine, max_voxels, slab_voxels):
     """
     measure = _require("skimage.measure", "the STL iso-surface")
     grid, x3, level = _check_surface_args(grid, x_phys, level, refine)
+    check_int("max_voxels", max_voxels, 1, what="refined voxels of the whole grid")
+    check_int("slab_voxels", slab_voxels, 1, what="refined voxels per slab")
     padded = np.array(grid.shape) + 2
     while refine > 1 and int(np.prod(padded)) * refine**3 > max_voxels:
         refine -= 1

@@ -12,3 +12,7 @@ __all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint',
            'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result',
            'ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
            'WORSE_TOL']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .._files import atomic_path
+from .._validate import check_real_array
 from ..fem.mesh import element_centroids
 
 __all__ = ["grid_indices"]
@@ -72,7 +73,7 @@ def grid_indices(mesh) -> tuple[np.ndarray, ...] | None:
 
 def _element_values(mesh, x, dim: int, name: str, other: str) -> np.ndarray:
     """`x` as one float per element of a `dim`-D mesh, or the error naming the fix."""
-    x = np.asarray(x, dtype=float)
+    x = check_real_array("x", x, allow_bool=True)
     grid = _grid_of(mesh)
     if _dim(mesh) != dim:
         raise ValueError(f"{name} draws {dim}-D meshes; use {other}")

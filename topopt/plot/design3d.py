@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LightSource
 from matplotlib.figure import Figure
 
+from .._validate import check_range, real
 from .canvas import _element_values, _grid_of, _save, grid_indices
 from .markers import ARROW, LOAD_COLOR, SUPPORT_COLOR, _marker_array
 
@@ -55,6 +56,9 @@ def design_figure_3d(mesh, x, title: str = "", level: float = 0.5, supports=None
     [(0.0, 4.0), (0.0, 2.0), (0.0, 2.0)]
     """
     x = _element_values(mesh, x, 3, "design_figure_3d", "design_figure")
+    level = check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True,
+                        what="the density of the surface")
+    elev, azim = real("elev", elev), real("azim", azim)
     grid = _grid_of(mesh)
     why = _projection_reason(grid, x, level) if grid is not None else None
     if why:
@@ -208,4 +212,6 @@ def _fill_frame(fig, ax, size, ends, title: str) -> None:
 def save_design_3d(mesh, x, path: str, threshold: float = 0.5, title: str = "",
                    **kwargs) -> str:
     """Write a PNG of `design_figure_3d` (``level=threshold``); returns the path."""
+    threshold = check_range("threshold", threshold, 0.0, 1.0, lo_open=True, hi_open=True,
+                            what="the density of the surface")
     return _save(design_figure_3d(mesh, x, title, level=threshold, **kwargs), path)

@@ -10,11 +10,15 @@ names are re-exported here for code that imports them from
 
 from __future__ import annotations
 
+import difflib
+
+import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
+from .._validate import check_ordered, real
 from ..fem.mesh import element_centroids
 from .canvas import _element_values, _save, grid_indices
 from .markers import ARROW, PAD
@@ -125,6 +129,18 @@ def _colorbar(fig, ax, art, label: str, wide: bool, phases) -> None:
         bar.set_ticks(range(len(phases)), labels=[name for name, _ in phases])
 
 
+def _colour_range(cmap, vmin, vmax) -> tuple:
+    """`vmin` < `vmax` (each real, or None: autoscaled) of a known colormap `cmap`."""
+    if isinstance(cmap, str) and cmap not in matplotlib.colormaps:
+        close = difflib.get_close_matches(cmap, list(matplotlib.colormaps), n=1)
+        raise ValueError(f"cmap {cmap!r} is not a matplotlib colormap"
+                         + (f" (did you mean {close[0]!r}?)" if close else ""))
+    vmin, vmax = (None if v is None else real(n, v) for n, v in (("vmin", vmin), ("vmax", vmax)))
+    if vmin is not None and vmax is not None:
+        check_ordered("vmin", vmin, "vmax", vmax, strict=True)
+    return vmin, vmax
+
+
 def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax=1.0,
                   mirror: bool = False, xlim=None, ylim=None, colorbar: bool = True,
                   label: str = "x_phys", supports=None, loads=None, phases=None,
@@ -180,6 +196,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     x = _element_values(mesh, x, 2, "design_figure", "design_figure_3d")
     if phases is not None:
         cmap, vmin, vmax = _phase_colours(phases, x)
+    vmin, vmax = _colour_range(cmap, vmin, vmax)
     setup = _as_markers(markers, supports, loads, dim=2)
     fig = Figure(layout="constrained")
     FigureCanvasAgg(fig)

@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from .._validate import check_sequence, real
 from .canvas import _save
 
 __all__ = ["history_figure", "save_history", "MAX_CONSTRAINT_LINES"]
@@ -54,7 +55,8 @@ def history_figure(history: Sequence[dict], title: str = "",
     >>> fig.axes[0].lines[0].get_ydata()[-1].round(3), fig.legends[0].texts[1].get_text()
     (np.float64(66.667), 'V / 0.5 - 1')
     """
-    scale = float(objective_scale)
+    history = check_sequence("history", history)
+    scale = float(real("objective_scale", objective_scale, finite=False))
     if not np.isfinite(scale) or scale == 0:
         raise ValueError(f"objective_scale must be finite and non-zero, got {objective_scale!r}")
     fig = Figure(figsize=(7, 4.6), layout="constrained")

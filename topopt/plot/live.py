@@ -39,7 +39,7 @@ from typing import Mapping
 import numpy as np
 
 from .._files import atomic_write_bytes, check_writable_file
-from .._validate import check_bool, check_choice, check_int, check_range
+from .._validate import check_bool, check_choice, check_int, check_range, check_real_array
 from .canvas import _as_drawn, _dim
 from .design3d import design_figure_3d
 from .figures import design_figure
@@ -261,7 +261,7 @@ class Live:
                      f"{rec.get('evaluation', len(self.history))}, "
                      f"{labels['objective_label']} = {value:.4g}")
             x = self._x if self._physical is None else self._physical(self._x, self._stage)
-            x = np.asarray(x, dtype=float)
+            x = check_real_array("x", x, allow_bool=True)
             if _dim(self._mesh) == 2:
                 fig = design_figure(_as_drawn(self._mesh), x, title, mirror=self.mirror,
                                     **self._markers)

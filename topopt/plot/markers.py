@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.transforms import offset_copy
 
-from .._validate import check_int
+from .._validate import check_int, check_real_array
 
 __all__ = ["boundary_markers"]
 
@@ -55,6 +55,9 @@ def boundary_markers(model, f=None, max_points: int = 64) -> tuple[np.ndarray, n
     ([[0.0, 0.0, 1.0, 1.0]], [[2.0, 1.0, 0.0, -1.0]])
     """
     from ..grid import Grid
+    if not hasattr(model, "fixed") or not (hasattr(model, "basis") or hasattr(model, "grid")):
+        raise TypeError(f"model must be a topopt.fem.Model or topopt.grid.GridModel, got "
+                        f"{type(model).__name__}")
     if isinstance(getattr(model, "grid", None), Grid):
         return _grid_markers(model, f, max_points)
     p = np.asarray(model.mesh.p, dtype=float)
@@ -109,7 +112,7 @@ def _grid_markers(model, f, max_points: int):
 
 
 def _marker_array(name: str, a, dim: int) -> np.ndarray:
-    a = np.asarray(a, dtype=float)
+    a = check_real_array("a", a, allow_bool=True)
     if a.size == 0:                              # none (``[]`` read back from result.json)
         return a.reshape(0, dim + 1)
     if a.ndim != 2 or a.shape[1] not in (dim + 1, 2 * dim) or not np.all(np.isfinite(a)):

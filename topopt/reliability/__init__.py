@@ -120,3 +120,7 @@ __all__ = [
     "system_failure_probability", "ditlevsen_bounds", "ln_bivariate_upper",
     "ln_orthant", "ln_orthant_error", "check_correlation",
 ]
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

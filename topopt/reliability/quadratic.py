@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad
+from .._validate import check_finite_values
 from .base import MPPError
 from .limit_state import LimitState, _tangent_basis
 
@@ -71,6 +72,8 @@ class QuadraticLimitState(LimitState):
             self._coefficients = lambda design: tuple(
                 p(design) if callable(p) else p for p in parts)
         super().__init__(self._quadratic, m=None, batch=True)
+        if b is not None and not any(callable(p) for p in (c0, b, A)):
+            self.params(None)                        # constant coefficients: checked now
 
     @staticmethod
     def _quadratic(theta, c0, b, A):
@@ -83,6 +86,11 @@ class QuadraticLimitState(LimitState):
                 or shapes[1] == (0,):
             raise ValueError(f"QuadraticLimitState needs a scalar c0, b of shape (m,) and A "
                              f"of shape (m, m), m >= 1; got shapes {shapes}")
+        for name, x in (("c0", c0), ("b", b), ("A", A)):
+            if np.asarray(ad.value(x)).dtype.kind not in "iuf":
+                raise TypeError(f"QuadraticLimitState's {name} must be real, got dtype "
+                                f"{np.asarray(ad.value(x)).dtype}")
+            check_finite_values(name, x, f"the coefficient {name} must be finite")
         if self.m is not None and self.m != shapes[1][0]:
             raise ValueError(f"m={self.m} contradicts the coefficients: b has "
                              f"{shapes[1][0]} entries")

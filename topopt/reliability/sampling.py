@@ -38,6 +38,7 @@ import numpy as np
 import scipy.special as sp
 
 from .. import ad
+from ..fem.budget import check_samples
 from ..parallel import Builder, _check_executor, _chunk_bounds, _pickled, _run_chunks, _ship
 from .._validate import (check_callable, check_choice, check_finite_array, check_int,
                          check_positive, check_range, check_seed)
@@ -228,6 +229,7 @@ def _draw(ls, q, method, center, theta0, n_samples, seed, result: ReliabilityRes
         dim = None if theta0 is None else np.size(theta0)
     if dim is None:
         raise ValueError("the number m of random variables is unknown: pass m=")
+    check_samples(n_samples, dim, f"n_samples = {n_samples}")      # drawn at once
     rng = np.random.default_rng(seed)
     eps = rng.standard_normal((int(n_samples), int(dim)))
     if method != "is":

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import ad
 from .._validate import check_int, check_positive, check_range, check_seed
+from ..fem.budget import check_samples
 from .asymptotic import ReliabilityResult
 from .base import ReliabilityError
 from .limit_state import _check_z, as_limit_state
@@ -105,6 +106,7 @@ def subset_simulation(limit_state, design, z: float, *, n_per_level: int = 2000,
     dim = ls.dimension(q)
     if dim is None:
         raise ValueError("the number m of random variables is unknown: pass m=")
+    check_samples(N, dim, f"n_per_level = {N}")        # one level's samples at once
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal((N, dim))
     F = ls.values(theta, *q, chunk=chunk)

@@ -16,3 +16,7 @@ __all__ = ['compliance', 'volume', 'output_displacement', 'compliance_coefficien
            'coupling_matrices', 'ThermalCoupling', 'thermal_load', 'coupling_products',
            'coupling_transpose',
            'dynamic_compliance']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

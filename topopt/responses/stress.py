@@ -49,7 +49,8 @@ import skfem
 from skfem.models.elasticity import lame_parameters, linear_elasticity
 
 from .. import ad
-from .._validate import check_array_range, check_choice, check_int, check_positive, check_range
+from .._validate import (check_array_range, check_choice, check_int, check_nonempty, check_positive,
+                         check_range)
 from ..fem import Model
 
 __all__ = ["ElementStress", "relaxed_stress", "stress_pnorm", "AdaptiveNormalization",
@@ -118,6 +119,9 @@ def _hooke(dim: int, plane: str, lam: float, mu: float) -> tuple[np.ndarray, np.
 
 def _check_material(model: Model, nu: float, E0: float, plane: str) -> None:
     """`ValueError` unless `nu`, `E0`, `plane` rebuild `model`'s first element matrix."""
+    nu = check_range("nu", nu, -1.0, 0.5, lo_open=True, hi_open=True, what="Poisson's ratio")
+    E0 = check_positive("E0", E0, "Young's modulus")
+    check_choice("plane", plane, ("stress", "strain"))
     lam, mu = lame_parameters(E0, nu)
     if model.mesh.p.shape[0] == 2 and plane == "stress":
         lam = 2 * lam * mu / (lam + 2 * mu)
@@ -258,6 +262,7 @@ def _same(x_phys, other) -> None:
     if a != b or len(a) != 1:
         raise ValueError(f"x_phys has shape {a} and the stresses {b}; both must be "
                          "(n_el,), one value per element")
+    check_nonempty("x_phys", x_phys)
 
 
 def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad
-from .._validate import check_array_range, check_finite_values, check_load
+from .._validate import (check_array_range, check_finite_values, check_load, check_nonempty,
+                         check_real_array)
 from ..design.interpolation import DENSITY_TOL
 
 __all__ = ["compliance", "volume", "output_displacement", "compliance_coefficients"]
@@ -34,7 +35,10 @@ def compliance(u, f):
     1.0
     """
     _same_shape("u", u, "f", f)
-    check_load("f", f)
+    check_load("f", f, real=True)
+    if np.iscomplexobj(ad.value(u)):
+        raise TypeError("u must be real: the compliance of a complex (harmonic) field is "
+                        "dynamic_compliance, |f^H u|")
     return np.sum(f * u)
 
 
@@ -51,12 +55,13 @@ def volume(x_phys, weights=None):
     >>> float(volume(np.array([1.0, 0.0, 0.5, 0.5])))
     0.5
     """
+    check_nonempty("x_phys", x_phys)
     check_array_range("x_phys", x_phys, 0.0, 1.0, tol=DENSITY_TOL, what="a density")
     if weights is None:
         return np.mean(x_phys)
     if ad.is_traced(weights):
         raise TypeError("weights are not differentiated: pass plain element volumes")
-    weights = np.asarray(weights, dtype=float)
+    weights = check_real_array("weights", weights, allow_bool=True)
     _same_shape("weights", weights, "x_phys", x_phys)
     check_array_range("weights", weights, 0.0, None, what="element volumes")
     total = np.sum(weights)
@@ -103,11 +108,14 @@ def compliance_coefficients(system, E, f0, G):
     """
     from ..fem import solve
 
-    f0 = np.asarray(f0, dtype=float)
-    G = np.asarray(G, dtype=float)
+    f0 = check_real_array("f0", f0, allow_bool=True)
+    G = check_real_array("G", G, allow_bool=True)
     if f0.ndim != 1 or G.ndim != 2 or G.shape[0] != f0.shape[0] or G.shape[1] < 1:
         raise ValueError(f"f0 must have shape (ndof,) and G shape (ndof, m), m >= 1; got "
                          f"{f0.shape} and {G.shape}")
+    if np.shape(ad.value(E)) != (system.n_el,):
+        raise ValueError(f"E has shape {np.shape(ad.value(E))}; expected ({system.n_el},): one "
+                         f"coefficient per element of the system")
     U = solve(system, E, np.column_stack([f0, G]))
     u0, UG = U[:, 0], U[:, 1:]
     return f0 @ u0, G.T @ u0, G.T @ UG

@@ -34,7 +34,8 @@ import numpy as np
 import skfem
 
 from .. import ad
-from .._validate import check_array_range, check_choice, check_positive, check_range, check_type
+from .._validate import (check_array_range, check_choice, check_finite_values, check_int,
+                         check_positive, check_range, check_type)
 from ..fem import Model
 from ..fem.adjoint import _bilinear_frule
 from ..fem.mesh import _translates
@@ -56,6 +57,7 @@ def thermal_modulus(dim: int, nu: float = 0.3, E0: float = 1.0, plane: str = "st
     >>> round(thermal_modulus(2, 0.3), 6), round(thermal_modulus(2, 0.3, plane="strain"), 6)
     (1.428571, 2.5)
     """
+    dim = check_int("dim", dim, 2, 3, what="space dimension")
     nu = check_range("nu", nu, -1.0, 0.5, lo_open=True, hi_open=True, what="Poisson's ratio")
     E0 = check_positive("E0", E0, "Young's modulus")
     check_choice("plane", plane, ("stress", "strain"))
@@ -201,6 +203,17 @@ class ThermalCoupling:
             check_array_range(name, v)
         return thermal_load(self, b, T)
 
+    @staticmethod
+    def _plain(name: str, v, n: int) -> np.ndarray:
+        """`v` as a real array of shape ``(n,)`` without NaN/inf (`ValueError`/`TypeError`)."""
+        v = np.asarray(v)
+        if v.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must be a real array, got dtype {v.dtype}")
+        if v.shape != (n,):
+            raise ValueError(f"{name} has shape {v.shape}; expected ({n},)")
+        check_finite_values(name, v, f"{name} must be finite")
+        return v
+
     # ---------------------------------------------------------- the kernels
     def _apply(self, Te):
         """``L_e T_e`` per element."""
@@ -212,16 +225,19 @@ class ThermalCoupling:
 
     def load(self, b, T) -> np.ndarray:
         """``sum_e b_e L_e T_e`` on the mechanical dofs (plain arrays)."""
-        local = np.asarray(b)[:, None] * self._apply(np.asarray(T)[self.T_dofs])
+        b, T = self._plain("b", b, self.n_el), self._plain("T", T, self.n_T)
+        local = b[:, None] * self._apply(T[self.T_dofs])
         return np.bincount(self.u_dofs.ravel(), local.ravel(), self.n_u)
 
     def products(self, v, T) -> np.ndarray:
         """``v_e^T L_e T_e`` per element (plain arrays)."""
-        return np.sum(np.asarray(v)[self.u_dofs] * self._apply(np.asarray(T)[self.T_dofs]), 1)
+        v, T = self._plain("v", v, self.n_u), self._plain("T", T, self.n_T)
+        return np.sum(v[self.u_dofs] * self._apply(T[self.T_dofs]), 1)
 
     def transpose(self, b, v) -> np.ndarray:
         """``sum_e b_e L_e^T v_e`` on the thermal dofs (plain arrays)."""
-        local = np.asarray(b)[:, None] * self._apply_T(np.asarray(v)[self.u_dofs])
+        b, v = self._plain("b", b, self.n_el), self._plain("v", v, self.n_u)
+        local = b[:, None] * self._apply_T(v[self.u_dofs])
         return np.bincount(self.T_dofs.ravel(), local.ravel(), self.n_T)
 
 

@@ -11,3 +11,7 @@ __all__ = ['ETAS', 'DESIGNS', 'robust_designs', 'bound_formulation', 'robust_sta
 from .edges import edge_shift, threshold_for_shift, filtered_step, shifted_projection  # noqa: E402,E501
 
 __all__ += ['edge_shift', 'threshold_for_shift', 'filtered_step', 'shifted_projection']
+
+from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
+
+_check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

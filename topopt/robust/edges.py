@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ad
-from .._validate import check_array_range, check_positive, check_range, real
+from .._validate import check_array_range, check_positive, check_range, check_real_array, real
 
 __all__ = ["edge_shift", "threshold_for_shift", "filtered_step", "shifted_projection"]
 
@@ -64,7 +64,7 @@ def filtered_step(s, r: float) -> np.ndarray:
     [1.0, 0.5, 0.18394]
     """
     r = _radius(r)
-    s = np.asarray(s, dtype=float)
+    s = check_real_array("s", s, allow_bool=True)
     if not np.all(np.isfinite(s)):
         raise ValueError("s must be finite distances from the edge")
     e = 0.5 * np.exp(-np.abs(s) / r)

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import ad
 from .._validate import (check_array_range, check_callable, check_finite_values, check_int,
-                         check_positive, check_range)
+                         check_nonempty, check_positive, check_range, check_real_array)
 from ..design.interpolation import project
 from ..responses.structural import volume
 from ..optimize.driver import Result, Stage, minimize
@@ -122,8 +122,8 @@ def robust_stages(betas: Sequence[float], evaluations: int, every: int) -> list:
     if not len(betas):
         raise ValueError("betas must name at least one projection sharpness")
     stages = []
-    for beta in betas:
-        beta = check_positive("beta", beta, "projection sharpness")
+    for i, beta in enumerate(betas):
+        beta = check_positive(f"betas[{i}]", beta, "projection sharpness")
         left = evaluations
         while left > 0:
             stages.append(Stage(min(every, left), {"beta": beta, "block": len(stages)}))
@@ -165,6 +165,7 @@ class DilatedVolume:
         self.max_cut = check_range("max_cut", max_cut, 0.0, 1.0, hi_open=True,
                                    what="largest relative cut of the dilated volume per block")
         if weights is not None:
+            check_nonempty("weights", weights, "one volume per element")
             check_array_range("weights", weights, 0.0, None, what="element volumes")
         self.weights = weights
         self.block = None
@@ -255,7 +256,7 @@ class RobustFormulation:
 
     def start(self, x0, beta: float) -> np.ndarray:
         """``[x0, z0]`` with ``z0 = max_k r(x0_k)`` (clipped into `z_bounds`)."""
-        x0 = np.asarray(x0, dtype=float)
+        x0 = check_real_array("x0", x0, allow_bool=True)
         values, _, _ = self.parts(x0, beta)
         z0 = float(np.clip(max(float(ad.value(v)) for v in values), *self.z_bounds))
         return np.append(x0, z0)
