@@ -62,7 +62,6 @@ from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
 from topopt.formulations.focus_reliable import APPROACHES
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
-
 from topopt_problems import em_focus
 
 #: Relative: the results folder lies under the working directory.
