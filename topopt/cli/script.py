@@ -50,7 +50,8 @@ __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
            "compliance_summary",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
-           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS", "GRID_SOLVERS"]
+           "Bounds", "accepts", "grid_dofs", "size_line", "SOLVERS", "DIRECT_SOLVERS",
+           "GRID_SOLVERS"]
 
 #: The largest ``--maxeval``: NLopt counts evaluations in a C int.
 MAXEVAL_LIMIT = 2**31 - 1
@@ -116,6 +117,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
     >>> args = parser.parse_args(["--quiet"])
     >>> args.out, args.maxeval, args.solver, args.seed, args.checkpoint, args.quiet
     ('results/demo', 300, 'auto', 0, None, True)
+    >>> args.dry_run
+    False
     >>> parser.parse_args(["--resume", "ck.npz"]).resume      # checked by run_options
     'ck.npz'
     """
@@ -127,8 +130,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
         parser.add_argument("--maxeval", type=convert, default=maxeval,
                             help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:
+        auto = ("auto: the matrix-free voxel path from 30 000 dofs (topopt.grid), "
+                "multigrid CG from 7 000, else " if "voxel" in solvers else "auto: ")
         parser.add_argument("--solver", choices=tuple(solvers), default="auto",
-                            help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
+                            help=f"linear solver; {auto}CHOLMOD (UMFPACK if complex) with "
                                  "cvxopt, else SuperLU (default: %(default)s)")
     parser.add_argument("--checkpoint", default=None,
                         help="checkpoint file (default: OUT/checkpoint.npz)")
@@ -137,6 +142,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                              "interrupted run (default: start afresh)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line per evaluation")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the options, the output paths and the memory estimate "
+                             "of the solver path the run takes, print them and stop")
     if seed is not None:
         parser.add_argument("--seed", type=non_negative_int, default=seed,
                             help=f"seed of the random draws; {accepts(non_negative_int)} "
@@ -195,13 +203,15 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     A ValueError that the run raises before its first evaluation
     (`CheckpointError` for a ``--resume`` of another problem size,
     `MeshTooLargeError`, a model's refusal of its options) is a usage error
-    too (`_usage_errors`).
+    too (`_usage_errors`). ``--dry-run`` stops after these checks and prints
+    the size, the solver path and its memory estimate (`size_line`).
 
     Returns
     -------
     RunResult
         (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
-        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
+        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing;
+        None after ``--dry-run``.)
     """
     parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     args = parser.parse_args(argv)
@@ -221,7 +231,11 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         if present is not None:
             kwargs[shared] = getattr(args, shared)
     label = run_label(_problem_name(run), kwargs)
-    _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs)
+    fits = _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs,
+                           solvers)
+    if args.dry_run:
+        print(f"{fits}; --dry-run: not run")
+        return None
     tune_malloc()
     write_run_label(paths["checkpoint"], label)
     with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
@@ -232,14 +246,16 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
 
 
 def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
-                    check: Callable | None, size: Callable) -> None:
-    """The checks `main` makes once the options are parsed; a usage error for each."""
+                    check: Callable | None, size: Callable, solvers=None) -> str:
+    """The checks `main` makes once the options are parsed; a usage error for each.
+
+    Returns the `size_line` of the run."""
     try:
         if resume is not None:                     # a checkpoint of another problem / mesh
             _prefixed(check_run_label, "argument --resume: ", resume, label)
         if check is not None:
             check(dict(kwargs, **paths))
-        _refuse_beyond_memory(size, kwargs)
+        return size_line(size, kwargs, solvers)
     except (OSError, ValueError) as e:
         parser.error(str(e))
 
@@ -273,17 +289,50 @@ def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
     return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
 
 
-def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
+def size_line(size: Callable, kwargs: Mapping, solvers: Sequence[str] | None = None) -> str:
+    """Refuse a size whose memory estimate on the run's solver path exceeds the machine's.
+
+    `size` is the script's ``size(kwargs) -> (n_dofs, dim)`` (`grid_dofs`);
+    the path is the one the script's ``--solver`` takes (`topopt.fem.budget.run_path`:
+    ``auto`` resolved as the run resolves it; the voxel path where the
+    script's `solvers` offer it). A refusal (`MeshTooLargeError`) names the
+    options, the path, the estimate, the physical memory and the fix: another
+    ``--solver`` of the script that fits, else how many dofs fit. Returns one
+    line: the size, the path and its estimate.
+
+    Examples
+    --------
+    >>> size_line(grid_dofs, {"nelx": 60, "nely": 20, "nelz": 4, "solver": "auto"},
+    ...           GRID_SOLVERS).split(", an estimated")[0]
+    '--nelx 60 --nely 20 --nelz 4 --solver auto: 19215 dofs in 3-D on multigrid CG on the assembled matrix (mg-cg)'
+    >>> size_line(grid_dofs, {"nelx": 324, "nely": 162, "nelz": 162, "solver": "auto"},
+    ...           GRID_SOLVERS).split(", an estimated")[0]
+    '--nelx 324 --nely 162 --nelz 162 --solver auto: 25904775 dofs in 3-D on the voxel path'
+    """
     try:
         found = size(kwargs)
     except (ZeroDivisionError, OverflowError):        # a size beyond float range: h = 1e-320
         found = (math.inf, 2)
-    if found is None:
-        return
-    from ..fem.budget import check_dofs
-    n_dofs, dim = found
     names = [k for k in ("nelx", "nely", "nelz", "n", "h") if k in kwargs]
-    check_dofs(n_dofs, dim, " ".join(f"--{k} {kwargs[k]}" for k in names) or "the mesh")
+    what = " ".join(f"--{k} {kwargs[k]}" for k in names + ["solver"] if k in kwargs)
+    if found is None:
+        return f"{what or 'the options'}: no size estimate"
+    from ..fem import budget
+    n_dofs, dim = found
+    solver = kwargs.get("solver", "auto")
+    path = budget.run_path(solver, dim, n_dofs, grid="voxel" in (solvers or ()))
+    need = budget.estimate_bytes(n_dofs, dim, path)
+    have = budget.physical_memory()
+    if have and need > have:                       # refused: the other paths the script has
+        from ..fem.solvers.table import available_solvers
+        installed = set(available_solvers(iterative=True)) | {"voxel"}
+        others = sorted((budget.estimate_bytes(n_dofs, dim, budget.PATHS[s]), s)
+                        for s in (solvers or ()) if s in installed and s != solver)
+        budget.check_dofs(n_dofs, dim, what or "the mesh", path=path,
+                          others=[(budget.PATHS[s], f"--solver {s}") for _, s in others])
+    short = "the voxel path" if path == "voxel" else budget.PATH_NAMES[path]
+    return (f"{what or 'the mesh'}: {n_dofs:.0f} dofs in {dim}-D on {short}, an estimated "
+            f"{need / 2**30:.3g} GiB of the {have / 2**30:.3g} GiB here")
 
 
 @contextlib.contextmanager
