@@ -321,14 +321,18 @@ def size_line(size: Callable, kwargs: Mapping, solvers: Sequence[str] | None = N
     n_dofs, dim = found
     solver = kwargs.get("solver", "auto")
     path = budget.run_path(solver, dim, n_dofs, grid="voxel" in (solvers or ()))
-    need = budget.estimate_bytes(n_dofs, dim, path)
+    coarse = (0, "")
+    if "voxel" in (solvers or ()):        # the voxel path factorizes its coarsest level
+        from ..grid.multigrid import coarsest
+        coarse = coarsest([kwargs[k] for k in ("nelx", "nely", "nelz")[:dim]], dim)
+    need = budget.estimate_bytes(n_dofs, dim, path, coarse[0] if path == "voxel" else 0)
     have = budget.physical_memory()
     if have and need > have:                       # refused: the other paths the script has
         from ..fem.solvers.table import available_solvers
         installed = set(available_solvers(iterative=True)) | {"voxel"}
         others = sorted((budget.estimate_bytes(n_dofs, dim, budget.PATHS[s]), s)
-                        for s in (solvers or ()) if s in installed and s != solver)
-        budget.check_dofs(n_dofs, dim, what or "the mesh", path=path,
+                        for s in (solvers or ()) if s in installed and budget.PATHS[s] != path)
+        budget.check_dofs(n_dofs, dim, what or "the mesh", path=path, coarse=coarse,
                           others=[(budget.PATHS[s], f"--solver {s}") for _, s in others])
     short = "the voxel path" if path == "voxel" else budget.PATH_NAMES[path]
     return (f"{what or 'the mesh'}: {n_dofs:.0f} dofs in {dim}-D on {short}, an estimated "

@@ -45,7 +45,7 @@ BYTES_PER_DOF = {
     "mg-cg": {2: 2.5e3, 3: 9.4e3},
     "amg-cg": {2: 2.5e3, 3: 9.4e3},
     "petsc": {3: 8.1e3},
-    "voxel": {2: 231.0, 3: 231.0},
+    "voxel": {2: 258.0, 3: 231.0},
 }
 
 #: How a message names each path.
@@ -114,11 +114,14 @@ def _per_dof(path, dim: int) -> tuple[float, str]:
     return min(measured)
 
 
-def estimate_bytes(n_dofs: float, dim: int, path=MESH_PATHS) -> float:
+def estimate_bytes(n_dofs: float, dim: int, path=MESH_PATHS, coarse_dofs: float = 0) -> float:
     """Estimated peak memory of a run with `n_dofs` unknowns in `dim` dimensions on `path`.
 
     `path` is a key of `BYTES_PER_DOF` (`run_path` gives a solver's), or a
     sequence of them for the least (default: the paths of a scikit-fem mesh).
+    `coarse_dofs`: the voxel path's coarsest multigrid level, factorized
+    directly (``BYTES_PER_DOF["direct"]`` each; `topopt.grid.grid_levels`:
+    large only where the element counts do not coarsen).
 
     Examples
     --------
@@ -127,7 +130,7 @@ def estimate_bytes(n_dofs: float, dim: int, path=MESH_PATHS) -> float:
     >>> round(estimate_bytes(25_904_775, 3, "voxel") / 2**30, 2)  # cantilever3d 324 x 162 x 162
     5.57
     """
-    return float(n_dofs) * _per_dof(path, dim)[0]
+    return float(n_dofs) * _per_dof(path, dim)[0] + float(coarse_dofs) * BYTES_PER_DOF["direct"][dim]
 
 
 def _bytes(n: float) -> str:
@@ -152,7 +155,7 @@ def _refuse(need: float, what: str, needs: str, fix: str, limit: int | None) -> 
 
 
 def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None,
-               path=MESH_PATHS, others=()) -> float:
+               path=MESH_PATHS, others=(), coarse: tuple = (0, "")) -> float:
     """Refuse `n_dofs` unknowns whose `estimate_bytes` on `path` exceed `limit` (physical memory).
 
     Returns the estimate in bytes. `what` names the size in the user's terms
@@ -160,10 +163,14 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None,
     `others` are ``(path, how)`` pairs, the other paths the caller can take
     and how the user asks for each (``("voxel", "--solver voxel")``): a refusal
     names the first that fits as the fix, else it says how many dofs fit.
+    `coarse` is ``(dofs, shape)`` of the voxel path's coarsest multigrid level
+    (`estimate_bytes`' `coarse_dofs`); where its factor is most of the
+    estimate the message says so and the fix is element counts that coarsen.
 
     Examples
     --------
-    >>> check_dofs(2e16, 2, "fem.rectangle(100000000, 100000000)", limit=128 * 2**30)
+    >>> check_dofs(2e16, 2, "fem.rectangle(100000000, 100000000)", limit=128 * 2**30,
+    ...            path="mg-cg")
     Traceback (most recent call last):
     ...
     topopt.fem.budget.MeshTooLargeError: fem.rectangle(100000000, 100000000): 2e+16 degrees of freedom on multigrid CG on the assembled matrix (mg-cg) need an estimated 43.4 EiB (2.5 kB per dof in 2-D, measured), more than the 128 GiB of physical memory here; use a coarser mesh: about 5.5e+07 dofs fit on this path here
@@ -174,11 +181,18 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None,
     topopt.fem.budget.MeshTooLargeError: --nelx 324 --nely 162 --nelz 162 --solver mg-cg: 2.59e+07 degrees of freedom on multigrid CG on the assembled matrix (mg-cg) need an estimated 227 GiB (9.4 kB per dof in 3-D, measured), more than the 24 GiB of physical memory here; --solver voxel needs an estimated 5.57 GiB
     """
     per_dof, taken = _per_dof(path, dim)
-    need = float(n_dofs) * per_dof
+    coarse_need = float(coarse[0]) * BYTES_PER_DOF["direct"][dim] if path == "voxel" else 0.0
+    need = float(n_dofs) * per_dof + coarse_need
     have = physical_memory() if limit is None else int(limit)
     fix = f"use a coarser mesh: about {have / per_dof:.2g} dofs fit on this path here"
+    note = ""
+    if coarse_need > 0.5 * need:
+        note = (f", and {_bytes(coarse_need)} for the direct factor of its coarsest multigrid "
+                f"level, {coarse[1]} elements ({float(coarse[0]):.3g} dofs)")
+        fix = ("use element counts that coarsen by 4, 3 or 2 down to a small grid (multiples "
+               "of 8 or 12)")
     for other, how in others:
-        other_need = float(n_dofs) * _per_dof(other, dim)[0]
+        other_need = estimate_bytes(n_dofs, dim, other, coarse[0] if other == "voxel" else 0)
         if other_need <= have:
             fix = f"{how} needs an estimated {_bytes(other_need)}"
             break
@@ -187,6 +201,7 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None,
     else:
         where = "an assembled matrix"
         per = f"{_per(per_dof)} per dof in {dim}-D, measured: the least of its solvers, {taken}"
+    per += note
     return _refuse(need, what, f"{float(n_dofs):.3g} degrees of freedom on {where} need an "
                    f"estimated {_bytes(need)} ({per})", fix, have)
 

@@ -18,6 +18,7 @@ from ..fem.budget import check_dofs, run_path
 from ..fem.models import _Selection, _as_point
 from .element import elasticity_matrix, heat_matrix
 from .grid import Grid
+from .multigrid import coarsest
 from .system import GridSystem
 
 __all__ = ["GridModel", "grid_elasticity", "grid_heat"]
@@ -53,7 +54,8 @@ class GridModel(_Selection):
         self.grid = self.mesh = grid
         self.Ke, self.components = np.asarray(Ke, dtype=float), int(components)
         self.ndof, self.n_el = grid.n_nodes * self.components, grid.n_el
-        check_dofs(self.ndof, grid.dim, f"a model on {grid!r}", path="voxel")  # no array yet
+        check_dofs(self.ndof, grid.dim, f"a model on {grid!r}", path="voxel",  # no array yet
+                   coarse=coarsest(grid.shape, self.components))
         self.fixed = np.array([], dtype=np.int64)
         self._springs: dict = {}                         # dof -> stiffness
         self._systems: dict = {}

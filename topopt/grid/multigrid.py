@@ -36,7 +36,7 @@ from .grid import Grid
 from .operator import CellOperator, GridOperator
 from .transfer import prolong, restrict
 
-__all__ = ["GridMultigrid", "GRID_OPTIONS", "grid_levels"]
+__all__ = ["GridMultigrid", "GRID_OPTIONS", "grid_levels", "coarsest"]
 
 #: Options of the grid solver beside those of `topopt.fem.solvers.krylov`.
 GRID_OPTIONS = {"coarse": "galerkin", "first_factor": 4}
@@ -166,6 +166,20 @@ def grid_levels(shape, components: int, coarse_size: float = 10000, max_levels: 
         shapes.append(tuple(n // f for n in shapes[-1]))
         factors.append(f)
     return shapes, factors
+
+
+def coarsest(shape, components: int) -> tuple[int, str]:
+    """The dofs and element counts of the smallest coarsest level any options give a grid
+    (`grid_levels` without a size or level limit): what the memory check counts as
+    factorized directly (`topopt.fem.budget.estimate_bytes`' `coarse_dofs`).
+
+    Examples
+    --------
+    >>> coarsest((324, 162, 162), 3), coarsest((101, 51, 51), 3)
+    ((36, '2 x 1 x 1'), (827424, '101 x 51 x 51'))
+    """
+    last = grid_levels(shape, components, coarse_size=0, max_levels=math.inf)[0][-1]
+    return components * math.prod(n + 1 for n in last), " x ".join(map(str, last))
 
 
 def _scaled_bound(A: CellOperator, dinv: np.ndarray, free: np.ndarray) -> float:

@@ -77,7 +77,7 @@ def auto_voxel(dim: int, ndof: int) -> bool:
 
 def _iterative(dim, free_dofs: float) -> bool:
     """Whether a real SPD system of `free_dofs` on a `dim`-D lattice is large enough for mg-cg."""
-    return free_dofs >= ITERATIVE_MIN_DOFS.get(dim, np.inf)
+    return dim in ITERATIVE_MIN_DOFS and free_dofs >= ITERATIVE_MIN_DOFS[dim]
 
 
 def auto_path(dim: int, ndof: float, grid: bool = False, lattice: bool = True,
