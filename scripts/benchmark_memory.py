@@ -10,34 +10,52 @@ and the libraries' baseline, which is subtracted for the bytes per dof. The 2-D
 voxel case has no script (``solver="auto"`` takes the voxel path in 3-D only):
 it runs the MBB setup on `topopt.grid` through the API, ``ComplianceProblem(...,
 solver="voxel").run(maxeval=2)``. `topopt.fem.budget.BYTES_PER_DOF` takes, per
-path and dimension, the figure of the largest run measured (the fixed costs
-are spread thinnest there, so it is the least per dof: no run that fits is
-refused).
+path and dimension, the least figure per dof measured (an iterative path's at
+its largest size, where the fixed costs are spread thinnest; a direct one's at
+its smallest, as its fill grows faster than the dofs): no run that fits is
+refused.
 
-    python scripts/benchmark_memory.py                    # every case (about 25 minutes)
+    python scripts/benchmark_memory.py                    # every case (the 25.9 M-dof one: most of it)
     python scripts/benchmark_memory.py --cases voxel-3d   # some cases, by label
     python scripts/benchmark_memory.py --quick            # small sizes: checks the script
 
 The rows are merged into ``results/benchmark_memory.json`` by label (``--json``
 elsewhere, ``--no-json`` not at all), so a case can be measured again alone.
 
-Measured here (2 cores and 24 GB shared with other sessions; the baseline of a
-tiny run is 0.14-0.3 GB; ``results/benchmark_memory.json`` has every row):
+Measured here (2 cores and 24 GB shared with six other sessions, load 15: the
+seconds are not timings; peak less the baseline of a tiny run, 0.09-0.14 GB;
+``results/benchmark_memory.json`` has every row of this script):
 
-* the headline, ``cantilever3d --nelx 324 --nely 162 --nelz 162`` (25.9 M
-  dofs) on the voxel path (``--solver voxel``; ``auto`` takes it too): see the
-  ``voxel-3d`` row; earlier through the API (``scripts/benchmark_scale.py``,
-  336 x 160 x 160, 26.2 M dofs): 6.07 GB, 232 B per dof with the baseline;
-* 3-D mesh paths, ``cantilever3d``: ``mg-cg`` at 128 x 64 x 64 (1.64 M dofs)
-  15.4 GB, 9.4 kB per dof (``scripts/benchmark_scale.py --reference`` and
-  ``scripts/petsc_scaling.py``: 9.42 and 9.44 kB; at 60 x 30 x 30 12.9 kB:
-  the multigrid hierarchy's fixed part); CHOLMOD at 60 x 30 x 30 (176 k dofs)
-  6.23 GB, 34.7 kB (a 3-D factor's fill grows faster than the dofs: the
-  least per dof is at the smallest size, a lower bound for larger ones);
-  PETSc PCMG on 1 rank at 128 x 64 x 64 12.7 GB, 8.1 kB (``scripts/toip_compare.py``;
-  2 ranks 9.7 kB in all);
-* 2-D, ``mbb_beam --nelx 1200 --nely 400`` (963 202 dofs): ``mg-cg`` 2.5 kB
-  per dof, CHOLMOD 3.7 kB (600 x 300: 4.3 kB).
+* ``voxel-3d``, the headline: ``python problems/cantilever3d.py --nelx 324
+  --nely 162 --nelz 162 --maxeval 2`` (25.9 M dofs; ``auto`` takes the voxel
+  path; its multigrid coarsens by 3, 2, 3): HEADLINE; through the API
+  (``scripts/benchmark_scale.py``, 336 x 160 x 160, 26.2 M dofs) 6.07 GB, 232 B
+  per dof with the baseline;
+* ``voxel-2d``, the MBB beam on a 2-D `topopt.grid.Grid` 2400 x 1200 (5.8 M
+  dofs, through the API): 1.58 GB, 258 B per dof;
+* ``amg-cg-2d``, ``mbb_beam --nelx 1200 --nely 400 --solver amg-cg`` (963 202
+  dofs): 2.81 GB, 2.77 kB per dof;
+* ``amg-cg-3d``, ``cantilever3d --nelx 60 --nely 30 --nelz 30 --solver
+  amg-cg`` (175 863 dofs): 2.59 GB, 13.9 kB per dof (mg-cg 12.9 kB at that
+  size). Not measured at 1.6 M dofs, where mg-cg's fell to 9.4 kB (its
+  hierarchy's fixed part spread thinner): `BYTES_PER_DOF` takes mg-cg's 9.4 kB
+  for amg-cg in 3-D, a lower bound, so that no run that fits is refused;
+
+and by earlier sessions, the rows ``mg-cg-3d``, ``direct-3d``, ``mg-cg-2d`` and
+``direct-2d`` of this script, or the scripts named:
+
+* ``mg-cg-3d``, ``cantilever3d`` 128 x 64 x 64 (1.64 M dofs): 15.4 GB, 9.4 kB
+  per dof (``scripts/benchmark_scale.py --reference`` and
+  ``scripts/petsc_scaling.py``: 9.42 and 9.44 kB; 12.9 kB at 60 x 30 x 30);
+* ``direct-3d``, CHOLMOD at 60 x 30 x 30 (176 k dofs): 6.23 GB, 34.7 kB (a 3-D
+  factor's fill grows faster than the dofs: the least per dof is at the
+  smallest size, a lower bound for the larger ones);
+* PETSc PCMG on 1 rank at 128 x 64 x 64: 12 666 MiB, 8.1 kB per dof
+  (``scripts/toip_compare.py``, ``results/toip_compare.json``; on 2 ranks 9.7 kB
+  in all); PETSc in 2-D is not measured (the least of the other 2-D paths);
+* ``mg-cg-2d`` and ``direct-2d``, ``mbb_beam --nelx 1200 --nely 400``: mg-cg
+  2.58 / 2.64 GB, 2.5 / 2.6 kB per dof; CHOLMOD 3.72 / 3.87 GB, 3.7 / 3.9 kB
+  (600 x 300: 4.3 kB).
 """
 
 from __future__ import annotations
