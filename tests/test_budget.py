@@ -86,11 +86,13 @@ def test_grid_model_is_checked_on_the_voxel_path(monkeypatch):
         grid_elasticity(Grid((32, 16, 16)))
     monkeypatch.setattr(budget, "physical_memory", lambda: int(n * per * 1.01) + 36 * 10**5)
     assert grid_elasticity(Grid((32, 16, 16))).ndof == n
-    # 31 x 17 x 17 does not coarsen: its whole grid would be factorized directly
-    monkeypatch.setattr(budget, "physical_memory", lambda: 2**29)
+    # 61 x 31 x 31 (190 464 dofs) does not coarsen: its whole grid would be factorized
+    # directly, 6.6 GB at the direct path's 34.7 kB per dof (the fine part: 44 MB)
+    monkeypatch.setattr(budget, "physical_memory", lambda: 2**32)
     with pytest.raises(MeshTooLargeError, match=r"for the direct factor of its coarsest "
-                                                r"multigrid level, 31 x 17 x 17 elements"):
-        grid_elasticity(Grid((31, 17, 17)))
+                                                r"multigrid level, 61 x 31 x 31 elements"):
+        grid_elasticity(Grid((61, 31, 31)))
+    assert grid_elasticity(Grid((64, 32, 32))).ndof == 3 * 65 * 33 * 33     # coarsens: fits
 
 
 @pytest.mark.parametrize("limit,refused", [(10 * GiB, True), (100 * GiB, False)])

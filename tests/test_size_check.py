@@ -176,7 +176,7 @@ def test_script_refuses_just_over_and_names_the_fix(tmp_path, capsys, monkeypatc
     kwargs = {k.lstrip("-"): int(v) for k, v in zip(sizes[::2], sizes[1::2])}
     n, dim = grid_dofs(kwargs)
     path = budget.run_path(solver, dim, n, grid=name == "cantilever3d")
-    need = n * BYTES_PER_DOF[path][dim]
+    need = budget.estimate_bytes(n, dim, path)           # these sizes coarsen: no factor
     argv = sizes + ["--solver", solver]
     monkeypatch.setattr(budget, "physical_memory", lambda: int(need * (1 + 1e-6)))
     line = _dry_run(name, argv, tmp_path / "a", capsys)
@@ -201,12 +201,25 @@ def test_auto_path_is_the_runs_own(tmp_path, shape, solver):
 
 
 def test_a_size_the_voxel_path_cannot_hold_says_how_many_fit(tmp_path, capsys, monkeypatch):
+    """960 x 480 x 480 (6.7e8 dofs) coarsens (by 4, 2, 2, ...); beyond memory all the same."""
+    monkeypatch.setattr(budget, "physical_memory", lambda: GB24)
+    with pytest.raises(SystemExit):
+        _dry_run("cantilever3d", ["--nelx", "960", "--nely", "480", "--nelz", "480"],
+                 tmp_path, capsys)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    n = 3 * 961 * 481 * 481
+    assert f"--solver auto: {n:.3g} degrees of freedom on the matrix-free voxel path" in err
+    assert err.endswith(f"about {GB24 / BYTES_PER_DOF['voxel'][3]:.2g} dofs fit on this path "
+                        "here"), err
+
+
+def test_a_grid_that_does_not_coarsen_says_so(tmp_path, capsys, monkeypatch):
+    """1000 x 500 x 500 coarsens to 250 x 125 x 125 only (125 = 5**3): its factor counts."""
     monkeypatch.setattr(budget, "physical_memory", lambda: GB24)
     with pytest.raises(SystemExit):
         _dry_run("cantilever3d", ["--nelx", "1000", "--nely", "500", "--nelz", "500"],
                  tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    n = 3 * 1001 * 501 * 501
-    assert f"--solver auto: {n:.3g} degrees of freedom on the matrix-free voxel path" in err
-    assert err.endswith(f"about {GB24 / BYTES_PER_DOF['voxel'][3]:.2g} dofs fit on this path "
-                        "here"), err
+    assert "for the direct factor of its coarsest multigrid level, 250 x 125 x 125" in err, err
+    assert err.endswith("use element counts that coarsen by 4, 3 or 2 down to a small grid "
+                        "(multiples of 8 or 12)"), err

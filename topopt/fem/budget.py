@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 
-__all__ = ["BYTES_PER_DOF", "PATHS", "MESH_PATHS", "MeshTooLargeError", "physical_memory",
+__all__ = ["BYTES_PER_DOF", "DIRECT_MEASURED_AT", "PATHS", "MESH_PATHS", "MeshTooLargeError", "physical_memory",
            "run_path", "estimate_bytes", "check_dofs", "check_samples", "check_grid",
            "check_unknowns"]
 
@@ -48,6 +48,10 @@ BYTES_PER_DOF = {
     "petsc": {3: 8.1e3},
     "voxel": {2: 258.0, 3: 231.0},
 }
+
+#: The dofs at which the direct figures were measured: a factor's fill per dof grows with
+#: the size, so they are lower bounds from there on only (`estimate_bytes`' `coarse_dofs`).
+DIRECT_MEASURED_AT = {2: 963_202, 3: 175_863}
 
 #: How a message names each path.
 PATH_NAMES = {"direct": "a direct solver (the assembled matrix and its factor)",
@@ -121,8 +125,9 @@ def estimate_bytes(n_dofs: float, dim: int, path=MESH_PATHS, coarse_dofs: float 
     `path` is a key of `BYTES_PER_DOF` (`run_path` gives a solver's), or a
     sequence of them for the least (default: the paths of a scikit-fem mesh).
     `coarse_dofs`: the voxel path's coarsest multigrid level, factorized
-    directly (``BYTES_PER_DOF["direct"]`` each; `topopt.grid.grid_levels`:
-    large only where the element counts do not coarsen).
+    directly (``BYTES_PER_DOF["direct"]`` each from `DIRECT_MEASURED_AT` dofs
+    on, below which the figure is no lower bound and nothing is counted;
+    `topopt.grid.grid_levels`: large only where the element counts do not coarsen).
 
     Examples
     --------
@@ -131,7 +136,14 @@ def estimate_bytes(n_dofs: float, dim: int, path=MESH_PATHS, coarse_dofs: float 
     >>> round(estimate_bytes(25_904_775, 3, "voxel") / 2**30, 2)  # cantilever3d 324 x 162 x 162
     5.57
     """
-    return float(n_dofs) * _per_dof(path, dim)[0] + float(coarse_dofs) * BYTES_PER_DOF["direct"][dim]
+    return float(n_dofs) * _per_dof(path, dim)[0] + _factor_bytes(coarse_dofs, dim)
+
+
+def _factor_bytes(n_dofs: float, dim: int) -> float:
+    """A direct factor's bytes for `n_dofs`, counted from `DIRECT_MEASURED_AT` on (else 0)."""
+    if dim not in DIRECT_MEASURED_AT or n_dofs < DIRECT_MEASURED_AT[dim]:
+        return 0.0
+    return float(n_dofs) * BYTES_PER_DOF["direct"][dim]
 
 
 def _bytes(n: float) -> str:
@@ -182,7 +194,7 @@ def check_dofs(n_dofs: float, dim: int, what: str, limit: int | None = None,
     topopt.fem.budget.MeshTooLargeError: --nelx 324 --nely 162 --nelz 162 --solver mg-cg: 2.59e+07 degrees of freedom on multigrid CG on the assembled matrix (mg-cg) need an estimated 227 GiB (9.4 kB per dof in 3-D, measured), more than the 24 GiB of physical memory here; --solver voxel needs an estimated 5.57 GiB
     """
     per_dof, taken = _per_dof(path, dim)
-    coarse_need = float(coarse[0]) * BYTES_PER_DOF["direct"][dim] if path == "voxel" else 0.0
+    coarse_need = _factor_bytes(coarse[0], dim) if path == "voxel" else 0.0
     need = float(n_dofs) * per_dof + coarse_need
     have = physical_memory() if limit is None else int(limit)
     fix = f"use a coarser mesh: about {have / per_dof:.2g} dofs fit on this path here"
