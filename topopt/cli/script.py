@@ -130,8 +130,10 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
         parser.add_argument("--maxeval", type=convert, default=maxeval,
                             help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:
-        auto = ("auto: the matrix-free voxel path from 30 000 dofs (topopt.grid), "
-                "multigrid CG from 7 000, else " if "voxel" in solvers else "auto: ")
+        from ..fem.solvers.auto import ITERATIVE_MIN_DOFS, VOXEL_MIN_DOFS
+        auto = (f"auto: in 3-D the matrix-free voxel path from {VOXEL_MIN_DOFS[3]:,} dofs "
+                f"(topopt.grid), multigrid CG from {ITERATIVE_MIN_DOFS[3]:,}, else "
+                if "voxel" in solvers else "auto: ")
         parser.add_argument("--solver", choices=tuple(solvers), default="auto",
                             help=f"linear solver; {auto}CHOLMOD (UMFPACK if complex) with "
                                  "cvxopt, else SuperLU (default: %(default)s)")
