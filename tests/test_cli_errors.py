@@ -82,7 +82,7 @@ ROWS = [
     ("l_bracket", "--n 12", "n must be a multiple of 5"),
     ("l_bracket", "--alpha 0", "argument --alpha: must be a number > 0 and <= 1, got 0.0"),
     ("mbb_beam", "--volfrac 1", "argument --volfrac: must lie in the open interval (0, 1)"),
-    ("mbb_beam", "--nelx 1e8 --nely 1e8", "need an estimated 43.4 EiB (2.5 kB per dof in 2-D"),
+    ("mbb_beam", "--nelx 1e8 --nely 1e8", "need an estimated 64.2 EiB (3.7 kB per dof in 2-D"),
     ("mbb_beam", "--nelx 2.5", "argument --nelx: '2.5' is not an integer"),
     ("mbb_beam", "--nelx 1e-3", "argument --nelx: '1e-3' is not an integer"),
     ("mbb_beam", "--nelx inf", "argument --nelx: 'inf' is not an integer"),
@@ -101,12 +101,19 @@ ROWS = [
     ("cantilever_hole", "--nelx 1 --nely 1", "nothing is left to design"),
     # sizes that cannot fit in memory: refused before allocating, naming estimate and limit
     ("mbb_beam", f"--nelx {HUGE} --nely {HUGE}",
-     f"--nelx {HUGE} --nely {HUGE}: 2e+16 degrees of freedom need an estimated"),
+     f"--nelx {HUGE} --nely {HUGE} --solver auto: 2e+16 degrees of freedom on a direct solver "
+     "(the assembled matrix and its factor) need an estimated"),
     ("cantilever3d", "--nelx 100000 --nely 10000 --nelz 10000", "of physical memory here"),
-    ("heat_sink", f"--nelx {HUGE} --nely {HUGE}", "degrees of freedom need an estimated"),
-    ("l_bracket", "--n 10000000", "--n 10000000: "),
-    ("reliable_bracket", "--n 10000000", "--n 10000000: "),
-    ("em_focus", "--h 0.00001", "--h 1e-05: "),
+    ("heat_sink", f"--nelx {HUGE} --nely {HUGE}", "degrees of freedom on a direct solver"),
+    ("l_bracket", "--n 10000000", "--n 10000000 --solver auto: "),
+    ("reliable_bracket", "--n 10000000", "--n 10000000 --solver auto: "),
+    ("em_focus", "--h 0.00001", "--h 1e-05 --solver auto: "),
+    # on the path the run takes: the mesh path refused, the voxel path named as the fix
+    ("cantilever3d", "--nelx 324 --nely 162 --nelz 162 --solver mg-cg",
+     "--solver mg-cg: 2.59e+07 degrees of freedom on multigrid CG on the assembled matrix "
+     "(mg-cg) need an estimated"),
+    ("cantilever3d", "--nelx 324 --nely 162 --nelz 162 --solver cholmod", "; --solver voxel "
+     "needs an estimated"),
     # held-out battery, round 2: integers beyond int64 (were an OverflowError traceback in the
     # memory check, or accepted), a size beyond float range, samples beyond memory
     ("mbb_beam", "--nelx 1e400", "argument --nelx: '1e400' is too large: an integer option is at "
@@ -115,7 +122,8 @@ ROWS = [
     ("robust_inverter", "--per_beta 1e400", "argument --per_beta: '1e400' is too large"),
     ("robust_cantilever", "--seed 1e400", "argument --seed: '1e400' is too large"),
     ("reliable_bracket", "--samples 1e400", "argument --samples: '1e400' is too large"),
-    ("em_focus", "--h 1e-320", "--h 1e-320: inf degrees of freedom need an estimated inf"),
+    ("em_focus", "--h 1e-320", "--h 1e-320 --solver auto: inf degrees of freedom on a direct "
+     "solver (the assembled matrix and its factor) need an estimated inf"),
     ("robust_cantilever", "--samples 1e15",
      "--samples 1000000000000000: 1e+15 draws of 2 variables need"),
     # unwritable paths

@@ -85,9 +85,10 @@ def test_transfers_interpolate_linear_fields_and_are_transposes(shape, factor):
 
 
 @pytest.mark.parametrize("components", [1, 2, 3])
-@pytest.mark.parametrize("factor", [2, 4])
+@pytest.mark.parametrize("factor", [2, 3, 4])
 def test_galerkin_cells_are_the_product_p_t_a_p(components, factor):
-    shape = (8, 4) if components < 3 else (8, 4, 4)
+    shape = ((8, 4) if components < 3 else (8, 4, 4)) if factor != 3 else (
+        (18, 9) if components < 3 else (9, 9, 9))
     fine = Grid(shape)
     K0 = heat_matrix(fine) if components == 1 else elasticity_matrix(fine)
     A = GridOperator(fine, K0, components)
@@ -100,9 +101,10 @@ def test_galerkin_cells_are_the_product_p_t_a_p(components, factor):
     ref = restrict(A.nodal(A.apply(E, prolong(uc.reshape(shape_c), factor).ravel())),
                    factor).ravel()
     np.testing.assert_allclose(Ac.apply(None, uc), ref, rtol=1e-12, atol=1e-12 * abs(ref).max())
-    if factor == 2:
-        two = cells_from_cells(coarse, Ac.cells, components)
-        np.testing.assert_allclose(two, cells_from_coefficients(fine, K0, E, 4, components),
+    if factor in (2, 3):         # coarser cells from the cells: the product of the factors
+        two = cells_from_cells(coarse, Ac.cells, components, factor)
+        np.testing.assert_allclose(two, cells_from_coefficients(fine, K0, E, factor ** 2,
+                                                                components),
                                    rtol=1e-12, atol=1e-13 * abs(two).max())
 
 
@@ -113,7 +115,19 @@ CASES = [  # grid, components, options
     ((16, 8, 8), 3, {"coarse_size": 100, "coarse": "rediscretized"}),
     ((16, 8, 8), 1, {"coarse_size": 20, "first_factor": 2}),
     ((12, 6, 6), 3, {"cycle": "W"}),
+    ((18, 9, 9), 3, {"coarse_size": 50}),          # by 3, then 3: counts that 2 and 4 do not divide
+    ((36, 18), 2, {"coarse_size": 50}),            # by 4, 3 (9 is odd), 3
 ]
+
+
+@pytest.mark.parametrize("shape,factors", [
+    ((336, 160, 160), [4, 2, 2]), ((324, 162, 162), [3, 2, 3]), ((18, 9, 9), [3, 3]),
+    ((60, 30, 30), [3]), ((101, 51, 51), []), ((48, 24, 24), [4]), ((50, 26, 26), [2])])
+def test_levels_coarsen_by_4_3_2(shape, factors):
+    from topopt.grid import grid_levels
+    shapes, found = grid_levels(shape, 3, coarse_size=100 if shape[0] < 20 else 10000)
+    assert found == factors
+    assert all(tuple(n // f for n in a) == b for a, b, f in zip(shapes, shapes[1:], found))
 
 
 @pytest.mark.parametrize("shape, components, options", CASES)

@@ -4,12 +4,12 @@
 from .options import (Bounds, number, positive_int, non_negative_int, positive_float, open_unit,
                       at_least, accepts)
 from .script import (Option, main, build_parser, add_run_arguments, run_options,
-                     exit_status, finish, script_errors, signals_held, grid_dofs, SOLVERS,
+                     exit_status, finish, script_errors, signals_held, grid_dofs, size_line, SOLVERS,
                      DIRECT_SOLVERS, GRID_SOLVERS, compliance_options, compliance_summary)
 from .command import (problem_names, problem_line)
 
 __all__ = ['Bounds', 'number', 'positive_int', 'non_negative_int', 'positive_float', 'open_unit',
            'at_least', 'accepts', 'Option', 'main', 'build_parser', 'add_run_arguments',
            'run_options', 'exit_status', 'finish', 'script_errors', 'signals_held',
-           'grid_dofs', 'SOLVERS', 'DIRECT_SOLVERS', 'GRID_SOLVERS', 'compliance_options',
+           'grid_dofs', 'size_line', 'SOLVERS', 'DIRECT_SOLVERS', 'GRID_SOLVERS', 'compliance_options',
            'compliance_summary', 'problem_names', 'problem_line']

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .._memory import tune_malloc
+from .size import grid_dofs, size_line
 from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
                       positive_int)
 from .._files import atomic_write_text, check_writable_file, check_writable_folder
@@ -53,7 +53,8 @@ __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
            "compliance_summary",
            "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
-           "Bounds", "accepts", "grid_dofs", "SOLVERS", "DIRECT_SOLVERS", "GRID_SOLVERS"]
+           "Bounds", "accepts", "grid_dofs", "size_line", "SOLVERS", "DIRECT_SOLVERS",
+           "GRID_SOLVERS"]
 
 #: The largest ``--maxeval``: NLopt counts evaluations in a C int.
 MAXEVAL_LIMIT = 2**31 - 1
@@ -119,6 +120,8 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
     >>> args = parser.parse_args(["--quiet"])
     >>> args.out, args.maxeval, args.solver, args.seed, args.checkpoint, args.quiet
     ('results/demo', 300, 'auto', 0, None, True)
+    >>> args.dry_run
+    False
     >>> parser.parse_args(["--resume", "ck.npz"]).resume      # checked by run_options
     'ck.npz'
     """
@@ -130,8 +133,12 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
         parser.add_argument("--maxeval", type=convert, default=maxeval,
                             help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
     if solvers is not None:
+        from ..fem.solvers.auto import ITERATIVE_MIN_DOFS, VOXEL_MIN_DOFS
+        auto = (f"auto: in 3-D the matrix-free voxel path from {VOXEL_MIN_DOFS[3]:,} dofs "
+                f"(topopt.grid), multigrid CG from {ITERATIVE_MIN_DOFS[3]:,}, else "
+                if "voxel" in solvers else "auto: ")
         parser.add_argument("--solver", choices=tuple(solvers), default="auto",
-                            help="linear solver; auto: CHOLMOD (UMFPACK if complex) with "
+                            help=f"linear solver; {auto}CHOLMOD (UMFPACK if complex) with "
                                  "cvxopt, else SuperLU (default: %(default)s)")
     parser.add_argument("--checkpoint", default=None,
                         help="checkpoint file (default: OUT/checkpoint.npz)")
@@ -140,6 +147,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | 
                              "interrupted run (default: start afresh)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress line per evaluation")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the options, the output paths and the memory estimate "
+                             "of the solver path the run takes, print them and stop")
     if seed is not None:
         parser.add_argument("--seed", type=non_negative_int, default=seed,
                             help=f"seed of the random draws; {accepts(non_negative_int)} "
@@ -198,13 +208,15 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     A ValueError that the run raises before its first evaluation
     (`CheckpointError` for a ``--resume`` of another problem size,
     `MeshTooLargeError`, a model's refusal of its options) is a usage error
-    too (`_usage_errors`).
+    too (`_usage_errors`). ``--dry-run`` stops after these checks and prints
+    the size, the solver path and its memory estimate (`size_line`).
 
     Returns
     -------
     RunResult
         (None on the ranks > 0 of ``--solver petsc`` under ``mpirun``: they serve
-        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing.)
+        rank 0's solves, `topopt.fem.petsc.serve`, and print and write nothing;
+        None after ``--dry-run``.)
     """
     parser = build_parser(doc, options, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
     args = parser.parse_args(argv)
@@ -224,7 +236,11 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
         if present is not None:
             kwargs[shared] = getattr(args, shared)
     label = run_label(_problem_name(run), kwargs)
-    _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs)
+    fits = _before_the_run(parser, args.resume, label, kwargs, paths, check, size or grid_dofs,
+                           solvers)
+    if args.dry_run:
+        print(f"{fits}; --dry-run: not run")
+        return None
     tune_malloc()
     write_run_label(paths["checkpoint"], label)
     with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
@@ -238,14 +254,16 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
 
 
 def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
-                    check: Callable | None, size: Callable) -> None:
-    """The checks `main` makes once the options are parsed; a usage error for each."""
+                    check: Callable | None, size: Callable, solvers=None) -> str:
+    """The checks `main` makes once the options are parsed; a usage error for each.
+
+    Returns the `size_line` of the run."""
     try:
         if resume is not None:                     # a checkpoint of another problem / mesh
             _prefixed(check_run_label, "argument --resume: ", resume, label)
         if check is not None:
             check(dict(kwargs, **paths))
-        _refuse_beyond_memory(size, kwargs)
+        return size_line(size, kwargs, solvers)
     except (OSError, ValueError) as e:
         parser.error(str(e))
 
@@ -263,33 +281,6 @@ def _problem_name(run: Callable) -> str:
     module = sys.modules.get(getattr(run, "__module__", ""), None)
     path = getattr(module, "__file__", None)
     return os.path.splitext(os.path.basename(path))[0] if path else str(run.__module__)
-
-
-def grid_dofs(kwargs: Mapping) -> tuple[int, int] | None:
-    """``(n_dofs, dim)`` of a grid script's ``nelx``, ``nely`` (, ``nelz``): a vector field.
-
-    Examples
-    --------
-    >>> grid_dofs({"nelx": 60, "nely": 20}), grid_dofs({"n": 4})
-    ((2562, 2), None)
-    """
-    axes = [kwargs[k] for k in ("nelx", "nely", "nelz") if k in kwargs]
-    if len(axes) < 2:
-        return None
-    return len(axes) * math.prod(int(n) + 1 for n in axes), len(axes)
-
-
-def _refuse_beyond_memory(size: Callable, kwargs: Mapping) -> None:
-    try:
-        found = size(kwargs)
-    except (ZeroDivisionError, OverflowError):        # a size beyond float range: h = 1e-320
-        found = (math.inf, 2)
-    if found is None:
-        return
-    from ..fem.budget import check_dofs
-    n_dofs, dim = found
-    names = [k for k in ("nelx", "nely", "nelz", "n", "h") if k in kwargs]
-    check_dofs(n_dofs, dim, " ".join(f"--{k} {kwargs[k]}" for k in names) or "the mesh")
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive
 from .solvers.csr import build_pattern, csr_structure
 from .solvers.direct import cvxopt_full_of, cvxopt_lower_of
 from .solvers.reanalysis import ReanalysisFactor, reanalysis_policy
+from .budget import PATHS, check_dofs
 from .solvers.table import BACKENDS, CholmodContext, SingularSystemError, factorize, pick_solver
 
 __all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
@@ -123,6 +124,7 @@ class LinearSystem(ElementKernels):
                                   geometry=geometry, n_loc=self.n_loc,
                                   free_dofs=self.free.size, constant=self.K0 is not None)
         self.geometry = geometry
+        _check_memory(self)                          # before the pattern and the factor
         self.requires_support = requires_support
         self._structure = None      # rigid-mode check: None not yet run, then True/False
         self._singular = None       # its error message
@@ -285,3 +287,13 @@ def _element_matrices(Ke, n_el: int, n_loc: int) -> np.ndarray:
     check_finite_values("Ke", Ke, "element matrices must be finite",
                         ("row", "column") if Ke.ndim == 2 else ("element", "row", "column"))
     return Ke
+
+
+def _check_memory(system) -> None:
+    """`topopt.fem.budget.check_dofs` on the path of the system's backend (a mesh geometry)."""
+    dim = None if system.geometry is None else np.shape(system.geometry[0])[0]
+    path = PATHS.get(system.solver)
+    if dim in (2, 3) and path is not None:
+        others = [("amg-cg", "solver='amg-cg'")] if system.real and system.symmetric else []
+        check_dofs(system.ndof, dim, f"a system of {system.ndof} dofs with solver="
+                   f"{system.solver!r}", path=path, others=others)

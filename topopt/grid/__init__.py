@@ -14,7 +14,7 @@ from .element import elasticity_matrix, heat_matrix, mass_matrix, shape_gradient
 from .operator import BLOCK_ELEMENTS, CellOperator, GridOperator
 from .transfer import prolong, restrict
 from .galerkin import cells_from_cells, cells_from_coefficients, child_interpolations
-from .multigrid import GRID_OPTIONS, GridMultigrid
+from .multigrid import GRID_OPTIONS, GridMultigrid, coarsest, grid_levels
 from .system import GridSystem
 from .model import GridModel, grid_elasticity, grid_heat
 from .filters import GridDensityFilter, GridHelmholtzFilter, density_kernel
@@ -22,7 +22,7 @@ from .filters import GridDensityFilter, GridHelmholtzFilter, density_kernel
 __all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gradients", "shape_values",
            "BLOCK_ELEMENTS", "CellOperator", "GridOperator", "prolong", "restrict",
            "cells_from_cells", "cells_from_coefficients", "child_interpolations",
-           "GRID_OPTIONS", "GridMultigrid", "GridSystem", "GridModel", "grid_elasticity",
+           "GRID_OPTIONS", "GridMultigrid", "grid_levels", "coarsest", "GridSystem", "GridModel", "grid_elasticity",
            "grid_heat", "GridDensityFilter", "GridHelmholtzFilter", "density_kernel"]
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402

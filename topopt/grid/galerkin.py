@@ -8,7 +8,7 @@ the whole grid is the sum over coarse cells of ``A_c = sum_g E_g N_g``,
 ``N_g = P_g^T K0 P_g``: one product of the children's coefficients with
 the ``F**dim`` fixed matrices ``N_g`` (Amir, Aage & Lazarov 2014, sect.
 3.2; TOP3D_XL's coarse levels, Wang et al. 2025). Coarser cells follow from
-finer cells the same way, ``A_c = sum_k P_k^T A_k P_k`` over 8 (4) children.
+finer cells the same way, ``A_c = sum_k P_k^T A_k P_k`` over ``F**dim`` children.
 """
 
 from __future__ import annotations
@@ -72,19 +72,20 @@ def cells_from_coefficients(grid: Grid, K0: np.ndarray, E: np.ndarray, factor: i
     return (children @ N).reshape(-1, n, n)
 
 
-def cells_from_cells(grid: Grid, cells: np.ndarray, components: int) -> np.ndarray:
-    """The cells ``sum_k P_k^T A_k P_k`` of `grid` (the cells' grid) coarsened by 2.
+def cells_from_cells(grid: Grid, cells: np.ndarray, components: int,
+                     factor: int = 2) -> np.ndarray:
+    """The cells ``sum_k P_k^T A_k P_k`` of `grid` (the cells' grid) coarsened by `factor`.
 
     Each child ``k`` is a strided view of `cells`: no copy of the finer level.
     """
-    check_factor("grid", 2, grid.shape, "element count of the cells' grid (coarsened by 2)")
-    P = child_interpolations(grid, 2, components)
+    factor = check_factor("factor", factor, grid.shape, "element count of the cells' grid")
+    P = child_interpolations(grid, factor, components)
     _check_cells("cells", cells, P.shape[1], (grid.n_el,))
-    coarse = tuple(n // 2 for n in grid.shape)
+    coarse = tuple(n // factor for n in grid.shape)
     n = cells.shape[1]
-    split = cells.reshape(sum(((c, 2) for c in coarse), ()) + (n, n))
+    split = cells.reshape(sum(((c, factor) for c in coarse), ()) + (n, n))
     out = np.zeros((int(np.prod(coarse)), n, n))
-    for k, offset in enumerate(itertools.product((0, 1), repeat=grid.dim)):
+    for k, offset in enumerate(itertools.product(range(factor), repeat=grid.dim)):
         child = split[tuple(x for o in offset for x in (slice(None), o))]
         out += np.einsum("ji,...jk,kl->...il", P[k], child, P[k],
                          optimize=True).reshape(out.shape)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_finite_array, check_int, check_positive
+from ..fem.budget import check_dofs, run_path
 from ..fem.models import _Selection, _as_point
 from .element import elasticity_matrix, heat_matrix
 from .grid import Grid
+from .multigrid import coarsest
 from .system import GridSystem
 
 __all__ = ["GridModel", "grid_elasticity", "grid_heat"]
@@ -54,6 +56,8 @@ class GridModel(_Selection):
         n_loc = grid.corners.shape[0] * self.components
         self.Ke = check_finite_array("Ke", Ke, (n_loc, n_loc))
         self.ndof, self.n_el = grid.n_nodes * self.components, grid.n_el
+        check_dofs(self.ndof, grid.dim, f"a model on {grid!r}", path="voxel",  # no array yet
+                   coarse=coarsest(grid.shape, self.components))
         self.fixed = np.array([], dtype=np.int64)
         self._springs: dict = {}                         # dof -> stiffness
         self._systems: dict = {}
@@ -145,7 +149,10 @@ class GridModel(_Selection):
                 system = GridSystem(self.grid, self.Ke, self.components, self.fixed,
                                     self.springs(), solver_options)
                 system.requested_solver = solver
-            else:
+            else:                        # the assembled matrix of a direct backend
+                check_dofs(self.ndof, self.grid.dim, f"{self!r} with solver={solver!r}",
+                           path=run_path(solver, self.grid.dim, self.ndof),
+                           others=[("voxel", "solver='voxel'")])
                 from ..fem.system import LinearSystem
                 import scipy.sparse as sps
                 s = self.springs()

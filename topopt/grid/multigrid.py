@@ -4,7 +4,8 @@ The finest level is `GridOperator` (``E_e K0``, matrix-free); the first
 coarse level coarsens by 4 per axis where the counts allow (the level a
 factor 2 would give holds 8 times more cell matrices than the grid has
 dofs' worth of memory: the non-dyadic step of TOP3D_XL, Wang et al. 2025),
-then by 2 while a level has more than ``coarse_size`` dofs. Coarse levels
+else by 3, else by 2, then by 2 (else 3) while a level has more than
+``coarse_size`` dofs (`grid_levels`: 324 x 162 x 162 coarsens by 3, 2, 3). Coarse levels
 hold one matrix per cell, Galerkin (``coarse="galerkin"``,
 `topopt.grid.galerkin`) or rediscretized from the children's mean
 coefficient (``coarse="rediscretized"``, matrix-free again); the coarsest is
@@ -19,6 +20,7 @@ fixed where its fine node is. CG is the library's one loop
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 
@@ -34,7 +36,7 @@ from .grid import Grid
 from .operator import CellOperator, GridOperator
 from .transfer import prolong, restrict
 
-__all__ = ["GridMultigrid", "GRID_OPTIONS"]
+__all__ = ["GridMultigrid", "GRID_OPTIONS", "grid_levels", "coarsest"]
 
 #: Options of the grid solver beside those of `topopt.fem.solvers.krylov`.
 GRID_OPTIONS = {"coarse": "galerkin", "first_factor": 4}
@@ -137,6 +139,49 @@ class _Coarsest:
         return x
 
 
+def grid_levels(shape, components: int, coarse_size: float = 10000, max_levels: float = 10,
+                first_factor: int = 4) -> tuple[list, list]:
+    """The element counts of a grid's multigrid levels and the factors between them.
+
+    The first coarsening is by `first_factor` where every count allows it,
+    else by 3, else by 2 (the fewer cells a coarse level holds the better);
+    later ones by 2, else by 3; while a level has more than `coarse_size`
+    dofs and fewer than `max_levels` levels exist. Counts that no factor
+    divides end the hierarchy there: that level is factorized directly.
+
+    Examples
+    --------
+    >>> grid_levels((336, 160, 160), 3)[1], grid_levels((324, 162, 162), 3)
+    ([4, 2, 2], ([(324, 162, 162), (108, 54, 54), (54, 27, 27), (18, 9, 9)], [3, 2, 3]))
+    >>> grid_levels((101, 51, 51), 3)                  # no factor divides 101: one level
+    ([(101, 51, 51)], [])
+    """
+    shapes, factors = [tuple(int(n) for n in shape)], []
+    while (len(shapes) < max_levels
+           and components * math.prod(n + 1 for n in shapes[-1]) > coarse_size):
+        order = (first_factor, 3, 2) if not factors else (2, 3)
+        f = next((f for f in order if all(n % f == 0 for n in shapes[-1])), None)
+        if f is None:
+            break
+        shapes.append(tuple(n // f for n in shapes[-1]))
+        factors.append(f)
+    return shapes, factors
+
+
+def coarsest(shape, components: int) -> tuple[int, str]:
+    """The dofs and element counts of the smallest coarsest level any options give a grid
+    (`grid_levels` without a size or level limit): what the memory check counts as
+    factorized directly (`topopt.fem.budget.estimate_bytes`' `coarse_dofs`).
+
+    Examples
+    --------
+    >>> coarsest((324, 162, 162), 3), coarsest((101, 51, 51), 3)
+    ((36, '2 x 1 x 1'), (827424, '101 x 51 x 51'))
+    """
+    last = grid_levels(shape, components, coarse_size=0, max_levels=math.inf)[0][-1]
+    return components * math.prod(n + 1 for n in last), " x ".join(map(str, last))
+
+
 def _scaled_bound(A: CellOperator, dinv: np.ndarray, free: np.ndarray) -> float:
     """Gershgorin's bound ``max_i sum_j |A_ij| s_i s_j`` (``s = dinv^1/2``) on the free dofs."""
     s = np.sqrt(dinv)
@@ -181,14 +226,9 @@ class GridMultigrid:
         self.grid, self.K0, self.components = grid, np.asarray(K0, dtype=float), components
         self.fine = GridOperator(grid, self.K0, components)
         self.grids, self.factors = [grid], []
-        first = self.grid_options["first_factor"]
-        while (len(self.grids) < self.options["max_levels"]
-               and self.grids[-1].n_nodes * components > self.options["coarse_size"]):
-            g = self.grids[-1]
-            f = first if not self.factors and all(n % first == 0 for n in g.shape) else 2
-            if any(n % f for n in g.shape):
-                break
-            self.grids.append(g.coarsened(f))
+        for f in grid_levels(grid.shape, components, self.options["coarse_size"],
+                             self.options["max_levels"], self.grid_options["first_factor"])[1]:
+            self.grids.append(self.grids[-1].coarsened(f))
             self.factors.append(f)
         self.free = [np.asarray(free, dtype=float)]
         self.springs = [None if springs is None or not np.any(springs)
@@ -223,7 +263,8 @@ class GridMultigrid:
             finer = self.grids[level - 1]
             if coarse == "galerkin":
                 out.append(cells_from_coefficients(finer, self.K0, E, f, self.components)
-                           if level == 1 else cells_from_cells(finer, out[-1], self.components))
+                           if level == 1 else cells_from_cells(finer, out[-1], self.components,
+                                                               f))
             else:                       # the children's mean, the element matrix of the cell
                 scale = (g.h / self.grid.h) ** (g.dim - 2)
                 mean = _children(np.asarray(E, dtype=float), self.grid.shape,

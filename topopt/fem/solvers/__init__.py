@@ -18,8 +18,7 @@ from .lattice import (axis_groups, cell_pattern, classify, coarse_indices, coars
 from .amg import SmoothedAggregation
 from .multigrid import GeometricMultigrid
 from .auto import (AUTO_MIN_DOFS, ITERATIVE_MIN_DOFS, VOXEL_MIN_DOFS, auto_pc, auto_reanalysis,
-                   auto_solver, auto_voxel,
-                   describe)
+                   auto_solver, auto_voxel, auto_path, describe)
 from .table import BACKENDS, ITERATIVE, Backend, available_solvers, factorize, pick_solver
 from .reanalysis import OPTIONS, Reanalysis, ReanalysisFactor, direct_options, reanalysis_policy
 
@@ -32,7 +31,7 @@ __all__ = ["csr_structure", "csr_from_parts", "compact_index", "build_pattern", 
            "axis_groups", "lattice", "coarse_indices", "interp_1d", "coarsen", "classify",
            "cell_pattern", "SmoothedAggregation", "GeometricMultigrid",
            "ITERATIVE_MIN_DOFS", "AUTO_MIN_DOFS", "VOXEL_MIN_DOFS", "auto_voxel", "auto_solver",
-           "auto_reanalysis", "auto_pc",
+           "auto_reanalysis", "auto_pc", "auto_path",
            "describe", "Backend", "BACKENDS", "ITERATIVE", "available_solvers", "pick_solver",
            "factorize", "OPTIONS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy"]

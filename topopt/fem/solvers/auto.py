@@ -30,7 +30,7 @@ import numpy as np
 from .lattice import lattice
 
 __all__ = ["ITERATIVE_MIN_DOFS", "AUTO_MIN_DOFS", "VOXEL_MIN_DOFS", "auto_solver",
-           "auto_reanalysis", "auto_pc", "auto_voxel", "describe"]
+           "auto_reanalysis", "auto_pc", "auto_voxel", "auto_path", "describe"]
 
 ITERATIVE_MIN_DOFS = {3: 7_000}
 """``"auto"`` picks ``"mg-cg"`` from these free-dof counts (by dimension) on lattices.
@@ -75,6 +75,37 @@ def auto_voxel(dim: int, ndof: int) -> bool:
     return dim in VOXEL_MIN_DOFS and ndof >= VOXEL_MIN_DOFS[dim]
 
 
+def _iterative(dim, free_dofs: float) -> bool:
+    """Whether a real SPD system of `free_dofs` on a `dim`-D lattice is large enough for mg-cg."""
+    return dim in ITERATIVE_MIN_DOFS and free_dofs >= ITERATIVE_MIN_DOFS[dim]
+
+
+def auto_path(dim: int, ndof: float, grid: bool = False, lattice: bool = True,
+              spd: bool = True) -> str:
+    """The path ``solver="auto"`` takes for `ndof` unknowns in `dim` dimensions, before any
+    allocation: ``"voxel"``, ``"mg-cg"`` or ``"direct"``.
+
+    The decisions of `auto_voxel` (a problem that can run on a structured `grid`)
+    and `auto_solver` (a real symmetric positive definite system, `spd`, on a
+    hexahedral `lattice`), taken on the total count of unknowns: the free ones,
+    which `auto_solver` counts, differ by the supports only, and near
+    `ITERATIVE_MIN_DOFS` either path needs a few MB. `topopt.fem.budget`
+    estimates a run's memory on this path.
+
+    Examples
+    --------
+    >>> auto_path(3, 25_904_775, grid=True), auto_path(3, 25_904_775), auto_path(2, 10**6)
+    ('voxel', 'mg-cg', 'direct')
+    >>> auto_path(3, 10**6, lattice=False), auto_path(3, 1_000, grid=True)
+    ('direct', 'direct')
+    """
+    if grid and auto_voxel(dim, ndof):
+        return "voxel"
+    if spd and lattice and _iterative(dim, ndof):
+        return "mg-cg"
+    return "direct"
+
+
 def _on_lattice(geometry, n_loc: int) -> bool:
     """Whether the mesh is a full tensor lattice of quads/hexes (multigrid applies)."""
     if geometry is None:
@@ -110,7 +141,7 @@ def auto_solver(direct: list[str], spd: bool, geometry, n_loc: int, free_dofs: i
     'cholmod'
     """
     dim = None if geometry is None else np.shape(geometry[0])[0]
-    if spd and free_dofs >= ITERATIVE_MIN_DOFS.get(dim, np.inf) and _on_lattice(geometry, n_loc):
+    if spd and _iterative(dim, free_dofs) and _on_lattice(geometry, n_loc):
         return "mg-cg"
     return direct[0]
 
