@@ -246,11 +246,17 @@ def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
     with _usage_errors(parser, paths["checkpoint"]), script_errors(args.out):
         result = run(**kwargs, out=args.out, **paths)
     finish(result)                             # interrupted: message, exit 130 / 143
-    print(f"{summary(result)} -> {args.out}")
-    line = result.ending_line() if hasattr(result, "ending_line") else ""
-    if line:                                   # infeasible / grey / worse than its start:
-        print(f"{line} (verdict in {os.path.join(args.out, 'result.json')})")   # exit 0
+    _report(result, summary, args.out)
     return result
+
+
+def _report(result, summary: Callable, out: str) -> None:
+    """The run's summary line, then its verdict's line when it ended infeasible, grey or
+    worse than its start (the exit status stays 0: `topopt.optimize.ending`)."""
+    print(f"{summary(result)} -> {out}")
+    line = result.ending_line() if hasattr(result, "ending_line") else ""
+    if line:
+        print(f"{line} (verdict in {os.path.join(out, 'result.json')})")
 
 
 def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
