@@ -23,7 +23,10 @@ before its first evaluation (a checkpoint of another size, a model's
 refusal) is a usage error too. `main` tunes the allocator (`topopt.tune_malloc`),
 runs ``run(**options, out=..., verbose=..., checkpoint=..., resume=...)``
 under `script_errors` and ends as the run ended (`finish`: an interrupted
-run exits with 130 or 143).
+run exits with 130 or 143). ``TOPOPT_PERTURB=AMPLITUDE[:SEED]`` in the
+environment moves the start by a seeded ``AMPLITUDE * U(-1, 1)``
+(`topopt.optimize.perturb`; ``scripts/reproduce_gallery.py`` measures the
+spread of the results with it); a malformed value is a usage error.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, po
 from .._files import atomic_write_text, check_writable_file, check_writable_folder
 from ..io.folder import check_run_label, run_label, signals_held, write_run_label
 from ..optimize.checkpoint import load_checkpoint
+from ..optimize.perturb import start_perturbation
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
@@ -240,6 +244,10 @@ def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
         if check is not None:
             check(dict(kwargs, **paths))
         _refuse_beyond_memory(size, kwargs)
+        found = start_perturbation()           # TOPOPT_PERTURB, if set, is well formed
+        if found is not None:
+            print(f"the start is perturbed by {found[0]:g} U(-1, 1), seed {found[1]} "
+                  "(TOPOPT_PERTURB)", file=sys.stderr, flush=True)
     except (OSError, ValueError) as e:
         parser.error(str(e))
 

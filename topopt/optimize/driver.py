@@ -90,6 +90,7 @@ from .._files import atomic_write_text, jsonable
 from .checkpoint import CheckpointError, load_checkpoint
 from .evaluator import _Responses
 from .options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
+from .perturb import perturbed_start
 from .run import _params_json, _Run, _Signals
 from .._files import OutputPathError
 
@@ -223,6 +224,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         Number of constraints ``k`` of the shared form.
     resume : path, optional
         Continue from this checkpoint; `x0` gives only the size.
+        A run that does not resume starts from `x0` moved by the environment's
+        ``TOPOPT_PERTURB`` when it is set (`topopt.optimize.perturb`).
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
     initial_step, history_path, checkpoint, checkpoint_every, verbose, \
     callback, count_solves, handle_signals, objective_scale, objective_name
@@ -258,6 +261,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         count_solves=count_solves, handle_signals=handle_signals,
         objective_scale=objective_scale, objective_name=objective_name)
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
+    if ck is None:                  # a seeded move of the start, TOPOPT_PERTURB (perturb.py)
+        x0 = perturbed_start(x0, opts.lb, opts.ub)
     run = _Run(responses, x0.size, opts)
     first, x, seed, done = (0, x0, None, 0) if ck is None else run.restore(ck)
     with _Signals(run, opts.handle_signals):
