@@ -127,11 +127,17 @@ def row(name: str, plain: float, perturbed: list, seconds: float) -> dict:
             "within": within(c, finals, spread), "seconds": seconds}
 
 
-def measure(names, workers: int, folder: str, log=print) -> dict:
-    """Run every problem of `names` unperturbed and with each seed; their rows."""
-    jobs = [(n, s) for n in sorted(names, key=_cost, reverse=True) for s in (None, *SEEDS)]
+def measure(names, workers: int, folder: str, done=None, log=print) -> dict:
+    """Run every problem of `names` unperturbed and with each seed; their rows.
+
+    The cheapest problems (by the committed run's seconds) run first;
+    ``done(name, row)`` follows each problem's last run.
+    """
+    order = sorted(names, key=_cost)
+    jobs = [(n, s) for n in order for s in (None, *SEEDS)]
     results: dict = {n: {} for n in names}
     errors: dict = {}
+    rows = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_one, n, s, folder): (n, s) for n, s in jobs}
         for fut in concurrent.futures.as_completed(futures):
@@ -139,21 +145,22 @@ def measure(names, workers: int, folder: str, log=print) -> dict:
             what = "unperturbed" if s is None else f"seed {s}"
             try:
                 results[n][s] = fut.result()
+                log(f"{n} {what}: {results[n][s][0]:.6g} ({results[n][s][1]:.0f} s)",
+                    flush=True)
             except RuntimeError as e:               # one failed run: said, the rest go on
                 results[n][s] = (None, 0.0)
                 errors.setdefault(n, []).append(f"{what}: {e}")
                 log(f"{n} {what}: FAILED {e}", flush=True)
+            if len(results[n]) < 1 + len(SEEDS):
                 continue
-            log(f"{n} {what}: {results[n][s][0]:.6g} ({results[n][s][1]:.0f} s)", flush=True)
-    rows = {}
-    for n, r in results.items():
-        if n in errors:
-            rows[n] = {"figure": FIGURES[n], "committed": committed(n), "within": False,
-                       "error": errors[n]}
-        else:
-            rows[n] = row(n, r[None][0], [r[s][0] for s in SEEDS],
-                          sum(v[1] for v in r.values()))
-    return rows
+            r = results[n]
+            rows[n] = ({"figure": FIGURES[n], "committed": committed(n), "within": False,
+                        "error": errors[n]} if n in errors else
+                       row(n, r[None][0], [r[k][0] for k in SEEDS],
+                           sum(v[1] for v in r.values())))
+            if done is not None:
+                done(n, rows[n])
+    return {n: rows[n] for n in order}
 
 
 def _cost(name: str) -> float:
@@ -183,6 +190,21 @@ def table(rows: dict, skipped: dict) -> str:
     return "\n".join(lines)
 
 
+def _load(path: str | None) -> dict:
+    if path is None or not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _save(path: str, record: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
 def machine() -> dict:
     import numpy
     import scipy
@@ -200,7 +222,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2, choices=(1, 2),
                         help="runs at a time (default: %(default)s)")
     parser.add_argument("--json", default=None,
-                        help=f"where to write the record (default: {RECORD}, not with --check)")
+                        help=f"the record to write, its other problems' rows kept (default: "
+                             f"{os.path.relpath(RECORD, ROOT)}; none with --check)")
     args = parser.parse_args(argv)
     from gallery import commands
     try:
@@ -209,40 +232,35 @@ def main(argv=None) -> int:
         parser.error(f"argument names: {e}")
     names = [n for n in (args.names or FIGURES) if n not in SKIPPED]
     skipped = {n: SKIPPED[n] for n in (args.names or FIGURES) if n in SKIPPED}
-    stated = {}
-    if os.path.isfile(RECORD):
-        with open(RECORD, encoding="utf-8") as fh:
-            stated = json.load(fh)
-    with tempfile.TemporaryDirectory(prefix="reproduce_gallery_") as folder:
-        rows = measure(names, args.workers, folder)
-    if args.check:                         # the committed JSON's spreads are the stated ones
-        for n, r in rows.items():
-            if "error" in r:
-                continue
-            s = stated.get("problems", {}).get(n, {}).get("spread_pct", r["spread_pct"])
+    stated = _load(RECORD)
+    path = args.json or (None if args.check else RECORD)
+    record = _load(path) if path is not None else {}
+    record.update({"amplitude": AMPLITUDE, "seeds": list(SEEDS),
+                   "spread": "(max - min) / |median| of the perturbed finals, in %",
+                   "within": f"|committed - median of the six finals| <= max(spread, "
+                             f"{FLOOR_PCT:g} %) |median|", "machine": machine()})
+    record.setdefault("problems", {})
+    record.setdefault("skipped", {})
+    for n in names:
+        record["skipped"].pop(n, None)
+    record["skipped"].update(SKIPPED)
+
+    def done(name: str, r: dict) -> None:            # each problem's row, once it is done
+        if args.check and "error" not in r:        # the committed JSON's spreads are stated
+            s = stated.get("problems", {}).get(name, {}).get("spread_pct", r["spread_pct"])
             r["stated_spread_pct"] = s
             r["within"] = within(r["committed"], [r["unperturbed"], *r["perturbed"]], s)
+        if path is not None:
+            record["problems"][name] = r
+            record["problems"] = {n: record["problems"][n] for n in FIGURES
+                                  if n in record["problems"]}
+            _save(path, record)
+
+    with tempfile.TemporaryDirectory(prefix="reproduce_gallery_") as folder:
+        rows = measure(names, args.workers, folder, done)
     print(table(rows, skipped))
-    path = args.json or (None if args.check else RECORD)
     if path is not None:
-        record = {"amplitude": AMPLITUDE, "seeds": list(SEEDS),
-                  "spread": "(max - min) / |median| of the perturbed finals, in %",
-                  "within": f"|committed - median of the six finals| <= max(spread, "
-                            f"{FLOOR_PCT:g} %) |median|",
-                  "problems": {}, "skipped": {}}
-        if os.path.abspath(path) == RECORD and stated:
-            record["problems"].update(stated.get("problems", {}))
-            record["skipped"].update(stated.get("skipped", {}))
-        record["machine"] = machine()
-        for n in names:
-            record["skipped"].pop(n, None)
-        record["problems"].update(rows)
-        record["problems"] = {n: record["problems"][n] for n in FIGURES
-                              if n in record["problems"]}
-        record["skipped"].update(skipped)
-        with open(path, "w", encoding="utf-8") as fh:
-            json.dump(record, fh, indent=1)
-            fh.write("\n")
+        _save(path, record)
         print(f"-> {path}")
     return 1 if args.check and not all(r["within"] for r in rows.values()) else 0
 
