@@ -164,6 +164,9 @@ class DensityProblem:
     objective_name = "objective"
     #: MMA's options of `run` (`mma_params` overrides them).
     mma_defaults: dict = {}
+    #: MMA's initial move limit at each stage's start (`minimize`'s ``initial_step``;
+    #: None: NLopt's half the bounds' width).
+    initial_step: float | None = None
 
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
@@ -350,7 +353,8 @@ class DensityProblem:
         formulation's metrics (`metrics`), the design ``x`` (the full element
         vector), ``x_phys`` and the history; an interrupted run
         (``status="interrupted"``) returns the last good design. MMA runs
-        with the formulation's `mma_defaults` updated by `mma_params`.
+        with the formulation's `mma_defaults` updated by `mma_params`, and its
+        `initial_step`.
         ``callback(record, x)`` follows each evaluation, as in `minimize`
         (`with_callback`: a `topopt.plot.live` is started and finished).
         """
@@ -364,7 +368,8 @@ class DensityProblem:
                 bounds=self.bounds(), maxeval=None if stages else maxeval, stages=stages,
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
                 resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
-                objective_scale=self.objective_scale, objective_name=self.objective_name))
+                objective_scale=self.objective_scale, objective_name=self.objective_name,
+                initial_step=self.initial_step))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))
