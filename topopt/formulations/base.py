@@ -133,19 +133,16 @@ class DensityProblem:
         The volume fraction (of the whole domain, passive solid included);
         None for a formulation without a volume limit (`MinimumVolumeStress`).
     rmin : float > 0
-        Filter radius in length units; the Helmholtz filter uses ``r = rmin
-        / (2 sqrt(3))``.
+        Filter radius in length units (Helmholtz filter: ``r = rmin / (2 sqrt(3))``).
     penal : float >= 1
         SIMP exponent.
     filter : {"density", "helmholtz"}
     Emin : float in [0, 1)
         Void stiffness (``E0 = 1``).
-    solver : str
-        Linear-solver backend (`topopt.fem.solvers`).
+    solver, solver_options : str, dict (optional)
+        Linear-solver backend (`topopt.fem.solvers`) and an iterative solver's options.
     eta : float
         Threshold of the projection when a stage sets ``beta``.
-    solver_options : dict, optional
-        Options of an iterative solver.
     passive : topopt.design.Passive, optional
         Passive elements: MMA sees the ``n = passive.n_free`` free variables,
         ``x_phys`` holds the fixed values, a result's ``x`` is the full vector.
@@ -164,8 +161,7 @@ class DensityProblem:
     objective_name = "objective"
     #: MMA's options of `run` (`mma_params` overrides them).
     mma_defaults: dict = {}
-    #: MMA's initial move limit at each stage's start (`minimize`'s ``initial_step``;
-    #: None: NLopt's half the bounds' width).
+    #: MMA's move limit at each stage's start (`minimize`'s; None: half the bounds' width).
     initial_step: float | None = None
 
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, penal: float = 3.0,
@@ -353,8 +349,7 @@ class DensityProblem:
         formulation's metrics (`metrics`), the design ``x`` (the full element
         vector), ``x_phys`` and the history; an interrupted run
         (``status="interrupted"``) returns the last good design. MMA runs
-        with the formulation's `mma_defaults` updated by `mma_params`, and its
-        `initial_step`.
+        with the formulation's `mma_defaults` updated by `mma_params`.
         ``callback(record, x)`` follows each evaluation, as in `minimize`
         (`with_callback`: a `topopt.plot.live` is started and finished).
         """

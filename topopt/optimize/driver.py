@@ -217,15 +217,13 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
     fun : callable
         Objective, or all responses (see above). Plain numpy code.
     x0 : array_like
-        Initial design, 1-D, finite, within `bounds`.
+        Initial design, 1-D, finite, within `bounds` (moved by ``TOPOPT_PERTURB``).
     constraints : sequence of callable, optional
         Constraint functions ``g(x) <= 0``; None for the shared form.
     n_constraints : int, optional
         Number of constraints ``k`` of the shared form.
     resume : path, optional
         Continue from this checkpoint; `x0` gives only the size.
-        A run that does not resume starts from `x0` moved by the environment's
-        ``TOPOPT_PERTURB`` when it is set (`topopt.optimize.perturb`).
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
     initial_step, history_path, checkpoint, checkpoint_every, verbose, \
     callback, count_solves, handle_signals, objective_scale, objective_name
@@ -261,8 +259,6 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         count_solves=count_solves, handle_signals=handle_signals,
         objective_scale=objective_scale, objective_name=objective_name)
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
-    if ck is None:                  # a seeded move of the start, TOPOPT_PERTURB (perturb.py)
-        x0 = perturbed_start(x0, opts.lb, opts.ub)
     run = _Run(responses, x0.size, opts)
     first, x, seed, done = (0, x0, None, 0) if ck is None else run.restore(ck)
     with _Signals(run, opts.handle_signals):
@@ -297,6 +293,8 @@ def _run_stages(run: _Run, first: int, x: np.ndarray, seed, done: int,
     `seed`), each from the previous one's design; returns the last design and status
     (after a resume with nothing left to run, checkpoint `ck`'s status stands)."""
     opts = run.o
+    if ck is None:            # a fresh run: its start moved by TOPOPT_PERTURB if set (perturb.py)
+        x = perturbed_start(x, opts.lb, opts.ub)
     status = ck["stage_status"] if first >= len(opts.stages) else "success"
     if opts.verbose:
         progress.show(progress.header_line(opts.objective_name, opts.objective_scale,
