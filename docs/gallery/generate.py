@@ -82,8 +82,8 @@ def reproduction(name: str) -> list:
             f"`results/reproduce_gallery.json`): `{r['figure']}` {r['committed']:.6g} "
             f"committed, {r['unperturbed']:.6g} re-run as typed, {min(p):.6g} to "
             f"{max(p):.6g} over {seeds} starts perturbed by {record['amplitude']:g}: "
-            f"**spread {r['spread_pct']:.2g} %** (max - min over the median); the committed "
-            f"figure is {'within' if r['within'] else 'OUTSIDE'} it.", ""]
+            f"**spread {r['spread_pct']:.2g} %** (max - min over the median of these six "
+            f"runs); the committed figure is {'within' if r['within'] else 'OUTSIDE'} it.", ""]
 
 
 def block(name: str) -> str:
