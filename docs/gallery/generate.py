@@ -83,7 +83,8 @@ def reproduction(name: str) -> list:
             f"committed, {r['unperturbed']:.6g} re-run as typed, {min(p):.6g} to "
             f"{max(p):.6g} over {seeds} starts perturbed by {record['amplitude']:g}: "
             f"**spread {r['spread_pct']:.2g} %** (max - min over the median of these six "
-            f"runs); the committed figure is {'within' if r['within'] else 'OUTSIDE'} it.", ""]
+            f"runs); the committed figure lies {abs(r['committed_off_pct']):.2g} % from their "
+            f"median, {'within' if r['within'] else 'OUTSIDE'} max(spread, 0.01 %).", ""]
 
 
 def block(name: str) -> str:
