@@ -382,3 +382,44 @@ def test_a_resumed_run_counts_the_eigensolves_of_both_parts(tmp_path):
         saved["counters"]["eigensolves"]
     assert r2["fe_solves"] >= saved["fe_solves"] + 4
     assert r2.ending["objective_start"] == r1.history[0]["objective"]    # the run's start
+
+
+# ----------------------------------------------------------- a symmetric design (issue 35)
+
+
+@pytest.fixture(scope="module")
+def mirrored():
+    """The 16 x 8 column under a load along its axis, its design symmetric in ``y = 4``."""
+    from problems.buckling_column import mirror
+    model, f = column(16, 8, load=(-1.0, 0.0))
+    passive = Passive.from_mesh(model.mesh, solid=lambda c: (c[0] > 15) & (np.abs(c[1] - 4) < 1))
+    return BucklingProblem(model, f, volfrac=0.4, rmin=1.5, n_modes=4, passive=passive,
+                           mirror=mirror(model.mesh))
+
+
+def test_the_physics_sees_the_symmetric_part_and_the_rest_has_no_gradient(mirrored):
+    p = mirrored
+    x = np.random.default_rng(3).uniform(0.3, 0.7, p.n)
+    xp = np.asarray(p.x_phys(x, 2.0))
+    np.testing.assert_array_equal(xp, xp[p.mirror])            # exactly symmetric
+    p.prepare(x, None)
+    g = ad.gradient(lambda x: p.responses(x, beta=2.0)[0], x)
+    full = p.passive.expand(g)                                # the gradient per element
+    full[p.passive.solid] = 0.0
+    np.testing.assert_allclose(full, full[p.mirror], rtol=1e-9, atol=1e-12 * np.abs(g).max())
+    rate = ad.taylor_test(lambda x: p.responses(x, beta=2.0)[0], x,
+                          np.random.default_rng(4).standard_normal(p.n))
+    assert rate >= 1.9
+
+
+def test_mirror_is_checked():
+    from problems.buckling_column import mirror
+    model, f = column(16, 8, load=(-1.0, 0.0))
+    m = mirror(model.mesh)
+    solid = Passive.from_mesh(model.mesh, solid=lambda c: (c[0] > 15) & (c[1] < 2))
+    for kwargs, match in [(dict(mirror=m[:-1]), r"shape \(128,\)"),
+                          (dict(mirror=m.astype(float)), "integer array"),
+                          (dict(mirror=np.roll(np.arange(128), 1)), "in pairs"),
+                          (dict(mirror=m, passive=solid), "passive solid")]:
+        with pytest.raises(ValueError, match=match):
+            BucklingProblem(model, f, 0.4, 1.5, **kwargs)

@@ -63,6 +63,30 @@ def _table(rows) -> list:
     return ["| | |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in rows] + [""]
 
 
+def reproduction(name: str) -> list:
+    """The line on how the committed figure reproduces (``results/reproduce_gallery.json``)."""
+    path = os.path.join(ROOT, "results", "reproduce_gallery.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        record = json.load(fh)
+    seeds = len(record["seeds"])
+    if name in record.get("skipped", {}):
+        return [f"Reproducibility: not re-run by `scripts/reproduce_gallery.py` "
+                f"({record['skipped'][name]}).", ""]
+    r = record.get("problems", {}).get(name)
+    if r is None or "error" in r:
+        return []
+    p = r["perturbed"]
+    return [f"Reproducibility (`scripts/reproduce_gallery.py`, "
+            f"`results/reproduce_gallery.json`): `{r['figure']}` {r['committed']:.6g} "
+            f"committed, {r['unperturbed']:.6g} re-run as typed, {min(p):.6g} to "
+            f"{max(p):.6g} over {seeds} starts perturbed by {record['amplitude']:g}: "
+            f"**spread {r['spread_pct']:.2g} %** (max - min over the median of these six "
+            f"runs); the committed figure lies {abs(r['committed_off_pct']):.2g} % from their "
+            f"median, {'within' if r['within'] else 'OUTSIDE'} max(spread, 0.01 %).", ""]
+
+
 def block(name: str) -> str:
     """The generated part of the page: options, figures, history."""
     with open(os.path.join(GALLERY, name, "result.json"), encoding="utf-8") as fh:
@@ -75,6 +99,7 @@ def block(name: str) -> str:
              f"`results/gallery/{name}/result.json`, written by the command above with "
              f"`--out results/gallery/{name}` (`python scripts/gallery.py {name}` remakes it).",
              ""]
+    lines += reproduction(name)
     setup = _rows(record.get("setup", {}))
     if setup:
         lines += ["Options:", ""] + _table(setup)

@@ -27,6 +27,10 @@ run exits with 130 or 143). A run whose final design is infeasible, grey or
 worse than its start (``result.json``'s ``verdict``, `topopt.optimize.ending`)
 ends with a line saying so and exits with 0: the exit status says whether
 the run worked, the verdict what it found (``docs/notes/runs.md``).
+``TOPOPT_PERTURB=AMPLITUDE[:SEED]`` in the environment moves the start by a
+seeded ``AMPLITUDE * U(-1, 1)`` (`topopt.optimize.perturb`;
+``scripts/reproduce_gallery.py`` measures the spread of the results with it);
+a malformed value is a usage error.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, po
 from .._files import atomic_write_text, check_writable_file, check_writable_folder
 from ..io.folder import check_run_label, run_label, signals_held, write_run_label
 from ..optimize.checkpoint import load_checkpoint
+from ..optimize.perturb import start_perturbation
 
 __all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
            "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
@@ -269,7 +274,12 @@ def _before_the_run(parser, resume, label: dict, kwargs: dict, paths: dict,
             _prefixed(check_run_label, "argument --resume: ", resume, label)
         if check is not None:
             check(dict(kwargs, **paths))
-        return size_line(size, kwargs, solvers)
+        fits = size_line(size, kwargs, solvers)
+        found = start_perturbation()           # TOPOPT_PERTURB, if set, is well formed
+        if found is not None:
+            print(f"the start is perturbed by {found[0]:g} U(-1, 1), seed {found[1]} "
+                  "(TOPOPT_PERTURB)", file=sys.stderr, flush=True)
+        return fits
     except (OSError, ValueError) as e:
         parser.error(str(e))
 

@@ -183,19 +183,16 @@ class DensityProblem:
         The volume fraction (of the whole domain, passive solid included);
         None for a formulation without a volume limit (`MinimumVolumeStress`).
     rmin : float > 0
-        Filter radius in length units; the Helmholtz filter uses ``r = rmin
-        / (2 sqrt(3))``.
+        Filter radius in length units (Helmholtz filter: ``r = rmin / (2 sqrt(3))``).
     penal : float >= 1
         SIMP exponent.
     filter : {"density", "helmholtz"}
     Emin : float in [0, 1)
         Void stiffness (``E0 = 1``).
-    solver : str
-        Linear-solver backend (`topopt.fem.solvers`).
+    solver, solver_options : str, dict (optional)
+        Linear-solver backend (`topopt.fem.solvers`) and an iterative solver's options.
     eta : float
         Threshold of the projection when a stage sets ``beta``.
-    solver_options : dict, optional
-        Options of an iterative solver.
     passive : topopt.design.Passive, optional
         Passive elements: MMA sees the ``n = passive.n_free`` free variables,
         ``x_phys`` holds the fixed values, a result's ``x`` is the full vector.
@@ -214,6 +211,8 @@ class DensityProblem:
     objective_name = "objective"
     #: MMA's options of `run` (`mma_params` overrides them).
     mma_defaults: dict = {}
+    #: MMA's move limit at each stage's start (`minimize`'s; None: half the bounds' width).
+    initial_step: float | None = None
 
     def __init__(self, model: fem.Model, volfrac: float, rmin: float, penal: float = 3.0,
                  filter: str = "density", Emin: float = 1e-9, solver: str = "auto",
@@ -413,7 +412,8 @@ class DensityProblem:
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
                 resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
                 objective_scale=self.objective_scale, objective_name=self.objective_name,
-                counters=self.counters))
+                counters=self.counters,
+                initial_step=self.initial_step))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))

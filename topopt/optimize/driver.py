@@ -91,6 +91,7 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .ending import ending, ending_line
 from .evaluator import _Responses
 from .options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
+from .perturb import perturbed_start
 from .run import _params_json, _Run, _Signals
 from .._files import OutputPathError
 
@@ -238,7 +239,7 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
     fun : callable
         Objective, or all responses (see above). Plain numpy code.
     x0 : array_like
-        Initial design, 1-D, finite, within `bounds`.
+        Initial design, 1-D, finite, within `bounds` (moved by ``TOPOPT_PERTURB``).
     constraints : sequence of callable, optional
         Constraint functions ``g(x) <= 0``; None for the shared form.
     n_constraints : int, optional
@@ -314,6 +315,8 @@ def _run_stages(run: _Run, first: int, x: np.ndarray, seed, done: int,
     `seed`), each from the previous one's design; returns the last design and status
     (after a resume with nothing left to run, checkpoint `ck`'s status stands)."""
     opts = run.o
+    if ck is None:            # a fresh run: its start moved by TOPOPT_PERTURB if set (perturb.py)
+        x = perturbed_start(x, opts.lb, opts.ub)
     status = ck["stage_status"] if first >= len(opts.stages) else "success"
     if opts.verbose:
         progress.show(progress.header_line(opts.objective_name, opts.objective_scale,
