@@ -218,6 +218,28 @@ def machine() -> dict:
             "cpus": os.cpu_count()}
 
 
+def refresh(path: str) -> int:
+    """The record at `path` with each row's ``committed`` figure read again from the
+    gallery and judged against its recorded runs (nothing is run); 1 if one is outside."""
+    record = _load(path)
+    outside = []
+    for name, r in record.get("problems", {}).items():
+        if "error" in r:
+            continue
+        r["committed"] = committed(name)
+        finals = [r["unperturbed"], *r["perturbed"]]
+        r["committed_off_pct"] = 100.0 * (r["committed"] - statistics.median(finals)) \
+            / abs(statistics.median(finals))
+        r["within"] = within(r["committed"], finals, r["spread_pct"])
+        if not r["within"]:
+            outside.append(name)
+    _save(path, record)
+    print(table(record.get("problems", {}), record.get("skipped", {})))
+    if outside:
+        print(f"outside their recorded spread: {', '.join(outside)}", file=sys.stderr)
+    return 1 if outside else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="problems (default: all but SKIPPED)")
@@ -229,7 +251,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None,
                         help=f"the record to write, its other problems' rows kept (default: "
                              f"{os.path.relpath(RECORD, ROOT)}; none with --check)")
+    parser.add_argument("--refresh", action="store_true",
+                        help="run nothing: read each row's committed figure again from "
+                             "results/gallery/ (after scripts/gallery.py remade it) and "
+                             "judge it against the recorded runs")
     args = parser.parse_args(argv)
+    if args.refresh:
+        return refresh(args.json or RECORD)
     from gallery import commands
     try:
         commands(args.names)                       # the names checked as gallery.py does

@@ -546,7 +546,7 @@ def _mesh_file(name, points, triangles, file_format=None):
 
 
 def _script(name):
-    return importlib.import_module(f"problems.{name}")
+    return importlib.import_module(f"topopt_problems.{name}")
 
 
 def _square(x):

@@ -390,7 +390,7 @@ def test_a_resumed_run_counts_the_eigensolves_of_both_parts(tmp_path):
 @pytest.fixture(scope="module")
 def mirrored():
     """The 16 x 8 column under a load along its axis, its design symmetric in ``y = 4``."""
-    from problems.buckling_column import mirror
+    from topopt_problems.buckling_column import mirror
     model, f = column(16, 8, load=(-1.0, 0.0))
     passive = Passive.from_mesh(model.mesh, solid=lambda c: (c[0] > 15) & (np.abs(c[1] - 4) < 1))
     return BucklingProblem(model, f, volfrac=0.4, rmin=1.5, n_modes=4, passive=passive,
@@ -413,7 +413,7 @@ def test_the_physics_sees_the_symmetric_part_and_the_rest_has_no_gradient(mirror
 
 
 def test_mirror_is_checked():
-    from problems.buckling_column import mirror
+    from topopt_problems.buckling_column import mirror
     model, f = column(16, 8, load=(-1.0, 0.0))
     m = mirror(model.mesh)
     solid = Passive.from_mesh(model.mesh, solid=lambda c: (c[0] > 15) & (c[1] < 2))

@@ -6,7 +6,7 @@ import pytest
 from topopt.optimize import minimize
 from topopt.optimize.perturb import ENV, perturbed_start, start_perturbation
 
-from problems import mbb_beam
+from topopt_problems import mbb_beam
 
 C = np.array([1.0, 4.0, 9.0])
 

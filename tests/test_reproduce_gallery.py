@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-import problems
+import topopt_problems as problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
