@@ -177,5 +177,5 @@ def function_name(fun) -> str:
         return f"scipy.special.{name}" if getattr(sp, fun.__name__, None) is fun else name
     module = getattr(fun, "__module__", None) or ""
     if module.startswith("numpy"):
-        module = "numpy.linalg" if "linalg" in module else "numpy"
+        module = next((f"numpy.{sub}" for sub in ("linalg", "fft") if sub in module), "numpy")
     return f"{module}.{name}" if module else name
