@@ -25,6 +25,7 @@ from topopt import ad
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from crosscheck_ad_cases2 import CASES2  # noqa: E402  (round two: issue 23)
+from crosscheck_ad_cases3 import CASES3  # noqa: E402  (round three: issue 35)
 
 jax.config.update("jax_enable_x64", True)
 
@@ -190,6 +191,7 @@ CASES = {
     "np.exp([x0, 1])": (lambda xp, L, x: xp.exp(L([x[0], 1.0])), V4),
 }
 CASES.update(CASES2)
+CASES.update(CASES3)
 
 
 def _ours(f, x):

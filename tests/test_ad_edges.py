@@ -379,8 +379,8 @@ def test_every_declared_lifting_has_a_sequence_row():
     # a function whose arguments numpy reads as arrays by a declaration of its
     # own (sequences of arrays, einsum's operands...) has a row with a list there
     from test_ad_edges2 import ROWS as ROWS2    # np.block's nested lists
-    from test_ad_edges3 import CALCULUS         # gradient's and meshgrid's lists
-    covered = {r[0] for r in SEQUENCES + ROWS2 + CALCULUS}
+    from test_ad_edges3 import CALCULUS, MORE   # gradient's, meshgrid's, select's lists
+    covered = {r[0] for r in SEQUENCES + ROWS2 + CALCULUS + MORE}
     declared = set(REGISTRY.lifts) - {core.getitem, core.astype}     # no array data besides x
     missing = sorted(function_name(f) for f in declared - covered)
     assert not missing, f"liftings without a sequence row: {missing}"

@@ -33,7 +33,7 @@ X = {
     "m43": _n(4, 3), "m43c": _c(4, 3), "m34c": _c(3, 4), "m33": _n(3, 3) + 2 * np.eye(3),
     "m33c": _c(3, 3), "v3c": _c(3),
     "m45": _n(4, 5), "m45c": _c(4, 5), "t234": _n(2, 3, 4), "t234c": _c(2, 3, 4),
-    "b243": _n(2, 4, 3),
+    "b243": _n(2, 4, 3), "b233": _n(2, 3, 3) + 3 * np.eye(3), "t333": 0.3 * _n(3, 3, 9),
 }
 
 
@@ -183,13 +183,64 @@ CALCULUS = [
     row(np.corrcoef, "rows", np.corrcoef, "m45"),
     row(np.take_along_axis, "argsort order", lambda x: np.take_along_axis(
         x, np.argsort(X["m34"], axis=1), axis=1), "m34c"),
+    row(np.real_if_close, "close", lambda x: np.real_if_close(x + 0j) * x, "v4"),
+    row(np.real_if_close, "not close", lambda z: np.real_if_close(z * 1j), "v4c"),
     row(np.modf, "fraction", lambda x: np.modf(2 * x)[0], "v4"),
     row(np.frexp, "mantissa", lambda x: np.frexp(x)[0], "v4"),
     row(np.ldexp, "3", lambda x: np.ldexp(x, 3), "v4"),
     row(np.divmod, "remainder", lambda x: np.divmod(x, 0.7)[1], "v4"),
 ]
 
-ROWS = SIGN + UNARY + DECOMPOSITIONS + FFTS + CALCULUS
+MORE = [
+    row(np.linalg.solve, "stack, 1-d b", np.linalg.solve, "b233,v3c"),
+    row(np.linalg.solve, "matrix, stacked b", lambda a, b: np.linalg.solve(a, b[:, :3, :2]),
+        "m33,b243"),
+    row(np.linalg.solve, "stack, broadcast b", lambda a, b: np.linalg.solve(a, b[:3]),
+        "b233,m43c"),
+    row(np.linalg.matrix_transpose, "stack", np.linalg.matrix_transpose, "b243"),
+    row(np.matrix_transpose, "complex", np.matrix_transpose, "m34c"),
+    row(np.linalg.outer, "complex", np.linalg.outer, "v4c,v5"),
+    row(np.linalg.cross, "axis 0", lambda a: np.linalg.cross(a[:, :2], a[:, 2:], axis=0), "m34"),
+    row(np.linalg.trace, "stack, offset", lambda a: np.linalg.trace(a, offset=1), "b243"),
+    row(np.linalg.diagonal, "complex", lambda a: np.linalg.diagonal(a, offset=-1), "m34c"),
+    row(np.linalg.vecdot, "complex, axis 0", lambda a, b: np.linalg.vecdot(a, b, axis=0),
+        "m34c,m34"),
+    row(np.linalg.matmul, "stack", lambda a, b: np.linalg.matmul(a, b), "b243,m34"),
+    row(np.linalg.tensordot, "axes 1", lambda a, b: np.linalg.tensordot(a, b, axes=1),
+        "m43,m34c"),
+    row(np.linalg.matrix_norm, "fro keepdims", lambda a: np.linalg.matrix_norm(a, keepdims=True),
+        "b243"),
+    row(np.linalg.matrix_norm, "nuc complex", lambda a: np.linalg.matrix_norm(a, ord="nuc"),
+        "m34c"),
+    row(np.linalg.vector_norm, "all, ord 3", lambda a: np.linalg.vector_norm(a, ord=3), "m34"),
+    row(np.linalg.vector_norm, "axes, keepdims", lambda a: np.linalg.vector_norm(
+        a, axis=(0, 2), keepdims=True), "t234c"),
+    row(np.linalg.multi_dot, "vector ends", lambda a, b, v: np.linalg.multi_dot([v, a, b, v]),
+        "m43,m34,v4"),
+    row(np.linalg.multi_dot, "matrices", lambda a, b: np.linalg.multi_dot([a, b, a]),
+        "m43,m34c"),
+    row(np.linalg.tensorsolve, "2-d", lambda a: np.linalg.tensorsolve(
+        np.reshape(a, (3, 3, 9)) + np.reshape(3 * np.eye(9), (3, 3, 9)), X["m33"]), "t333"),
+    row(np.linalg.tensorinv, "ind 1", lambda a: np.linalg.tensorinv(
+        np.reshape(a, (9, 3, 3)) + np.reshape(3 * np.eye(9), (9, 3, 3)), 1), "t333"),
+    row(np.polyder, "m=2", lambda p: np.polyder(p, 2), "v5"),
+    row(np.polyint, "k", lambda p: np.polyint(p, 2, [1.0, 3.0]), "v4c"),
+    row(np.polyfit, "deg 2", lambda x, y: np.polyfit(x + np.arange(5.0), y, 2), "v5,v5"),
+    row(np.polyfit, "several y", lambda y: np.polyfit(X["v5"], y.T, 1), "m45"),
+    row(np.select, "two conditions", lambda a, b: np.select([X["v4"] > 1, X["v4"] > 0], [a, b],
+                                                            a[0]), "v4,v4c"),
+    row(np.select, "a list choice", lambda a: np.select([X["v4"] > 1, X["v4"] > 0],
+                                                        [[1.0, 2.0, 3.0, 4.0], a]), "v4"),
+    row(np.extract, "mask", lambda a: np.extract(X["m34"] > 0, a), "m34c"),
+    row(np.resize, "larger", lambda a: np.resize(a, (3, 5)), "v4"),
+    row(np.partition, "kth 1", lambda a: np.partition(a, 1, axis=1), "m34"),
+    row(np.sort_complex, "real input", np.sort_complex, "v5"),
+    row(np.cumulative_prod, "include_initial", lambda a: np.cumulative_prod(
+        a, axis=1, include_initial=True), "m34"),
+    row(np.unstack, "axis 1", lambda a: np.unstack(a, axis=1), "m34c"),
+]
+
+ROWS = SIGN + UNARY + DECOMPOSITIONS + FFTS + CALCULUS + MORE
 
 
 @pytest.mark.parametrize("fun, label, call, inputs", ROWS, ids=[row_id(r) for r in ROWS])

@@ -85,6 +85,7 @@ from . import composite_more as _composite_more  # noqa: F401
 from . import linalg_decomp as _linalg_decomp  # noqa: F401
 from . import fft_rules as _fft_rules  # noqa: F401
 from . import composite_calc as _composite_calc  # noqa: F401
+from . import composite_linalg as _composite_linalg  # noqa: F401
 from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient

@@ -4,7 +4,9 @@ operations (issue 35).
 `gradient` (spacing scalars or coordinate arrays, traced or not, ``axis``,
 ``edge_order`` 1 and 2), `meshgrid` (``indexing``, ``sparse``, ``copy``),
 `correlate`, `ediff1d`, `diagflat`, `vander`, `cov`, `corrcoef`,
-`take_along_axis`, `linalg.cond`, and the ufuncs `modf`, `frexp`, `ldexp`,
+`take_along_axis`, `real_if_close`, `linalg.cond`, `polyder`, `polyint`,
+`polyfit`, `select`, `extract`, `resize`, `partition`, `sort_complex`,
+`cumulative_prod`, `unstack`, and the ufuncs `modf`, `frexp`, `ldexp`,
 `divmod`: each a call form whose rewrite computes it with operations that
 have rules, so every mode follows. Where numpy's own arithmetic may round
 differently, the result is numpy's value plus ``t - value(t)`` for the
@@ -25,7 +27,7 @@ import numpy as np
 
 from .callforms import CallForm, callform, lifting
 from .coerce import _lift_all
-from .core import _dtype, _shape, getitem, value
+from .core import NoRuleError, _dtype, _shape, getitem, value
 from .registry import REGISTRY
 from .linalg_decomp import svdvals
 
@@ -244,6 +246,115 @@ def _cond(x, p=None):
 
 
 callform(np.linalg.cond, 1, ("p",), rewrite=_cond, always=True)
+
+
+def _real_if_close(a, tol=100):
+    close = np.real_if_close(value(a), tol).dtype.kind != "c"      # numpy's decision
+    return np.real(a) if close and _dtype(a).kind == "c" else a
+
+
+callform(np.real_if_close, 1, ("tol",), rewrite=_real_if_close, always=True)
+
+
+# ----------------------------------------------------- polynomials, selection
+
+def _polyder(p, m=1):
+    m = int(m)
+    if m < 0:
+        raise ValueError(f"numpy.polyder: order of derivative must be positive, got {m}")
+    y0 = np.polyder(value(p), m)
+    for _ in range(m):
+        n = _shape(p)[0] - 1
+        p = p[:-1] * np.arange(n, 0, -1.0) if n > 0 else p[:0]
+    return _numpys(y0, p)
+
+
+def _polyint(p, m=1, k=None):
+    y0 = np.polyint(value(p), m, None if k is None else value(k))
+    m = int(m)
+    ks = np.zeros(m) if k is None else np.broadcast_to(k, (m,)) if np.ndim(value(k)) == 0 \
+        else k
+    for i in range(m):
+        n = _shape(p)[0]
+        p = np.concatenate([p / np.arange(n, 0, -1.0), np.reshape(ks[i], (1,))])
+    return _numpys(y0, p)
+
+
+def _polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    if full or cov or w is not None:
+        raise NoRuleError("no differentiation rule for numpy.polyfit with full=True, cov=True "
+                          "or w=; the rule takes the plain least-squares fit")
+    y0 = np.polyfit(value(x), value(y), deg, rcond)          # numpy's checks and value
+    lhs = _vander(x, int(deg) + 1)
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    c = np.linalg.lstsq(lhs / scale, y, rcond)[0]
+    c = c / scale if len(_shape(y)) == 1 else c / scale[:, None]
+    return _numpys(y0, c)
+
+
+def _select(condlist, choicelist, default=0):
+    y0 = np.select([value(c) for c in condlist], [value(c) for c in choicelist],
+                   value(default))                            # numpy's checks
+    out = default
+    for cond, choice in zip(condlist[::-1], choicelist[::-1]):
+        out = np.where(value(cond), choice, out)
+    return _numpys(y0, np.broadcast_to(out, np.shape(y0)) + 0)
+
+
+def _extract(condition, arr):
+    return getitem(np.reshape(arr, (-1,)), np.flatnonzero(np.ravel(value(condition))))
+
+
+def _resize(a, new_shape):
+    y0 = np.resize(value(a), new_shape)
+    size = int(np.prod(_shape(a)))
+    if size == 0 or y0.size == 0:
+        return y0
+    flat = getitem(np.reshape(a, (-1,)), np.arange(y0.size) % size)
+    return np.reshape(flat, y0.shape)
+
+
+def _partition(a, kth, axis=-1, kind="introselect", order=None):
+    if axis is None:
+        a, axis = np.reshape(a, (-1,)), 0
+    y0 = np.partition(value(a), kth, axis, kind, order)
+    idx = np.argpartition(value(a), kth, axis, kind, order)
+    if not np.array_equal(np.take_along_axis(value(a), idx, axis), y0):
+        raise ValueError("numpy.partition: argpartition arranges the entries differently "
+                         "from partition here, so the derivative's permutation is unknown; "
+                         "use np.sort")
+    return np.take_along_axis(a, idx, axis)
+
+
+def _cumulative_prod(x, axis=None, dtype=None, include_initial=False):
+    if axis is None:
+        if len(_shape(x)) != 1:
+            raise ValueError("numpy.cumulative_prod: axis must be given for an array of more "
+                             "than one dimension")
+        axis = 0
+    y = np.cumprod(x, axis=axis, dtype=dtype)
+    if include_initial:
+        shape = list(_shape(y))
+        shape[axis] = 1
+        y = np.concatenate([np.ones(shape, np.result_type(y)), y], axis=axis)
+    return y
+
+
+callform(np.polyder, 1, ("m",), rewrite=_polyder, always=True)
+callform(np.polyint, 1, ("m", "k"), rewrite=_polyint, always=True)
+callform(np.polyfit, 2, ("deg", "rcond", "full", "w", "cov"), rewrite=_polyfit, always=True)
+callform(np.select, 3, (), rewrite=_select, always=True, lift="-sa")
+callform(np.extract, 2, (), rewrite=_extract, always=True)
+callform(np.resize, 1, ("new_shape",), rewrite=_resize, always=True)
+callform(np.partition, 1, ("kth", "axis", "kind", "order"), rewrite=_partition, always=True)
+callform(np.sort_complex, 1, (), rewrite=lambda a: np.sort(a) + 0j, always=True)
+if hasattr(np, "cumulative_prod"):
+    callform(np.cumulative_prod, 1, ("axis", "dtype", "include_initial"),
+             rewrite=_cumulative_prod, always=True)
+if hasattr(np, "unstack"):
+    callform(np.unstack, 1, ("axis",), always=True,
+             rewrite=lambda x, axis=0: tuple(np.moveaxis(x, axis, 0)[i]
+                                             for i in range(_shape(x)[axis])))
 
 
 # -------------------------------------------------------------------- ufuncs

@@ -108,15 +108,24 @@ def outer_frule(primals, tangents):
                                 None if bdot is None else np.outer(a, bdot))
 
 
+def _solve(A, B, vec):
+    """``A^-1 B``, `B` a stack of vectors when `vec` (numpy reads a 1-d b only as one)."""
+    return np.linalg.solve(A, B[..., None])[..., 0] if vec else np.linalg.solve(A, B)
+
+
 @rrule(np.linalg.solve)
 def solve_rrule(A, b):
     x = np.linalg.solve(A, b)
+    vec = len(_shape(b)) == 1
 
     def solve_pullback(ybar):
-        bbar = np.linalg.solve(_mT(A), ybar)
-        if len(_shape(b)) == 1:
-            return thunk(lambda: -bbar[:, None] * _conj(x)[None, :]), bbar
-        return thunk(lambda: -(bbar @ _mT(x))), bbar
+        bbar = _solve(_mT(A), ybar, vec)       # batched where A or ybar is
+        if vec:
+            Abar = thunk(lambda: _unbroadcast(-bbar[..., :, None] * _conj(x)[..., None, :],
+                                              _shape(A)))
+        else:
+            Abar = thunk(lambda: _unbroadcast(-(bbar @ _mT(x)), _shape(A)))
+        return Abar, _unbroadcast(bbar, _shape(b))
     return x, solve_pullback
 
 
@@ -124,8 +133,10 @@ def solve_rrule(A, b):
 def solve_frule(primals, tangents):
     (A, b), (Adot, bdot) = primals, tangents
     x = np.linalg.solve(A, b)
-    rhs = _add(bdot, None if Adot is None else -(Adot @ x))
-    return x, None if rhs is None else np.linalg.solve(A, rhs)
+    vec = len(_shape(b)) == 1
+    Ax = None if Adot is None else (Adot @ x[..., None])[..., 0] if vec else Adot @ x
+    rhs = _add(bdot, None if Ax is None else -Ax)
+    return x, None if rhs is None else _solve(A, rhs, vec)
 
 
 # ------------------------------------------------- Hermitian eigenproblem
