@@ -187,4 +187,10 @@ CASES3 = {
     "cumulative_prod": (lambda xp, L, x: xp.cumulative_prod(x, axis=1, include_initial=True),
                         M34),
     "unstack": (lambda xp, L, x: xp.unstack(x, axis=1)[2], M34),
+    "add.reduce": (lambda xp, L, x: xp.add.reduce(x), M34),
+    "multiply.reduce keepdims": (lambda xp, L, x: xp.multiply.reduce(x, 1, keepdims=True), M34),
+    "maximum.reduce": (lambda xp, L, x: xp.maximum.reduce(x, axis=None) * x, M34),
+    "add.accumulate": (lambda xp, L, x: xp.add.accumulate(x, 1), M34),
+    "multiply.accumulate": (lambda xp, L, x: xp.multiply.accumulate(x), M34),
+    "subtract.outer": (lambda xp, L, x: xp.subtract.outer(x, x[:2]), V4),
 }

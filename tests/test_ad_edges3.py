@@ -238,6 +238,15 @@ MORE = [
     row(np.cumulative_prod, "include_initial", lambda a: np.cumulative_prod(
         a, axis=1, include_initial=True), "m34"),
     row(np.unstack, "axis 1", lambda a: np.unstack(a, axis=1), "m34c"),
+    row(np.add, "reduce", lambda a: np.add.reduce(a), "m34c"),
+    row(np.multiply, "reduce axis 1 keepdims", lambda a: np.multiply.reduce(a, 1, keepdims=True),
+        "m34"),
+    row(np.maximum, "reduce axis None", lambda a: np.maximum.reduce(a, axis=None), "m34"),
+    row(np.minimum, "reduce", lambda a: np.minimum.reduce(a, 1), "m34"),
+    row(np.add, "accumulate", lambda a: np.add.accumulate(a, 1), "m34c"),
+    row(np.multiply, "accumulate", np.multiply.accumulate, "m34"),
+    row(np.subtract, "outer", lambda a, b: np.subtract.outer(a, b), "v4c,m34"),
+    row(np.power, "outer", lambda a, b: np.power.outer(np.abs(a) + 0.5, b), "v4,v5"),
 ]
 
 ROWS = SIGN + UNARY + DECOMPOSITIONS + FFTS + CALCULUS + MORE
@@ -328,6 +337,8 @@ REFUSED = [
     (lambda x: np.meshgrid(x, x, indexing="yx"), ValueError, ["numpy.meshgrid", "'ij'"]),
     (lambda x: np.cov(x, fweights=[1, 2, 1, 1]), ad.NoRuleError, ["numpy.cov", "fweights"]),
     (lambda x: np.linalg.eig(np.outer(x, x)), ad.NoRuleError, ["numpy.linalg.eig", "rule"]),
+    (lambda x: np.add.reduce(x, initial=1.0), ad.NoRuleError, ["numpy.add.reduce", "rule"]),
+    (lambda x: np.maximum.accumulate(x), ad.NoRuleError, ["numpy.maximum.accumulate", "rule"]),
 ]
 
 

@@ -86,6 +86,7 @@ from . import linalg_decomp as _linalg_decomp  # noqa: F401
 from . import fft_rules as _fft_rules  # noqa: F401
 from . import composite_calc as _composite_calc  # noqa: F401
 from . import composite_linalg as _composite_linalg  # noqa: F401
+from . import ufunc_methods as _ufunc_methods  # noqa: F401
 from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient
