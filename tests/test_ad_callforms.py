@@ -338,7 +338,8 @@ def _registered():
 def test_every_registered_rule_has_call_form_rows():
     from test_ad_edges import ROWS as EDGE_ROWS     # the edge forms of issue 23
     from test_ad_edges2 import ROWS as EDGE2_ROWS   # and its second round
-    covered = {r[0] for r in ROWS + EDGE_ROWS + EDGE2_ROWS if r[0] is not None}
+    from test_ad_edges3 import ROWS as EDGE3_ROWS   # and its third (issue 35)
+    covered = {r[0] for r in ROWS + EDGE_ROWS + EDGE2_ROWS + EDGE3_ROWS if r[0] is not None}
     missing = {function_name(f) for f in _registered() - covered}
     assert not missing, f"rules without call-form rows in ROWS: {sorted(missing)}"
     assert len(covered & _registered()) >= 60
@@ -349,7 +350,8 @@ def test_every_call_form_has_rows():
     # test_ad_edges.ROWS, checked there in every mode
     from test_ad_edges import ROWS as EDGE_ROWS
     from test_ad_edges2 import ROWS as EDGE2_ROWS
-    covered = {r[0] for r in ROWS + EDGE_ROWS + EDGE2_ROWS if r[0] is not None}
+    from test_ad_edges3 import ROWS as EDGE3_ROWS
+    covered = {r[0] for r in ROWS + EDGE_ROWS + EDGE2_ROWS + EDGE3_ROWS if r[0] is not None}
     missing = sorted(function_name(f) for f in set(REGISTRY.forms) - covered)
     assert not missing, f"call forms without rows: {missing}"
 

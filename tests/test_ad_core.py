@@ -143,8 +143,9 @@ def test_foreign_call_through_rule_and_error_without_one():
 
 
 def test_numpy_function_without_rule_raises_naming_it():
-    with pytest.raises(ad.NoRuleError, match=r"numpy\.linalg\.qr.*@ad\.rrule"):
-        ad.gradient(lambda x: np.sum(np.linalg.qr(np.outer(x, x) + np.eye(3))[1]), np.ones(3))
+    with pytest.raises(ad.NoRuleError, match=r"numpy\.linalg\.eigvals.*@ad\.rrule"):
+        ad.gradient(lambda x: np.sum(np.linalg.eigvals(np.outer(x, x) + np.eye(3)).real),
+                    np.ones(3))
 
 
 def test_conversion_to_plain_array_raises_instead_of_dropping_derivative():

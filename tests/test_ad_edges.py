@@ -368,8 +368,9 @@ def test_no_tape_attribute_shadows_an_ndarray_name():
 
 def test_every_always_rewritten_call_form_has_rows():
     from test_ad_edges2 import ROWS as ROWS2    # the second round (composite_rules)
+    from test_ad_edges3 import ROWS as ROWS3    # the third (issue 35)
     always = {f for f, form in REGISTRY.forms.items() if form.always}
-    covered = {r[0] for r in ROWS + ROWS2}
+    covered = {r[0] for r in ROWS + ROWS2 + ROWS3}
     missing = sorted(function_name(f) for f in always - covered)
     assert not missing, f"call forms without rows in test_ad_edges.ROWS: {missing}"
 
@@ -378,7 +379,8 @@ def test_every_declared_lifting_has_a_sequence_row():
     # a function whose arguments numpy reads as arrays by a declaration of its
     # own (sequences of arrays, einsum's operands...) has a row with a list there
     from test_ad_edges2 import ROWS as ROWS2    # np.block's nested lists
-    covered = {r[0] for r in SEQUENCES + ROWS2}
+    from test_ad_edges3 import CALCULUS, MORE   # gradient's, meshgrid's, select's lists
+    covered = {r[0] for r in SEQUENCES + ROWS2 + CALCULUS + MORE}
     declared = set(REGISTRY.lifts) - {core.getitem, core.astype}     # no array data besides x
     missing = sorted(function_name(f) for f in declared - covered)
     assert not missing, f"liftings without a sequence row: {missing}"

@@ -8,7 +8,7 @@ from topopt import ad
 from topopt.ad import core, elementwise
 from topopt.ad.registry import REGISTRY, function_name
 from topopt.ad.numpy_rules import scatter_add
-from topopt.ad.products import eigh
+from topopt.ad.products import eigh, eigvalsh
 
 
 def _r(rng, *shape, cplx=False, low=None):
@@ -44,6 +44,12 @@ CASES = {
     np.sinh: [("vec", lambda r, c: ((_r(r, 5, cplx=c),), {}), True)],
     np.cosh: [("vec", lambda r, c: ((_r(r, 5, cplx=c),), {}), True)],
     np.tanh: [("vec", lambda r, c: ((_r(r, 5, cplx=c),), {}), True)],
+    np.arcsin: [("vec", lambda r, c: ((0.3 * _r(r, 5, cplx=c),), {}), True)],
+    np.arccos: [("vec", lambda r, c: ((0.3 * _r(r, 5, cplx=c),), {}), True)],
+    np.arcsinh: [("vec", lambda r, c: ((_r(r, 5, cplx=c),), {}), True)],
+    np.arccosh: [("above 1", lambda r, c: ((_r(r, 5, cplx=c, low=1.5),), {}), True)],
+    np.arctanh: [("vec", lambda r, c: ((0.3 * _r(r, 5, cplx=c),), {}), True)],
+    np.fabs: [("vec", lambda r, c: ((_r(r, 5),), {}), False)],
     sp.expit: [("vec", lambda r, c: ((_r(r, 5),), {}), False)],
     sp.erf: [("vec", lambda r, c: ((_r(r, 5),), {}), False)],
     sp.ndtr: [("vec", lambda r, c: ((_r(r, 5),), {}), False)],
@@ -126,6 +132,10 @@ CASES = {
     eigh: [("sym", lambda r, c: ((np.diag([1.0, 2.5, 4.0, 7.0]) + 0.3 * _r(r, 4, 4),), {}), False),
            ("batched", lambda r, c: ((np.diag([1.0, 3.0, 6.0]) + 0.3 * _r(r, 2, 3, 3),), {}),
             False)],
+    eigvalsh: [("sym", lambda r, c: ((np.diag([1.0, 2.5, 4.0, 7.0]) + 0.3 * _r(r, 4, 4),), {}),
+                 False),
+               ("batched", lambda r, c: ((np.diag([1.0, 3.0, 6.0]) + 0.3 * _r(r, 2, 3, 3),), {}),
+                False)],
     core.astype: [("f->c", lambda r, c: ((_r(r, 4), np.dtype(complex)), {}), False)],
 }
 

@@ -46,10 +46,14 @@ Design
   int)``, ``x.compress(c)``...) or raises naming the alternative (in-place
   ``x.sort()``, ``x.fill()``; ``x.tolist()``, ``x.view()``...). The tape
   record of a box is private (`trace_of` gives its trace).
-* **Composites** (`fill_rules`, `composite_rules`, `composite_more`): a
-  function numpy computes from simpler ones (the nan-reductions, quantiles,
-  flips and rolls, kron, convolve, interp, linspace, pinv...) is a call form
-  whose rewrite runs traced operations with rules, so every mode follows.
+* **Composites** (`fill_rules`, `composite_rules`, `composite_more`,
+  `composite_calc`, `composite_linalg`): a function numpy computes from
+  simpler ones (the nan-reductions, quantiles, flips and rolls, kron,
+  convolve, interp, linspace, pinv, gradient, meshgrid, cov...) is a call
+  form whose rewrite runs traced operations with rules, so every mode
+  follows. The decompositions (`linalg_decomp`: qr, svd, lstsq) and the
+  transforms (`fft_rules`) have rules whose pullbacks are traced operations
+  too; `ufunc_methods` maps ``np.add.reduce`` & co. to functions with rules.
 * **Dispatch** (`dispatch.apply`): a type-specific rule (``types=``) beats an
   `opt_out` (trace through the implementation), which beats the generic
   rule. A call without a rule raises `NoRuleError` naming the function; a
@@ -82,6 +86,11 @@ from . import reduce_rules as _reduce_rules  # noqa: F401
 from . import fill_rules as _fill_rules  # noqa: F401
 from . import composite_rules as _composite_rules  # noqa: F401
 from . import composite_more as _composite_more  # noqa: F401
+from . import linalg_decomp as _linalg_decomp  # noqa: F401
+from . import fft_rules as _fft_rules  # noqa: F401
+from . import composite_calc as _composite_calc  # noqa: F401
+from . import composite_linalg as _composite_linalg  # noqa: F401
+from . import ufunc_methods as _ufunc_methods  # noqa: F401
 from . import methods as _methods  # noqa: F401  (the ndarray methods of traced values)
 from .scipy_rules import logsumexp, spsolve
 from .api import differentiable, gradient, hvp, jvp, pullback, value_and_gradient

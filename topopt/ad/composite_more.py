@@ -24,7 +24,7 @@ import numpy as np
 from .callforms import callform
 from .core import _shape, getitem, value
 from .linalg_rules import _hermitian_from
-from .products import eigh
+from .products import eigh, eigvalsh
 
 __all__: list = []
 
@@ -224,6 +224,9 @@ def _copysign(a, b):
 
 
 def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    if np.iscomplexobj(value(x)):        # numpy replaces in the real and imaginary parts apart
+        return (_nan_to_num(np.real(x), copy, nan, posinf, neginf)
+                + 1j * _nan_to_num(np.imag(x), copy, nan, posinf, neginf))
     xv = value(x)
     info = np.finfo(np.result_type(xv, float))
     y = np.where(np.isnan(xv), nan, x)
@@ -256,7 +259,8 @@ def _eigh(a, UPLO="L"):
 
 
 callform(np.linalg.eigh, 1, ("UPLO",), rewrite=_eigh, always=True)
-callform(np.linalg.eigvalsh, 1, ("UPLO",), rewrite=lambda a, UPLO="L": _eigh(a, UPLO)[0],
+callform(np.linalg.eigvalsh, 1, ("UPLO",),
+         rewrite=lambda a, UPLO="L": eigvalsh(_hermitian_from(a, UPLO)),
          always=True)
 
 

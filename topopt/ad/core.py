@@ -131,10 +131,15 @@ class Box:
                 f"value cannot be; use the functional form ad.scatter_add(x, idx, v) "
                 f"(for np.add.at) and build a new array")
         if method != "__call__":
+            result = REGISTRY.ufunc_methods(ufunc, method, inputs, kwargs)
+            if result is not NotImplemented:
+                return result
             raise NoRuleError(
-                f"no differentiation rule for numpy.{ufunc.__name__}.{method}; "
-                f"use np.sum/np.cumsum-style functions, or register a rule for a "
-                f"primitive with @ad.primitive and @ad.rrule")
+                f"no differentiation rule for numpy.{ufunc.__name__}.{method} with these "
+                "arguments (add/multiply/maximum/minimum.reduce, add/multiply.accumulate "
+                "and the .outer of a two-argument ufunc have one); use np.sum/np.cumsum-"
+                "style functions, or register a rule for a primitive with @ad.primitive "
+                "and @ad.rrule")
         if kwargs:     # callforms.ufunc_call, registered when the rules are imported
             return REGISTRY.ufunc_keywords(ufunc, inputs, kwargs)
         return self._ad_apply(ufunc, inputs)

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from .callforms import callform
-from .core import _shape, value
+from .core import _dtype, _shape, value
 from .extend import frule, rrule, thunk
 from .registry import REGISTRY
 from .rulekit import _add, _conj, _named, _safe, _scaled, _unbroadcast
@@ -67,6 +67,12 @@ UNARY = {
     np.sinh: lambda x, y: np.cosh(x),
     np.cosh: lambda x, y: np.sinh(x),
     np.tanh: lambda x, y: 1 - y * y,
+    np.arcsin: lambda x, y: 1 / np.sqrt(1 - x * x),
+    np.arccos: lambda x, y: -1 / np.sqrt(1 - x * x),
+    np.arcsinh: lambda x, y: 1 / np.sqrt(x * x + 1),
+    np.arccosh: lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)),
+    np.arctanh: lambda x, y: 1 / (1 - x * x),
+    np.fabs: lambda x, y: np.sign(x),          # real input only (numpy refuses complex)
 }
 
 # scipy.special's, by name: registered once scipy.special is imported (the
@@ -179,6 +185,19 @@ def absolute_frule(primals, tangents):
     if np.iscomplexobj(value(x)):
         return y, np.real(np.conj(x) * xdot) / _safe(y)
     return y, np.sign(x) * xdot
+
+
+def _sign(x):
+    """``np.sign``: piecewise constant on real input (no derivative: the rule of the
+    functions without one), ``z / |z|`` (0 at 0) on complex input, by traced operations."""
+    if _dtype(x).kind != "c":
+        return NotImplemented
+    r = np.absolute(x)
+    t = np.where(value(r) == 0, 0.0, x / _safe(r))
+    return np.sign(value(x)) + (t - value(t))      # numpy's value, the derivative of z / |z|
+
+
+callform(np.sign, 1, rewrite=_sign, always=True, params=("x",))
 
 
 # ----------------------------------------------- elementwise, two arguments

@@ -197,35 +197,3 @@ def _cholesky(a, upper=False):
 
 
 callform(np.linalg.cholesky, 1, ("upper",), rewrite=_cholesky, always=True)
-
-
-def _fft_scale(norm, n, inverse):
-    """The factor of numpy's unnormalised transform that `norm` applies."""
-    if norm not in (None, "backward", "ortho", "forward"):
-        raise ValueError(f"numpy.fft: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
-    scale = {None: 1.0, "backward": 1.0, "ortho": n ** -0.5, "forward": 1.0 / n}[norm]
-    return 1.0 / (n * scale) if inverse else scale
-
-
-def _fft_rules(fun, inverse):
-    """Rules of `np.fft.fft` / `ifft` (``n=None``): linear, the adjoint is the other one."""
-    other = np.fft.fft if inverse else np.fft.ifft
-    callform(fun, 1, ("axis", "norm"))
-
-    @rrule(fun)
-    def fft_rrule(a, axis=-1, norm=None):
-        n = _shape(a)[axis]
-        c = _fft_scale(norm, n, inverse)
-
-        def fft_pullback(ybar):
-            # the adjoint of c F (F^H for ifft) is c F^H = c n ifft (c F for ifft)
-            return (other(ybar, axis=axis) * (c if inverse else c * n),)
-        return fun(a, axis=axis, norm=norm), fft_pullback
-
-    @frule(fun)
-    def fft_frule(primals, tangents, axis=-1, norm=None):
-        return fun(primals[0], axis=axis, norm=norm), fun(tangents[0], axis=axis, norm=norm)
-
-
-_fft_rules(np.fft.fft, False)
-_fft_rules(np.fft.ifft, True)

@@ -108,15 +108,24 @@ def outer_frule(primals, tangents):
                                 None if bdot is None else np.outer(a, bdot))
 
 
+def _solve(A, B, vec):
+    """``A^-1 B``, `B` a stack of vectors when `vec` (numpy reads a 1-d b only as one)."""
+    return np.linalg.solve(A, B[..., None])[..., 0] if vec else np.linalg.solve(A, B)
+
+
 @rrule(np.linalg.solve)
 def solve_rrule(A, b):
     x = np.linalg.solve(A, b)
+    vec = len(_shape(b)) == 1
 
     def solve_pullback(ybar):
-        bbar = np.linalg.solve(_mT(A), ybar)
-        if len(_shape(b)) == 1:
-            return thunk(lambda: -bbar[:, None] * _conj(x)[None, :]), bbar
-        return thunk(lambda: -(bbar @ _mT(x))), bbar
+        bbar = _solve(_mT(A), ybar, vec)       # batched where A or ybar is
+        if vec:
+            Abar = thunk(lambda: _unbroadcast(-bbar[..., :, None] * _conj(x)[..., None, :],
+                                              _shape(A)))
+        else:
+            Abar = thunk(lambda: _unbroadcast(-(bbar @ _mT(x)), _shape(A)))
+        return Abar, _unbroadcast(bbar, _shape(b))
     return x, solve_pullback
 
 
@@ -124,8 +133,10 @@ def solve_rrule(A, b):
 def solve_frule(primals, tangents):
     (A, b), (Adot, bdot) = primals, tangents
     x = np.linalg.solve(A, b)
-    rhs = _add(bdot, None if Adot is None else -(Adot @ x))
-    return x, None if rhs is None else np.linalg.solve(A, rhs)
+    vec = len(_shape(b)) == 1
+    Ax = None if Adot is None else (Adot @ x[..., None])[..., 0] if vec else Adot @ x
+    rhs = _add(bdot, None if Ax is None else -Ax)
+    return x, None if rhs is None else _solve(A, rhs, vec)
 
 
 # ------------------------------------------------- Hermitian eigenproblem
@@ -163,6 +174,20 @@ def _gaps(w):
     return np.where(eye, 0.0, 1.0 / np.where(eye, 1.0, diff))
 
 
+def _check_distinct(w):
+    """Raise where two eigenvalues are equal to rounding (the eigenvectors' derivative
+    ``1 / (w_j - w_i)`` is undefined there)."""
+    wv = value(w)
+    n = wv.shape[-1]
+    tiny = n * np.finfo(float).eps * np.max(np.abs(wv), axis=-1, keepdims=True)
+    gaps = np.abs(wv[..., :, None] - wv[..., None, :])[..., ~np.eye(n, dtype=bool)]
+    if gaps.size and np.any(gaps <= tiny[..., :1]):
+        raise ValueError(
+            "numpy.linalg.eigh: the derivative of the eigenvectors is undefined at repeated "
+            f"eigenvalues (w = {np.array2string(wv, precision=3)}); for the eigenvalues alone "
+            "use np.linalg.eigvalsh")
+
+
 @rrule(eigh)
 def eigh_rrule(A):
     w, U = eigh(A)
@@ -173,6 +198,7 @@ def eigh_rrule(A):
         if wbar is not None:
             B = wbar[..., :, None] * np.eye(_shape(w)[-1])
         if Ubar is not None:
+            _check_distinct(w)
             B = B + _gaps(w) * (_mT(U) @ Ubar)
         return (_herm(U @ B @ _mT(U)),)
     return (w, U), eigh_pullback
@@ -182,6 +208,35 @@ def eigh_rrule(A):
 def eigh_frule(primals, tangents):
     (A,), (Adot,) = primals, tangents
     w, U = eigh(A)
+    _check_distinct(w)
     M = _mT(U) @ _herm(Adot) @ U
     wdot = np.real(np.sum(M * np.eye(_shape(w)[-1]), axis=-1))
     return (w, U), (wdot, U @ (_gaps(w) * M))
+
+
+@primitive
+def eigvalsh(A):
+    """The eigenvalues (ascending) of the Hermitian part of `A`.
+
+    The eigenvalues of `eigh` without its eigenvectors: its first derivative,
+    ``U^H dA U`` on the diagonal, needs no gap between eigenvalues (at a
+    repeated one it is the derivative along the directions that keep the
+    basis numpy returns); second derivatives go through `eigh`'s.
+    """
+    return eigh._impl(A)[0]
+
+
+@rrule(eigvalsh)
+def eigvalsh_rrule(A):
+    w, U = eigh(A)
+
+    def eigvalsh_pullback(wbar):
+        return (_herm((U * wbar[..., None, :]) @ _mT(U)),)
+    return w, eigvalsh_pullback
+
+
+@frule(eigvalsh)
+def eigvalsh_frule(primals, tangents):
+    (A,), (Adot,) = primals, tangents
+    w, U = eigh(A)
+    return w, np.real(np.sum(np.conj(U) * (_herm(Adot) @ U), axis=-2))

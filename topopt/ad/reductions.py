@@ -14,8 +14,8 @@ from .api import jvp, pullback
 from .callforms import callform
 from .core import NoRuleError, _shape, astype, value
 from .extend import frule, rrule
-from .products import eigh
-from .rulekit import _axes, _expand, _kept_shape, _mT, _named, _safe
+from .linalg_decomp import svdvals
+from .rulekit import _axes, _expand, _kept_shape, _named, _safe
 
 _NOVALUE = np._NoValue
 
@@ -154,18 +154,11 @@ def _two_norm(x, axis, keepdims):
 
 
 def _singular_values(x, rc):
-    """Singular values of the matrices over axes `rc`, batch axes in front.
-
-    The square roots of the eigenvalues of the smaller Gram matrix (its
-    rules need distinct, nonzero singular values).
-    """
+    """Singular values of the matrices over axes `rc`, batch axes in front (`svdvals`:
+    its rules raise at a zero singular value, where a 2-norm has no derivative)."""
     nd = len(_shape(x))
     batch = tuple(i for i in range(nd) if i not in rc)
-    xt = np.transpose(x, batch + tuple(rc))
-    m, n = _shape(xt)[-2:]
-    gram = _mT(xt) @ xt if m >= n else xt @ _mT(xt)
-    w, _ = eigh(gram)
-    return np.sqrt(np.maximum(w, 0.0))
+    return svdvals(np.transpose(x, batch + tuple(rc)))
 
 
 def _matrix_norm(x, ord, rc, keepdims):

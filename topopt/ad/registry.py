@@ -52,8 +52,9 @@ class Registry:
     plain values), `lifts` which arguments numpy reads as arrays (a Python
     sequence there is made an array before the rule runs; `lift_args` and
     `drops_derivative` are the hooks of `coerce`), `deferred` the
-    registrations waiting for a library's import, and `ufunc_keywords`
-    handles a traced ufunc call with keywords.
+    registrations waiting for a library's import, `ufunc_keywords`
+    handles a traced ufunc call with keywords and `ufunc_methods` a traced
+    ``ufunc.reduce`` / ``accumulate`` / ``outer`` (NotImplemented: no rule).
     A type-specific entry matching an argument beats the generic one.
     """
 
@@ -66,6 +67,7 @@ class Registry:
         self.lifts: dict = {}
         self.deferred: list = []      # (module name, registration), see `defer`
         self.ufunc_keywords: Callable | None = None
+        self.ufunc_methods: Callable = lambda ufunc, method, inputs, kwargs: NotImplemented
         self.lift_args: Callable = lambda fun, form, args: args      # coerce._lift
         self.drops_derivative: Callable = lambda fun, form, args, kwargs: False
 
@@ -177,5 +179,5 @@ def function_name(fun) -> str:
         return f"scipy.special.{name}" if getattr(sp, fun.__name__, None) is fun else name
     module = getattr(fun, "__module__", None) or ""
     if module.startswith("numpy"):
-        module = "numpy.linalg" if "linalg" in module else "numpy"
+        module = next((f"numpy.{sub}" for sub in ("linalg", "fft") if sub in module), "numpy")
     return f"{module}.{name}" if module else name
