@@ -176,7 +176,7 @@ class Markers:
 
     def region(self, mesh, elements, label: str | None = None) -> "Markers":
         """Add the outline of the elements `elements` of `mesh` (a passive region, the
-        design region): the element edges that only one of them has; returns self."""
+        design region): the element edges that only one of them has (none for no elements); returns self."""
         t = np.asarray(mesh.t)
         elements = np.asarray(elements)
         if elements.dtype == bool:
@@ -184,8 +184,10 @@ class Markers:
                 raise ValueError(f"elements has shape {elements.shape}; expected a mask "
                                  f"({t.shape[1]},) or element indices")
             elements = np.flatnonzero(elements)
-        if elements.size == 0 or elements.min() < 0 or elements.max() >= t.shape[1]:
-            raise ValueError(f"elements must be 1 or more indices in [0, {t.shape[1]}), got "
+        if elements.size == 0:                  # an empty region (a coarse mesh): no outline
+            return self
+        if elements.min() < 0 or elements.max() >= t.shape[1]:
+            raise ValueError(f"elements must be indices in [0, {t.shape[1]}), got "
                              f"{elements.size} in [{elements.min(initial=0)}, "
                              f"{elements.max(initial=0)}]")
         cells = t[:, elements]
