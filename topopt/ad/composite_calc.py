@@ -29,6 +29,7 @@ from .callforms import CallForm, callform, lifting
 from .coerce import _lift_all
 from .core import NoRuleError, _dtype, _shape, getitem, value
 from .registry import REGISTRY
+from .composite_more import _cumulative
 from .linalg_decomp import svdvals
 
 __all__: list = []
@@ -326,18 +327,7 @@ def _partition(a, kth, axis=-1, kind="introselect", order=None):
     return np.take_along_axis(a, idx, axis)
 
 
-def _cumulative_prod(x, axis=None, dtype=None, include_initial=False):
-    if axis is None:
-        if len(_shape(x)) != 1:
-            raise ValueError("numpy.cumulative_prod: axis must be given for an array of more "
-                             "than one dimension")
-        axis = 0
-    y = np.cumprod(x, axis=axis, dtype=dtype)
-    if include_initial:
-        shape = list(_shape(y))
-        shape[axis] = 1
-        y = np.concatenate([np.ones(shape, np.result_type(y)), y], axis=axis)
-    return y
+_cumulative_prod = _cumulative("prod", np.cumprod, np.ones)
 
 
 callform(np.polyder, 1, ("m",), rewrite=_polyder, always=True)

@@ -107,18 +107,25 @@ callform(np.array_split, 1, ("indices_or_sections", "axis"),
          rewrite=_splitting(np.array_split), always=True)
 
 
-def _cumulative_sum(x, axis=None, dtype=None, include_initial=False):
-    if axis is None:
-        if len(_shape(x)) != 1:
-            raise ValueError("numpy.cumulative_sum: axis must be given for an array of more "
-                             "than one dimension")
-        axis = 0
-    y = np.cumsum(x, axis=axis, dtype=dtype)
-    if include_initial:
-        shape = list(_shape(y))
-        shape[axis] = 1
-        y = np.concatenate([np.zeros(shape, np.result_type(y)), y], axis=axis)
-    return y
+def _cumulative(name: str, scan, fill):
+    """numpy 2's ``cumulative_<name>`` as the traced `scan` (cumsum, cumprod): `fill` (zeros,
+    ones) in front with ``include_initial``; a 1-D array needs no ``axis``."""
+    def cumulative(x, axis=None, dtype=None, include_initial=False):
+        if axis is None:
+            if len(_shape(x)) != 1:
+                raise ValueError(f"numpy.cumulative_{name}: axis must be given for an array "
+                                 "of more than one dimension")
+            axis = 0
+        y = scan(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(_shape(y))
+            shape[axis] = 1
+            y = np.concatenate([fill(shape, np.result_type(y)), y], axis=axis)
+        return y
+    return cumulative
+
+
+_cumulative_sum = _cumulative("sum", np.cumsum, np.zeros)
 
 
 if hasattr(np, "cumulative_sum"):
