@@ -149,3 +149,12 @@ def test_multigrid_cg_solves_to_its_tolerance(shape, components, options):
     ref = spla.spsolve(K[keep][:, keep].tocsc(), b[keep])
     np.testing.assert_allclose(x[keep], ref, rtol=1e-7, atol=1e-8 * abs(ref).max())
     assert np.all(x[free == 0] == 0.0)
+
+
+@pytest.mark.parametrize("shape", [(10**6,) * 3, (10**7,) * 3, (10**10, 10**10)])
+def test_a_grid_beyond_memory_is_refused_before_any_array(shape):
+    """Issue 35: `Grid((10**6,)*3).node_coordinates()` reached numpy's MemoryError, and
+    ``np.prod(..., dtype=int64)`` wrapped around past 9.2e18 elements (10**7 per axis)."""
+    from topopt.fem.budget import MeshTooLargeError
+    with pytest.raises(MeshTooLargeError, match=r"Grid\(.*one value per node and per element"):
+        Grid(shape)

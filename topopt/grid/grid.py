@@ -14,9 +14,11 @@ never by a stored connectivity.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
+from ..fem.budget import _bytes, _refuse
 from .._validate import (check_callable, check_factor, check_grid_index, check_indices, check_int,
                          check_positive)
 
@@ -56,8 +58,12 @@ class Grid:
         self.h = check_positive("h", h, "element side")
         self.dim = len(self.shape)
         self.nodes_shape = tuple(n + 1 for n in self.shape)
-        self.n_el = int(np.prod(self.shape, dtype=np.int64))
-        self.n_nodes = int(np.prod(self.nodes_shape, dtype=np.int64))
+        self.n_el = math.prod(self.shape)                  # Python ints: no overflow
+        self.n_nodes = math.prod(self.nodes_shape)
+        # one float64 per node and per element: the least any use of the grid allocates
+        _refuse(8.0 * (self.n_el + self.n_nodes), f"Grid({self.shape})",
+                f"one value per node and per element alone needs "
+                f"{_bytes(8.0 * (self.n_el + self.n_nodes))}", "use fewer elements", None)
         #: (2**dim, dim) corner offsets of the local nodes, in local order.
         self.corners = np.array(list(itertools.product((0, 1), repeat=self.dim)))
 
