@@ -68,6 +68,7 @@ INTERNAL = {
     "topopt.ad.registry": {"Registry", "function_name"},      # the rule tables' type
     "topopt.ad.tree": {"TreeDef", "flatten_as", "unflatten_sparse", "walk", "rebuild",
                        "is_container"},                      # the walker's own parts
+    "topopt.ad.ufunc_methods": {"ufunc_method"},              # the dispatch of ufunc methods
 }
 
 

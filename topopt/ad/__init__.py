@@ -99,7 +99,8 @@ from .dispatch import apply
 from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
                      not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
 from .numpy_rules import scatter_add
-from .products import eigh
+from .linalg_decomp import lstsq, qr, svd, svdvals
+from .products import eigh, eigvalsh
 from .testing import RuleCheckError, check_modes, check_rule, taylor_test
 from .tree import flatten as tree_flatten
 from .tree import leaves as tree_leaves
@@ -113,6 +114,6 @@ __all__ = [
     "not_differentiable", "NotDifferentiable", "check_tangents",
     "check_rule", "check_modes", "taylor_test", "RuleCheckError", "NoRuleError",
     "value", "is_traced", "trace_of", "scatter_add", "apply", "Box",
-    "logsumexp", "spsolve", "eigh",
+    "logsumexp", "spsolve", "eigh", "eigvalsh", "qr", "svd", "svdvals", "lstsq",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
 ]
