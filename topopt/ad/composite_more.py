@@ -25,16 +25,9 @@ from .callforms import callform
 from .core import _shape, getitem, value
 from .linalg_rules import _hermitian_from
 from .products import eigh, eigvalsh
+from .rulekit import _axis
 
 __all__: list = []
-
-
-def _axis(axis, nd, name):
-    a = int(axis)
-    if not -nd <= a < nd:
-        raise np.exceptions.AxisError(f"{name}: axis {a} is out of bounds for array of "
-                                      f"dimension {nd}")
-    return a % nd
 
 
 def _flip(m, axis=None):

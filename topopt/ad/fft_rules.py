@@ -41,6 +41,7 @@ import numpy as np
 from .callforms import callform
 from .core import _shape, getitem
 from .extend import frule, rrule
+from .rulekit import _axis
 
 __all__: list = []
 
@@ -52,14 +53,6 @@ def _dual(norm, name):
         raise ValueError(f"numpy.fft.{name}: norm must be 'backward', 'ortho' or 'forward', "
                          f"got {norm!r}")
     return _DUAL[norm]
-
-
-def _axis(axis, nd, name):
-    a = int(axis)
-    if not -nd <= a < nd:
-        raise np.exceptions.AxisError(f"numpy.fft.{name}: axis {a} is out of bounds for an "
-                                      f"array of dimension {nd}")
-    return a % nd
 
 
 def _fit(g, axis, m):
@@ -94,7 +87,7 @@ def _c2c(fun, inverse):
     @rrule(fun)
     def c2c_rrule(a, n=None, axis=-1, norm=None):
         dual = _dual(norm, name)
-        ax = _axis(axis, len(_shape(a)), name)
+        ax = _axis(axis, len(_shape(a)), f"numpy.fft.{name}")
         m = _shape(a)[ax]
         _size(n, m, name)
 
@@ -105,7 +98,8 @@ def _c2c(fun, inverse):
     @frule(fun)
     def c2c_frule(primals, tangents, n=None, axis=-1, norm=None):
         _dual(norm, name)
-        _size(n, _shape(primals[0])[_axis(axis, len(_shape(primals[0])), name)], name)
+        nd = len(_shape(primals[0]))
+        _size(n, _shape(primals[0])[_axis(axis, nd, f"numpy.fft.{name}")], name)
         return fun(primals[0], n, axis, norm), fun(tangents[0], n, axis, norm)
 
 
@@ -119,7 +113,7 @@ callform(np.fft.irfft, 1, ("n", "axis", "norm"))
 @rrule(np.fft.rfft)
 def rfft_rrule(a, n=None, axis=-1, norm=None):
     dual = _dual(norm, "rfft")
-    ax = _axis(axis, len(_shape(a)), "rfft")
+    ax = _axis(axis, len(_shape(a)), "numpy.fft.rfft")
     m = _shape(a)[ax]
     n = _size(n, m, "rfft")
 
@@ -131,7 +125,8 @@ def rfft_rrule(a, n=None, axis=-1, norm=None):
 @frule(np.fft.rfft)
 def rfft_frule(primals, tangents, n=None, axis=-1, norm=None):
     _dual(norm, "rfft")
-    _size(n, _shape(primals[0])[_axis(axis, len(_shape(primals[0])), "rfft")], "rfft")
+    nd = len(_shape(primals[0]))
+    _size(n, _shape(primals[0])[_axis(axis, nd, "numpy.fft.rfft")], "rfft")
     return np.fft.rfft(primals[0], n, axis, norm), np.fft.rfft(tangents[0], n, axis, norm)
 
 
@@ -147,7 +142,7 @@ def _irfft_weights(n):
 def irfft_rrule(a, n=None, axis=-1, norm=None):
     dual = _dual(norm, "irfft")
     nd = len(_shape(a))
-    ax = _axis(axis, nd, "irfft")
+    ax = _axis(axis, nd, "numpy.fft.irfft")
     m = _shape(a)[ax]
     n = _size(n, 2 * (m - 1), "irfft")
     w = _along(_irfft_weights(n), ax, nd)
@@ -171,14 +166,15 @@ def _cook(a, s, axes, name, invreal=False):
     shape = _shape(a)
     shapeless = s is None
     if shapeless:
-        s = list(shape) if axes is None else [shape[_axis(x, len(shape), name)] for x in axes]
+        s = list(shape) if axes is None else [shape[_axis(x, len(shape), f"numpy.fft.{name}")]
+                                              for x in axes]
     s = list(s)
     if axes is None:
         if not shapeless:
             warnings.warn(f"numpy.fft.{name}: `axes` should not be `None` if `s` is not `None` "
                           "(deprecated in NumPy 2.0)", DeprecationWarning, stacklevel=4)
         axes = list(range(-len(s), 0))
-    axes = [_axis(x, len(shape), name) for x in axes]
+    axes = [_axis(x, len(shape), f"numpy.fft.{name}") for x in axes]
     if len(s) != len(axes):
         raise ValueError(f"numpy.fft.{name}: shape and axes have different lengths")
     if invreal and shapeless:
@@ -230,7 +226,7 @@ callform(np.fft.irfft2, 1, _ND, rewrite=_two(_irfftn, "irfft2"), always=True)
 def _hfft(a, n=None, axis=-1, norm=None):
     dual = _dual(norm, "hfft")
     if n is None:
-        n = (_shape(a)[_axis(axis, len(_shape(a)), "hfft")] - 1) * 2
+        n = (_shape(a)[_axis(axis, len(_shape(a)), "numpy.fft.hfft")] - 1) * 2
     return np.fft.irfft(np.conj(a), n, axis, norm=dual)
 
 

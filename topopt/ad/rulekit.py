@@ -79,6 +79,16 @@ def _axes(axis, ndim):
     return tuple(int(a) % ndim if ndim else 0 for a in axis)
 
 
+def _axis(axis, nd, name):
+    """One `axis` of an `nd`-dimensional array as 0..nd-1; `name` (``"numpy.roll"``) is
+    the function the AxisError names."""
+    a = int(axis)
+    if not -nd <= a < nd:
+        raise np.exceptions.AxisError(f"{name}: axis {a} is out of bounds for an array of "
+                                      f"dimension {nd}")
+    return a % nd
+
+
 def _kept_shape(shape, axis, keepdims=False):
     axes = _axes(axis, len(shape))
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
