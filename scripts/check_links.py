@@ -37,23 +37,28 @@ class Page(HTMLParser):
     handle_startendtag = handle_starttag
 
 
-def parse(path: str) -> Page:
-    page = Page()
+def parse(path: str, kind=Page):
+    """The page at `path` read by the parser `kind` (an HTMLParser)."""
+    page = kind()
     with open(path, encoding="utf-8", errors="replace") as fh:
         page.feed(fh.read())
     return page
 
 
+def site_pages(root: str):
+    """The ``.html`` pages under `root`, in order, without the theme's templates and the page
+    sources (`SKIPPED`, which hold no pages)."""
+    for folder, subfolders, files in os.walk(root):
+        if folder == root:
+            subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED)
+        for name in sorted(files):
+            if name.endswith(".html"):
+                yield os.path.join(folder, name)
+
+
 def broken_links(root: str) -> tuple:
     """``(number of pages, [(page, link, why)])`` over the site under ``root``."""
-    pages = {}
-    for folder, subfolders, files in os.walk(root):
-        if folder == root:            # the theme's templates and the page sources: no pages
-            subfolders[:] = [d for d in subfolders if d not in SKIPPED]
-        for name in files:
-            if name.endswith(".html"):
-                path = os.path.join(folder, name)
-                pages[os.path.normpath(path)] = parse(path)
+    pages = {os.path.normpath(path): parse(path) for path in site_pages(root)}
     broken = []
     for path, page in sorted(pages.items()):
         for _, _, link in page.links:

@@ -22,8 +22,9 @@ import sys
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
+from check_links import parse, site_pages   # the same pages, read the same way
+
 MATHJAX = os.path.join("_static", "mathjax", "tex-chtml.js")
-SKIPPED = ("_static", "_sources")
 LOADED = {"script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src",
           "audio": "src", "embed": "src", "track": "src", "object": "data"}
 NAVIGATION = {"canonical", "alternate", "next", "prev", "previous", "index", "search",
@@ -66,42 +67,28 @@ class Page(HTMLParser):
             self.inline.append(data)
 
 
-def parse(path: str) -> Page:
-    page = Page()
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        page.feed(fh.read())
-    return page
-
-
 def findings(root: str) -> tuple:
     """``(pages, pages with formulas, [(page, what)])`` over the site under ``root``."""
     mathjax = os.path.normpath(os.path.join(root, MATHJAX))
     pages = math_pages = 0
     found = []
-    for folder, subfolders, files in os.walk(root):
-        if folder == root:
-            subfolders[:] = [d for d in subfolders if d not in SKIPPED]
-        for name in sorted(files):
-            if not name.endswith(".html"):
-                continue
-            path = os.path.join(folder, name)
-            rel = os.path.relpath(path, root)
-            page = parse(path)
-            pages += 1
-            for tag, url in page.loads:
-                if remote(url):
-                    found.append((rel, f"<{tag}> loads {url} from the network"))
-            for body in page.inline:
-                for match in REMOTE_MATHJAX.finditer(body):
-                    found.append((rel, f"an inline script names {match.group(0)}"))
-            if not page.has_math:
-                continue
-            math_pages += 1
-            local = [url for tag, url in page.loads if tag == "script" and not remote(url)
-                     and not urlsplit(url).scheme and os.path.normpath(os.path.join(
-                         folder, unquote(urlsplit(url).path))) == mathjax]
-            if not local:
-                found.append((rel, f"has formulas but loads no {MATHJAX} by a relative path"))
+    for path in site_pages(root):
+        folder, rel, page = os.path.dirname(path), os.path.relpath(path, root), parse(path, Page)
+        pages += 1
+        for tag, url in page.loads:
+            if remote(url):
+                found.append((rel, f"<{tag}> loads {url} from the network"))
+        for body in page.inline:
+            for match in REMOTE_MATHJAX.finditer(body):
+                found.append((rel, f"an inline script names {match.group(0)}"))
+        if not page.has_math:
+            continue
+        math_pages += 1
+        local = [url for tag, url in page.loads if tag == "script" and not remote(url)
+                 and not urlsplit(url).scheme and os.path.normpath(os.path.join(
+                     folder, unquote(urlsplit(url).path))) == mathjax]
+        if not local:
+            found.append((rel, f"has formulas but loads no {MATHJAX} by a relative path"))
     if math_pages and not os.path.isfile(mathjax):
         found.append((MATHJAX, "missing: the site carries no MathJax of its own"))
     return pages, math_pages, found
