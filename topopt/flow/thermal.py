@@ -27,7 +27,8 @@ from .fields import at_quadrature
 
 __all__ = ["Convection"]
 
-_ELEMENTS = {(1, 1): skfem.ElementLineP1, (1, 2): skfem.ElementLineP2, (2, 1): skfem.ElementTriP1, (2, 2): skfem.ElementTriP2,
+_ELEMENTS = {(1, 1): skfem.ElementLineP1, (1, 2): skfem.ElementLineP2,
+             (2, 1): skfem.ElementTriP1, (2, 2): skfem.ElementTriP2,
              (3, 1): skfem.ElementTetP1, (3, 2): skfem.ElementTetP2}
 _TAUS = ("shakib", "optimal")
 
@@ -66,8 +67,8 @@ class Convection:
 
     Parameters
     ----------
-    mesh : skfem.MeshTri or skfem.MeshTet
-        The flow's mesh (affine simplices).
+    mesh : skfem.MeshTri, skfem.MeshTet or skfem.MeshLine
+        The flow's mesh (affine simplices; intervals for 1-D checks).
     fixed : callable
         Predicate ``x -> bool array`` (``x`` of shape ``(dim, n)``) selecting
         the boundary facets (by their midpoints) of prescribed temperature;
@@ -93,11 +94,12 @@ class Convection:
         nq)``; ``Q(rho) = Q_s (1 - rho) + Q_f rho``.
     tau : {"shakib", "optimal"}
         SUPG parameter with ``alpha = k(rho)/rho_c``, ``h = h_K / order``
-        and ``h_K = sqrt(2 |K|)`` (triangles; ``(6 |K|)^(1/3)`` tetrahedra:
-        the leg of a right isosceles cell), ``Pe = |u| h / (2 alpha)``:
+        and ``h_K = (d! |K|)^(1/d)`` (the leg of a right isosceles cell: ``sqrt(2
+        |K|)`` on triangles), ``Pe = |u| h / (2 alpha)``:
         ``"shakib"`` (Shakib, Hughes & Johan 1991) ``tau = ((2|u|/h)^2 +
         9 (4 alpha/h^2)^2)^(-1/2)``; ``"optimal"``, ``tau = h/(2|u|) (coth Pe
-        - 1/Pe)``, nodally exact for P1 in 1-D (Brooks & Hughes 1982).
+        - 1/Pe)``, nodally exact for P1 in 1-D (Brooks & Hughes 1982) and on
+        the interior rows of a diagonal-split square grid.
         Both are smooth in ``u`` (functions of ``|u|^2``), so every
         derivative exists, also at ``u = 0`` (``tau = h^2/(12 alpha)``).
     supg : bool
@@ -141,8 +143,8 @@ class Convection:
                  supg: bool = True, intorder: int | None = None):
         dim = mesh.dim()
         if (dim, order) not in _ELEMENTS or mesh.t.shape[0] != dim + 1:
-            raise ValueError(f"Convection needs a MeshTri or MeshTet and order 1 or 2, got "
-                             f"{type(mesh).__name__} and order={order!r}")
+            raise ValueError(f"Convection needs a MeshTri, MeshTet or MeshLine and order 1 "
+                             f"or 2, got {type(mesh).__name__} and order={order!r}")
         if tau not in _TAUS:
             raise ValueError(f"tau must be one of {_TAUS}, got {tau!r}")
         if not (np.isscalar(rho_c) and rho_c > 0):
@@ -169,7 +171,7 @@ class Convection:
         self._phi = np.stack([np.asarray(f[0]) for f in b.basis])      # (nb, ne, nq)
         self._dphi = np.stack([f[0].grad for f in b.basis])            # (nb, d, ne, nq)
         self._phiu = np.stack([np.asarray(f[0]) for f in bu.basis])    # (nbu, d, ne, nq)
-        self._lap = self._laplacians() if order == 2 else None         # (nb, ne, nq)
+        self._lap = self._laplacians() if order == 2 else None        # (nb, ne, nq)
         x = np.asarray(b.global_coordinates())
         self._Q = tuple(np.broadcast_to(q(x) if callable(q) else float(q), b.dx.shape)
                         for q in source)
