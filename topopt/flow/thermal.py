@@ -109,6 +109,19 @@ class Convection:
         terms (the convective term ``(u . grad T) s`` has degree ``2 + 2 order
         - 1``).
 
+    Attributes
+    ----------
+    basis, basis_u : skfem.Basis
+        The temperature's basis and a P2 vector basis (the velocity's dof
+        layout; quadrature degree >= 4 so that ``basis_u.project`` is exact
+        for quadratics).
+    n, nu : int
+        Temperature and velocity dof counts.
+    fixed : ndarray of int
+        The prescribed temperature dofs (the `topopt.fem.solve_nonlinear`
+        contract: their values come from ``T0``, their residual rows are
+        ignored).
+
     Notes
     -----
     ``p = np.concatenate([u, rho])``: ``u`` the velocity dofs of
