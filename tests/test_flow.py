@@ -288,7 +288,14 @@ def test_fixed_dofs_and_parameters():
     model, w, rho = small()
     assert not model.pinned                      # two sides are traction-free
     np.testing.assert_array_equal(model.initial_state()[model.fixed], model.w_bc[model.fixed])
-    assert model.with_parameters(q=0.01).q == 0.01 and model.q == 0.2
+    other = model.with_parameters(q=0.01, rho_f=2.0)
+    assert other.q == 0.01 and other.rho_f == 2.0 and model.q == 0.2 and model.rho_f == 1.0
+    # continuation in the Reynolds number: rho_f = 2 at t = 1/2 is rho_f = 1 at t = 1
+    J1 = model.jacobian(w, rho)
+    assert other._shared is model._shared            # one CSR pattern for every copy
+    np.testing.assert_allclose(model.with_parameters(rho_f=2.0).residual(w, rho, t=0.5),
+                               model.residual(w, rho), rtol=1e-13, atol=1e-13)
+    assert abs(model.with_parameters(rho_f=2.0).jacobian(w, rho, t=0.5) - J1).max() < 1e-13
     # a fully enclosed cavity pins one pressure (the vertex nearest the point)
     cav = stokes(skfem.MeshTri().refined(1), dirichlet=[(lambda x: x[0] > -1, 0.0)],
                  pin_pressure=[1.0, 1.0])

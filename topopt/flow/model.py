@@ -140,7 +140,7 @@ class FlowModel:
             alpha_min, 2.5e4 * self.mu if alpha_max is None else alpha_max, q)
         self.n, self.nu = space.n, space.nu
         self.assembly = check_choice("assembly", assembly, ("kernels", "forms"))
-        self._assembler = None
+        self._shared = {}                 # the CSR pattern, shared by with_parameters' copies
         self._precompute()
         self._boundary(dirichlet, pin_pressure)
         self.F = np.zeros(self.n)
@@ -272,16 +272,17 @@ class FlowModel:
         a = np.asarray(self.alpha_at_quadrature(rho))
         if self.assembly == "forms":
             return self._jacobian_forms(w, a, t)
-        if self._assembler is None:
-            self._assembler = BlockAssembler(self.K, self.dofs_u)
+        if "assembler" not in self._shared:
+            self._shared["assembler"] = BlockAssembler(self.K, self.dofs_u)
+        asm = self._shared["assembler"]
         diag = np.einsum("aeq,beq,eq->abe", self.phi, self.phi, a * self.dx, optimize=True)
         if not (self.rho_f > 0 and t > 0):
-            return self._assembler.assemble(diagonal=diag)
+            return asm.assemble(diagonal=diag)
         uq, gq = self.velocity_at_quadrature(w)
         s = (t * self.rho_f) * self.dx
         diag += np.einsum("aeq,deq,bdeq->abe", self.phi, uq * s, self.dphi, optimize=True)
         full = np.einsum("aeq,beq,cdeq->acbde", self.phi, self.phi, gq * s, optimize=True)
-        return self._assembler.assemble(diagonal=diag, full=full)
+        return asm.assemble(diagonal=diag, full=full)
 
     def _jacobian_forms(self, w, a, t):
         bu = self.space.basis_u
