@@ -1,12 +1,12 @@
 """Incompressible flow: Taylor-Hood Stokes and Navier-Stokes with Brinkman penalization.
 
-Modules: `fields` (a design field at the quadrature points), `thermal` (forced
-convection: the temperature in a computed flow, SUPG), `brinkman`
+Modules: `fields` (a design field at the quadrature points), `brinkman`
 (the inverse permeability ``alpha(rho)``), `spaces` (the P2/P1 spaces, the
-state layout ``w = [u, p]`` and inlet profiles), `model` (`FlowModel`, the
-residual and Jacobian of the nonlinear-solve contract), `assembly` (its
-fast Jacobian: element matrices into a fixed CSR pattern), `responses`
-(dissipated power, pressure drop, fluid volume).
+state layout ``w = [u, p]`` and inlet profiles), `assembly` (the fast
+Jacobian: element matrices into a fixed CSR pattern), `model` (`FlowModel`,
+the residual and Jacobian of `topopt.fem.solve_nonlinear`'s contract),
+`responses` (dissipated power, pressure drop, fluid volume), `thermal`
+(forced convection: the temperature in a computed flow, SUPG).
 """
 
 from .fields import at_quadrature

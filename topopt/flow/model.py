@@ -1,7 +1,7 @@
 """Stokes and Navier-Stokes flow with Brinkman penalization on Taylor-Hood elements.
 
 A `FlowModel` is the residual of the nonlinear-solve contract
-(``fem.solve_nonlinear(model, rho, w0)``): ``residual(w, rho, t=1)`` is
+(``fem.solve_nonlinear(model, rho, model.initial_state())``): ``residual(w, rho, t=1)`` is
 plain numpy traced by `topopt.ad` in the state ``w`` and the design
 ``rho``, ``jacobian(w, rho, t=1)`` its exact derivative in ``w`` as a
 scipy.sparse matrix, and ``fixed`` the prescribed dofs (Dirichlet velocity
@@ -224,6 +224,12 @@ class FlowModel:
         if "rho_f" in params:
             other.rho_f = check_range("rho_f", params["rho_f"], 0.0, None, what="fluid density")
         return other
+
+    @property
+    def linear(self) -> bool:
+        """True for Stokes flow (``rho_f = 0``): the residual is affine in ``w``, so
+        `topopt.fem.solve_nonlinear` reuses its Newton factorization for the adjoint."""
+        return self.rho_f == 0
 
     # ------------------------------------------------------------ state
     def initial_state(self) -> np.ndarray:
