@@ -1,8 +1,16 @@
 """Incompressible flow: Taylor-Hood Stokes and Navier-Stokes with Brinkman penalization.
 
-Modules: `fields` (a design field at the quadrature points).
+Modules: `fields` (a design field at the quadrature points), `brinkman`
+(the inverse permeability ``alpha(rho)``), `spaces` (the P2/P1 spaces, the
+state layout ``w = [u, p]`` and inlet profiles), `model` (`FlowModel`, the
+residual and Jacobian of the nonlinear-solve contract), `responses`
+(dissipated power, pressure drop, fluid volume).
 """
 
 from .fields import at_quadrature
+from .brinkman import alpha, alpha_parameters
+from .spaces import TaylorHood, parabolic_inlet
+from .model import FlowModel, navier_stokes, stokes
 
-__all__ = ["at_quadrature"]
+__all__ = ["at_quadrature", "alpha", "alpha_parameters", "TaylorHood", "parabolic_inlet",
+           "FlowModel", "stokes", "navier_stokes"]
