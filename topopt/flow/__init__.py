@@ -11,6 +11,8 @@ from .fields import at_quadrature
 from .brinkman import alpha, alpha_parameters
 from .spaces import TaylorHood, parabolic_inlet
 from .model import FlowModel, navier_stokes, stokes
+from .responses import dissipated_power, fluid_fraction, mean_pressure_weights, pressure_drop
 
 __all__ = ["at_quadrature", "alpha", "alpha_parameters", "TaylorHood", "parabolic_inlet",
-           "FlowModel", "stokes", "navier_stokes"]
+           "FlowModel", "stokes", "navier_stokes", "dissipated_power", "pressure_drop",
+           "mean_pressure_weights", "fluid_fraction"]

@@ -96,6 +96,8 @@ class FlowModel:
         Prescribed dofs (indices into ``w``), sorted.
     K : scipy.sparse.csr_matrix
         The constant part: viscous and pressure-divergence blocks.
+    A : scipy.sparse.csr_matrix
+        Its viscous block ``mu int grad u : grad v`` (``nu x nu``).
 
     Examples
     --------
@@ -140,15 +142,14 @@ class FlowModel:
         s, dim = self.space, self.space.dim
         bs = s.basis_s
         nb = bs.Nbfun
-        self.phi = np.stack([bs.basis[a][0].value for a in range(nb)])       # (a, e, q)
-        self.dphi = np.stack([bs.basis[a][0].grad for a in range(nb)])       # (a, d, e, q)
+        self.phi = np.stack([np.asarray(bs.basis[a][0]) for a in range(nb)])       # (a, e, q)
+        self.dphi = np.stack([np.asarray(bs.basis[a][0].grad) for a in range(nb)])       # (a, d, e, q)
         self.dx = bs.dx                                                       # (e, q)
         self.dofs_u = (dim * bs.element_dofs[:, None, :]
                        + np.arange(dim)[None, :, None])                       # (a, c, e)
-        A = self.mu * _viscous.assemble(s.basis_u)
+        self.A = (self.mu * _viscous.assemble(s.basis_u)).tocsr()
         B = _divergence.assemble(s.basis_u, s.basis_p)                       # (np, nu)
-        self.K = sps.bmat([[A, -B.T], [-B, None]], format="csr")
-        self._Kpattern = self.K.copy()
+        self.K = sps.bmat([[self.A, -B.T], [-B, None]], format="csr")
 
     def _boundary(self, dirichlet, pin_pressure):
         s = self.space
@@ -184,7 +185,7 @@ class FlowModel:
                                if fixed else np.zeros(0, np.int64))
 
     def _body_force(self, f):
-        x = self.space.basis_u.global_coordinates().value
+        x = np.asarray(self.space.basis_u.global_coordinates())
         fx = np.asarray(f(x), dtype=float)
         if fx.shape != x.shape:
             raise ValueError(f"body_force must return shape {x.shape} for points of shape "
