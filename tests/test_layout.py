@@ -25,7 +25,9 @@ LAYERS = {"topopt.ad": ("topopt.ad",),
           "topopt.responses": ("topopt.ad", "topopt.fem", "topopt.design",
                                "topopt.responses") + _UTILS,
           "topopt.optimize": ("topopt.ad", "topopt.design", "topopt.optimize") + _UTILS,
-          "topopt.grid": ("topopt.ad", "topopt.fem", "topopt.design", "topopt.grid") + _UTILS}
+          "topopt.grid": ("topopt.ad", "topopt.fem", "topopt.design", "topopt.grid") + _UTILS,
+          "topopt.flow": ("topopt.ad", "topopt.fem", "topopt.design", "topopt.responses",
+                          "topopt.flow") + _UTILS}
 # what no physics, design, response or optimizer module may import
 OUTER = ("topopt.cli", "topopt.io", "topopt.plot")
 

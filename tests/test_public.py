@@ -34,7 +34,7 @@ import topopt
 PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.fem.solvers", "topopt.fem.petsc",
             "topopt.reliability", "topopt.design", "topopt.responses", "topopt.optimize",
             "topopt.formulations", "topopt.robust", "topopt.io", "topopt.plot", "topopt.cli",
-            "topopt.grid")
+            "topopt.grid", "topopt.flow")
 
 SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",

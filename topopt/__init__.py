@@ -66,7 +66,7 @@ from ._files import OutputPathError
 
 __version__ = "0.1.0"
 __all__ = [
-    "ad", "fem", "reliability", "tune_malloc",
+    "ad", "fem", "reliability", "flow", "tune_malloc",
     "minimize", "Stage", "Result",
     "LinearFilter", "DensityFilter", "HelmholtzFilter", "QuadratureField", "helmholtz_radius",
     "apply_filter", "apply_filter_transpose", "domain_size",
@@ -89,7 +89,7 @@ __all__ = [
 
 #: Subpackages and modules imported on first use (`__getattr__`): heavy
 #: dependencies (``scipy.stats``, matplotlib) stay out of ``import topopt``.
-_LAZY = ("reliability", "plot", "io", "cli")
+_LAZY = ("reliability", "plot", "io", "cli", "flow")
 
 
 def __getattr__(name: str):

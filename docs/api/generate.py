@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.fem.solvers", "topopt.fem.petsc",
             "topopt.reliability", "topopt.design", "topopt.responses", "topopt.optimize",
             "topopt.formulations", "topopt.robust", "topopt.io", "topopt.plot", "topopt.cli",
-            "topopt.grid")
+            "topopt.grid", "topopt.flow")
 
 
 def page_name(package: str) -> str:

@@ -9,6 +9,7 @@ differentiable `solve`, `matvec`, `products`), `kernels` (gather and
 scatter of element vectors), `system` (`LinearSystem`),
 `models`, `modal` (mass matrices, eigenvalues), `harmonic` (forced
 vibration: the dynamic stiffness), `waves` (time-harmonic wave models),
+`nonlinear` (`solve_nonlinear`: Newton, implicit adjoint),
 `mesh`, `meshfile` (`read_mesh`: gmsh and meshio files), `shapes` (L-shape,
 plate with a hole), `refine` (nested grids), `budget` (memory estimates).
 """
@@ -48,7 +49,11 @@ from .buckling import BucklingSystem, buckling_factors  # noqa: E402
 from .buckling_modes import buckling_modes  # noqa: E402
 
 __all__ += ["BucklingSystem", "buckling_factors", "buckling_modes"]
+from .nonlinear import NewtonError, solve_nonlinear  # noqa: E402
+
+__all__ += ["solve_nonlinear", "NewtonError"]
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 
 _check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one
+

@@ -17,7 +17,7 @@ from ..errors import SingularSystemError
 
 __all__ = ["SuperLUFactor", "CholmodContext", "CholmodFactor", "UmfpackFactor",
            "has_module", "cvxopt_lower", "factorize_spd", "FAST_EXTRA", "cvxopt_lower_of",
-           "cvxopt_full_of"]
+           "cvxopt_full_of", "factorize_lu"]
 
 FAST_EXTRA = "pip install 'topopt[fast]'"
 """How to install the optional solver dependencies (cvxopt, pyamg)."""
@@ -215,3 +215,29 @@ def cvxopt_full_of(S, data):
     A = S._full_spmatrix
     A.V = matrix(np.asarray(data, dtype=complex if complex_ else float)[S._full_order])
     return A
+
+
+def factorize_lu(A: sps.spmatrix):
+    """Direct LU factor of a real or complex square `A` (not symmetric): UMFPACK if cvxopt
+    is installed, else SuperLU; ``solve(b)`` and ``solve_adjoint(b)`` (``A^H x = b``).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sps
+    >>> A = sps.csr_matrix(np.array([[2., 1.], [0., 1.]]))
+    >>> factorize_lu(A).solve_adjoint(np.array([2.0, 2.0]))
+    array([1., 1.])
+    """
+    if has_module("cvxopt.umfpack"):
+        from cvxopt import matrix, spmatrix, umfpack
+        C = sps.coo_matrix(A)
+        complex_ = np.iscomplexobj(C.data)
+        M = spmatrix(matrix(C.data.astype(complex if complex_ else float)),
+                     matrix(C.row.astype(np.int64)), matrix(C.col.astype(np.int64)),
+                     C.shape, "z" if complex_ else "d")
+        try:
+            symbolic = umfpack.symbolic(M)
+        except ArithmeticError as err:
+            raise SingularSystemError(f"the matrix is structurally singular ({err})") from err
+        return UmfpackFactor(M, symbolic)
+    return SuperLUFactor(sps.csc_matrix(A), symmetric=False)
