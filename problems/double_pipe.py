@@ -20,7 +20,7 @@ second term, also reported) subject to the fluid fraction int rho / |Omega|
 (`maxeval` split evenly). The paper's optimum is J = 27.64 at delta = 1.5
 (one merged channel) and 25.67 at delta = 1 (two straight pipes).
 
-    python problems/double_pipe.py [--aspect 1.5 --n 40 --maxeval 120 ...]
+    python problems/double_pipe.py [--aspect 1.5 --n 30 --maxeval 120 ...]
 
 writes ``results/double_pipe/{design.png, flow.png (velocity magnitude and
 streamlines), history.png, result.json, design.npz, design.vtu}``
@@ -55,7 +55,7 @@ QS = (0.01, 0.1)                    # the Brinkman convexity of each stage
 #: Borrvall & Petersson's optimum of J (their convention) at each aspect.
 PUBLISHED = {1.5: 27.64, 1.0: 25.67}
 OPTIONS = (Option("aspect", positive_float, 1.5, "domain width delta (height 1)"),
-           Option("n", positive_int, 40, "element rows (squares of two triangles) across "
+           Option("n", positive_int, 30, "element rows (squares of two triangles) across "
                   "the height"),
            Option("volfrac", open_unit, 1.0 / 3.0, "fluid fraction"))
 
@@ -95,7 +95,7 @@ def markers(aspect: float):
 
 
 @keywords
-def run(aspect: float = 1.5, n: int = 40, volfrac: float = 1.0 / 3.0, maxeval: int = 120,
+def run(aspect: float = 1.5, n: int = 30, volfrac: float = 1.0 / 3.0, maxeval: int = 120,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
         **options) -> RunResult:
     """Optimize the double pipe; `options` go to `FlowProblem.run`."""
