@@ -52,6 +52,7 @@ ALPHA_MIN = 2.5 * MU / 100.0 ** 2
 OPENING = 1.0 / 6.0                 # width of each inlet and outlet
 CENTRES = (0.25, 0.75)              # their heights
 QS = (0.01, 0.1)                    # the Brinkman convexity of each stage
+LU_SOLVERS = ("auto",)    # the flow solves factorize with fem.solvers.direct.factorize_lu
 #: Borrvall & Petersson's optimum of J (their convention) at each aspect.
 PUBLISHED = {1.5: 27.64, 1.0: 25.67}
 OPTIONS = (Option("aspect", positive_float, 1.5, "domain width delta (height 1)"),
@@ -79,10 +80,10 @@ def setup(aspect: float, n: int):
 
 
 def stages(maxeval: int) -> list[Stage]:
-    """`maxeval` evaluations split evenly over the q stages."""
-    maxeval = check_int("maxeval", maxeval, len(QS), what="MMA evaluations over all stages")
+    """`maxeval` evaluations split evenly over the q stages (the last ones if fewer)."""
+    maxeval = check_int("maxeval", maxeval, 1, what="MMA evaluations over all stages")
     counts = np.diff(np.linspace(0, maxeval, len(QS) + 1).round().astype(int))
-    return [Stage(int(k), {"q": q}) for k, q in zip(counts, QS)]
+    return [Stage(int(k), {"q": q}) for k, q in zip(counts, QS) if k > 0]
 
 
 def markers(aspect: float):
@@ -99,6 +100,9 @@ def run(aspect: float = 1.5, n: int = 30, volfrac: float = 1.0 / 3.0, maxeval: i
         solver: str = "auto", out: str | None = None, verbose: bool = False,
         **options) -> RunResult:
     """Optimize the double pipe; `options` go to `FlowProblem.run`."""
+    if solver not in LU_SOLVERS:
+        raise ValueError(f"solver={solver!r}: the flow's Newton steps and adjoint use LU "
+                         "(UMFPACK, else SuperLU); give solver='auto'")
     mesh, model = setup(aspect, n)
     problem = FlowProblem(model, volfrac)
     published = PUBLISHED.get(float(aspect))
@@ -125,7 +129,7 @@ def summary(result) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=120,
-                    summary=summary, solvers=None, size=dofs)
+                    summary=summary, size=dofs)
 
 
 if __name__ == "__main__":

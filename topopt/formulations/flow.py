@@ -152,11 +152,16 @@ class FlowProblem(StartScaled, DensityProblem):
         return self._models[q]
 
     def _monitor(self, t, it, norm):
+        """Count the Newton solves that ran (a repeated design is the cache's) and steps."""
         if it > 0:
             self.counts["newton_iterations"] += 1
+        elif not self._ran:
+            self._ran = True
+            self.counts["solves"] += 1
 
     def _solve(self, model, rho, w0, steps):
         kw = dict(self.newton, monitor=self._monitor)
+        self._ran = False
         if steps is not None:
             kw["steps"] = steps
         return fem.solve_nonlinear(model, rho, w0, **kw)
@@ -166,7 +171,6 @@ class FlowProblem(StartScaled, DensityProblem):
         state (Navier-Stokes), else cold with continuation in ``t``."""
         model = self.flow_model(q)
         t0 = time.perf_counter()
-        self.counts["solves"] += 1
         if model.rho_f == 0:
             w = self._solve(model, x_phys, model.initial_state(), None)
         elif self._w is not None:
@@ -217,7 +221,8 @@ class FlowProblem(StartScaled, DensityProblem):
         return [f"fluid fraction / {self.volfrac:g} - 1"]
 
     def solves(self) -> int:
-        """The flow solves so far (each one Newton solve, its continuation steps included)."""
+        """The flow solves so far that ran Newton (its continuation steps included; a design
+        solved again is answered by `fem.solve_nonlinear`'s cache and not counted)."""
         return self.counts["solves"]
 
     def announce(self, verbose: bool) -> None:
