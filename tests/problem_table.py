@@ -39,4 +39,5 @@ SMALL = {
     "multimaterial_beam": dict(nelx=8, nely=4),
     "buckling_column": dict(nelx=12, nely=6),
     "em_robust": dict(h=8.0, samples=4, workers=0),
+    "double_pipe": dict(n=6),
 }

@@ -76,6 +76,11 @@ from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,
 
 __all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES', 'FOCUS_BAND_FORMS']
 
+from .flow import FlowProblem, OBJECTIVES as FLOW_OBJECTIVES  # noqa: E402
+from .flow_output import run_flow, OBJECTIVE_LABELS as FLOW_OBJECTIVE_LABELS  # noqa: E402
+
+__all__ += ['FlowProblem', 'FLOW_OBJECTIVES', 'run_flow', 'FLOW_OBJECTIVE_LABELS']
+
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 
 _check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

@@ -1,6 +1,8 @@
 """Pictures of designs and convergence histories (matplotlib, no pyplot state).
 
 * `figures`: the 2-D design figure (`design_figure`, `save_design`);
+* `flow`: a 2-D flow's velocity magnitude and streamlines over its design
+  (`flow_figure`, `save_flow`);
 * `design3d`: the 3-D iso-surface (`design_figure_3d`, `save_design_3d`);
 * `history`: the convergence history (`history_figure`, `save_history`);
 * `markers`: the supports and loads drawn on both (`boundary_markers`);
@@ -16,6 +18,7 @@
 from .canvas import grid_indices
 from .design3d import design_figure_3d, save_design_3d
 from .figures import design_figure, save_design
+from .flow import flow_figure, save_flow
 from .history import history_figure, save_history, MAX_CONSTRAINT_LINES
 from .live import Live, live
 from .markers import boundary_markers
@@ -24,7 +27,7 @@ from .symbols import draw_markers, draw_axes
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
-           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes']
+           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes', 'flow_figure', 'save_flow']
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 
