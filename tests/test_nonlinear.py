@@ -241,3 +241,22 @@ def test_monitor_sees_quadratic_convergence():
                         monitor=lambda t, it, r: norms.append(r))
     ratios = [b / a ** 2 for a, b in zip(norms[1:-1], norms[2:]) if a > 1e-6]
     assert len(norms) <= 8 and max(ratios) < 10.0
+
+
+@pytest.mark.parametrize("linear, factorizations", [(False, 2), (True, 1)])
+def test_a_linear_model_reuses_the_newton_factorization(monkeypatch, linear, factorizations):
+    """One factorization per value and gradient when ``model.linear``: J is the same."""
+    from topopt.fem import nonlinear
+    mesh = fem.rectangle(6, 3)
+    model = fem.elasticity(mesh).fix(nodes=lambda x: np.isclose(x[0], 0.0))
+    f = model.point_load((6, 0), (0, -1))
+    S = model.system("superlu")
+    nl = LinearResidual(S, f)
+    nl.linear = linear
+    calls = []
+    real = nonlinear.factorize_lu
+    monkeypatch.setattr(nonlinear, "factorize_lu", lambda A: calls.append(1) or real(A))
+    a = np.linspace(0.3, 1.0, S.n_el)
+    g = ad.gradient(lambda a: f @ fem.solve_nonlinear(nl, a, np.zeros(S.ndof)), a)
+    assert len(calls) == factorizations
+    np.testing.assert_allclose(g, ad.gradient(lambda a: f @ fem.solve(S, a, f), a), rtol=1e-10)

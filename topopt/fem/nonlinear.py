@@ -101,7 +101,8 @@ def _free_jacobian(model, u, p, free, opts, t=None):
 # ------------------------------------------------------------------ Newton
 
 def _newton_step(model, u, p, free, opts, t):
-    """Newton iterations at one continuation step; returns the converged `u`."""
+    """Newton iterations at one continuation step; returns the converged `u` and the
+    factor of the last Newton matrix (None if no step was taken)."""
     u = u.copy()
     R = _free_residual(model, u, p, free, opts, t)
     u_data = u.copy()
@@ -109,6 +110,7 @@ def _newton_step(model, u, p, free, opts, t):
     scale = np.linalg.norm(_free_residual(model, u_data, p, free, opts, t))
     goal = opts.atol + opts.rtol * scale
     norm = np.linalg.norm(R)
+    F = None
     for it in range(opts.maxiter + 1):
         if opts.monitor is not None:
             opts.monitor(t, it, norm)
@@ -117,10 +119,11 @@ def _newton_step(model, u, p, free, opts, t):
                               f"iteration {it}; start closer (u0) or take smaller "
                               "continuation steps (steps=)", norm, it, t)
         if norm <= goal:
-            return u
+            return u, F
         if it == opts.maxiter:
             break
-        du = -factorize_lu(_free_jacobian(model, u, p, free, opts, t)).solve(R)
+        F = factorize_lu(_free_jacobian(model, u, p, free, opts, t))
+        du = -F.solve(R)
         lam, trial = 1.0, None
         while True:
             trial = u.copy()
@@ -133,7 +136,7 @@ def _newton_step(model, u, p, free, opts, t):
             lam *= 0.5
         if np.max(np.abs(lam * du), initial=0.0) <= 1e-14 * max(np.max(np.abs(u)), 1e-300) \
                 and new <= 1e3 * goal:
-            return trial                       # the step is round-off: converged in u
+            return trial, F                    # the step is round-off: converged in u
         u, R, norm = trial, R_new, new
     raise NewtonError(
         f"Newton's method did not converge at continuation step t={t}: residual norm "
@@ -145,9 +148,9 @@ def _newton_step(model, u, p, free, opts, t):
 class _Converged:
     """A converged state and the lazily factorized free Jacobian there."""
 
-    def __init__(self, model, u, p, opts):
+    def __init__(self, model, u, p, opts, factor=None):
         self.model, self.u, self.p, self.opts = model, u, p, opts
-        self._factor = None
+        self._factor = factor
 
     def factor(self):
         if self._factor is None:
@@ -174,8 +177,9 @@ def _converge(model, p, u0, opts) -> _Converged:
     free = _free_mask(model, u0.size)
     u = np.array(u0, dtype=float)
     for t in (opts.steps or (None,)):
-        u = _newton_step(model, u, p, free, opts, t)
-    state = _Converged(model, u, p.copy(), opts)
+        u, F = _newton_step(model, u, p, free, opts, t)
+    # a model linear in u (``model.linear``): the last Newton matrix is the converged one
+    state = _Converged(model, u, p.copy(), opts, F if getattr(model, "linear", False) else None)
     _CACHE.insert(0, (model, opts, p.copy(), u0.copy(), state))
     del _CACHE[_CACHE_SIZE:]
     return state
@@ -311,9 +315,10 @@ def solve_nonlinear(model, p, u0, *, rtol: float = 1e-10, atol: float = 0.0,
         An object with ``residual(u, p)`` -- the residual ``R``, shape
         ``(n,)``, written in numpy so that `topopt.ad` traces it in `u` and `p`
         (twice, for the second-order modes) -- and ``jacobian(u, p)``, the
-        scipy.sparse ``dR/du`` at plain arrays. Optional attribute ``fixed``:
+        scipy.sparse ``dR/du`` at plain arrays. Optional attributes: ``fixed``,
         the prescribed dofs, whose values `u0` gives (rows of ``R`` there are
-        ignored).
+        ignored); ``linear``, True when ``R`` is affine in `u` (``J`` does not
+        depend on `u`: the adjoint reuses the Newton step's factorization).
     p : array_like
         The parameters (e.g. the design), traced or plain.
     u0 : ndarray, shape (n,)

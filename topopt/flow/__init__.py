@@ -4,7 +4,8 @@ Modules: `fields` (a design field at the quadrature points), `brinkman`
 (the inverse permeability ``alpha(rho)``), `spaces` (the P2/P1 spaces, the
 state layout ``w = [u, p]`` and inlet profiles), `model` (`FlowModel`, the
 residual and Jacobian of the nonlinear-solve contract), `responses`
-(dissipated power, pressure drop, fluid volume).
+(dissipated power, pressure drop, fluid volume), `thermal` (forced
+convection: the temperature in a computed flow, SUPG).
 """
 
 from .fields import at_quadrature
@@ -12,7 +13,8 @@ from .brinkman import alpha, alpha_parameters
 from .spaces import TaylorHood, parabolic_inlet
 from .model import FlowModel, navier_stokes, stokes
 from .responses import dissipated_power, fluid_fraction, mean_pressure_weights, pressure_drop
+from .thermal import Convection
 
 __all__ = ["at_quadrature", "alpha", "alpha_parameters", "TaylorHood", "parabolic_inlet",
            "FlowModel", "stokes", "navier_stokes", "dissipated_power", "pressure_drop",
-           "mean_pressure_weights", "fluid_fraction"]
+           "mean_pressure_weights", "fluid_fraction", "Convection"]
