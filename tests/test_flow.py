@@ -286,3 +286,12 @@ def test_fixed_dofs_and_parameters():
     cav = stokes(skfem.MeshTri().refined(1), dirichlet=[(lambda x: x[0] > -1, 0.0)],
                  pin_pressure=[1.0, 1.0])
     assert cav.pinned and cav.fixed[-1] == cav.nu + 3     # vertex (1, 1) of MeshTri
+
+
+@pytest.mark.parametrize("ctor", [stokes, navier_stokes])
+def test_kernel_jacobian_equals_skfem_forms(ctor):
+    model, w, rho = small(ctor, p1=True)
+    forms = small(ctor, p1=True, assembly="forms")[0]
+    for t in (0.3, 1.0):
+        J, Jf = model.jacobian(w, rho, t=t), forms.jacobian(w, rho, t=t)
+        assert abs(J - Jf).max() < 1e-13 * abs(Jf).max()
