@@ -94,7 +94,7 @@ class FlowModel:
         How `jacobian` assembles its design- and state-dependent part:
         einsum element matrices into a CSR pattern fixed at the first call
         (`assembly.BlockAssembler`, the default, about 5x faster) or
-        scikit-fem ``BilinearForm``\ s with ``alpha`` at the quadrature points
+        scikit-fem ``BilinearForm`` objects with ``alpha`` at the quadrature points
         (the reference; equal to round-off).
 
     Attributes
@@ -152,9 +152,9 @@ class FlowModel:
         s, dim = self.space, self.space.dim
         bs = s.basis_s
         nb = bs.Nbfun
-        self.phi = np.stack([np.asarray(bs.basis[a][0]) for a in range(nb)])       # (a, e, q)
-        self.dphi = np.stack([np.asarray(bs.basis[a][0].grad) for a in range(nb)])       # (a, d, e, q)
-        self.dx = bs.dx                                                       # (e, q)
+        self.phi = np.stack([np.asarray(bs.basis[a][0]) for a in range(nb)])        # (a, e, q)
+        self.dphi = np.stack([np.asarray(bs.basis[a][0].grad) for a in range(nb)])  # (a, d, e, q)
+        self.dx = bs.dx                                                              # (e, q)
         self.dofs_u = (dim * bs.element_dofs[:, None, :]
                        + np.arange(dim)[None, :, None])                       # (a, c, e)
         self.A = (self.mu * _viscous.assemble(s.basis_u)).tocsr()
