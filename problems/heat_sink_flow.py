@@ -18,7 +18,7 @@ h^2 = 16). Density filter of radius 1.5 cells, Brinkman convexity q = 0.1;
 MMA (one evaluation per iteration) from rho = volfrac, 70 % of `maxeval`
 unprojected, then the tanh projection beta = 8.
 
-    python problems/heat_sink_flow.py [--n 20 --volfrac 0.4 --dp-factor 150 --re 0 ...]
+    python problems/heat_sink_flow.py [--n 20 --volfrac 0.4 --dp_factor 150 --re 0 ...]
 
 writes ``results/heat_sink_flow/{design.png, flow.png, temperature.png (the
 temperature over the design, streamlines), history.png, result.json,

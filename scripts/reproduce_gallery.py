@@ -63,7 +63,7 @@ FIGURES = {
     "thermo_beam": "compliance", "transient_heat": "temperature",
     "printable_cantilever": "compliance", "multimaterial_beam": "compliance",
     "buckling_column": "lambda1", "mesh_bracket": "compliance",
-    "em_robust": "field_enhancement",
+    "em_robust": "field_enhancement", "heat_sink_flow": "mean_temperature",
 }
 #: Problems not re-run, and why.
 SKIPPED = {

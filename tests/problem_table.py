@@ -16,6 +16,9 @@ PROBLEMS = {name: importlib.import_module(f"topopt_problems.{name}") for name in
 SEEDED = {name for name, module in PROBLEMS.items()
           if "seed" in inspect.signature(module.run).parameters}
 
+# the scripts without ``--solver``: a flow problem's Newton and adjoint solve with LU
+NO_SOLVER = {"heat_sink_flow"}
+
 SMALL = {
     "mbb_beam": dict(nelx=8, nely=4),
     "cantilever": dict(nelx=8, nely=4),
@@ -39,4 +42,5 @@ SMALL = {
     "multimaterial_beam": dict(nelx=8, nely=4),
     "buckling_column": dict(nelx=12, nely=6),
     "em_robust": dict(h=8.0, samples=4, workers=0),
+    "heat_sink_flow": dict(n=4),
 }
