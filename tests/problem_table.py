@@ -16,6 +16,9 @@ PROBLEMS = {name: importlib.import_module(f"topopt_problems.{name}") for name in
 SEEDED = {name for name, module in PROBLEMS.items()
           if "seed" in inspect.signature(module.run).parameters}
 
+# the scripts without ``--solver``: a flow problem's Newton and adjoint solve with LU
+NO_SOLVER = {"double_pipe", "heat_sink_flow"}
+
 SMALL = {
     "mbb_beam": dict(nelx=8, nely=4),
     "cantilever": dict(nelx=8, nely=4),
@@ -40,4 +43,5 @@ SMALL = {
     "buckling_column": dict(nelx=12, nely=6),
     "em_robust": dict(h=8.0, samples=4, workers=0),
     "double_pipe": dict(n=6),
+    "heat_sink_flow": dict(n=4),
 }

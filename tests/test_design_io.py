@@ -80,6 +80,8 @@ RUNS = {
                        ("result", "temperature")),
     "printable_cantilever": (dict(nelx=12, nely=6, maxeval=6), ("displacement",), False,
                              ("result", "compliance")),
+    "heat_sink_flow": (dict(n=4, maxeval=4), ("velocity", "pressure", "temperature"), False,
+                       ("result", "mean_temperature")),
 }
 
 
@@ -252,6 +254,17 @@ def _em_robust(saved, module):
     return 2.0 * np.sqrt(float(module.em_focus.intensity(model.solve(a, b), O)))
 
 
+def _heat_sink_flow(saved, module):
+    """The mean temperature of the heated block: Stokes flow of the saved design, then
+    the temperature in it (`ConvectionProblem.responses_at`)."""
+    from topopt.formulations.flow_thermal import ConvectionProblem
+    s = saved["setup"]
+    mesh, model, thermal = module.setup(s["n"], s["re"])
+    problem = ConvectionProblem(model, thermal, s["volfrac"], s["rmin"], heated=module.heated,
+                                inlet=module.inlet, outlet=module.outlet, dp_max=1.0)
+    return float(problem.responses_at(saved["x_phys"])[0])
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
@@ -276,6 +289,7 @@ ANALYSES = {
     "dynamic_beam": _dynamic_beam,
     "transient_heat": _transient_heat,
     "printable_cantilever": _compliance,
+    "heat_sink_flow": _heat_sink_flow,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)],

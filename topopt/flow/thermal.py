@@ -121,6 +121,9 @@ class Convection:
         The prescribed temperature dofs (the `topopt.fem.solve_nonlinear`
         contract: their values come from ``T0``, their residual rows are
         ignored).
+    linear : bool
+        True: the residual is affine in ``T``, so `topopt.fem.solve_nonlinear`
+        takes one Newton step and reuses its factorization for the adjoint.
 
     Notes
     -----
@@ -150,6 +153,9 @@ class Convection:
     >>> round(float(flux(T, p)), 4)
     0.5537
     """
+
+    #: The residual is affine in ``T`` (`topopt.fem.solve_nonlinear` reuses its factor).
+    linear = True
 
     def __init__(self, mesh, fixed=None, *, order: int = 2, rho_c: float = 1.0,
                  k=(1.0, 1.0), q_k: float = 0.0, source=(0.0, 0.0), tau: str = "shakib",

@@ -57,17 +57,20 @@ def run_flow(name: str, problem, *, title: str, sizes: dict, out: str | None = N
                  objective=problem.objective_kind, convention=problem.convention,
                  maxeval=maxeval, **(notes or {}))
     kind = problem.objective_kind
+    # a subclass's objective names itself (objective_label, objective_symbol)
+    label = getattr(problem, "objective_label", None) or OBJECTIVE_LABELS[kind]
+    symbol = getattr(problem, "objective_symbol", None) or (
+        "J" if kind == "dissipated_power" else "dp")
     write_results(out, problem.mesh, result, setup, title,
                   point_data=problem.nodal_state(result["u"]), objective=kind,
-                  symbol="J" if kind == "dissipated_power" else "dp",
-                  constraint_names=problem.constraint_names,
+                  symbol=symbol, constraint_names=problem.constraint_names,
                   objective_scale=problem.objective_scale,
-                  objective_label=OBJECTIVE_LABELS[kind], markers=markers)
+                  objective_label=label, markers=markers)
     if problem.model.space.dim == 2:
         from ..plot.flow import save_flow
         interrupted = (f" (interrupted after {result.evaluations} evaluations)"
                        if result.status == "interrupted" else "")
         save_flow(problem.model.space, result["u"], result.x_phys,
                   os.path.join(out, "flow.png"),
-                  title=f"{title}{interrupted}: J = {result[kind]:.4g}")
+                  title=f"{title}{interrupted}: {symbol} = {result[kind]:.4g}")
     return result
