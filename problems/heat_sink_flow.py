@@ -20,9 +20,8 @@ unprojected, then the tanh projection beta = 8.
 
     python problems/heat_sink_flow.py [--n 20 --volfrac 0.4 --dp_factor 150 --re 0 ...]
 
-writes ``results/heat_sink_flow/{design.png, flow.png, temperature.png (the
-temperature over the design, streamlines), history.png, result.json,
-design.npz, design.vtu}`` (``velocity``, ``pressure``, ``temperature``).
+writes ``results/heat_sink_flow/{design.png, flow.png, temperature.png, history.png,
+result.json, design.npz, design.vtu}`` (``velocity``, ``pressure``, ``temperature``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ Run: ``PYTHONPATH=. python scripts/thermal_nusselt.py``.
 import numpy as np
 import skfem
 
+from topopt import fem
 from topopt.flow import Convection
 
 
@@ -22,7 +23,7 @@ def nusselt(nx, ny, order, tau="shakib", supg=True, pe=50.0, length=5.0):
     u = model.basis_u.project(lambda x: np.stack([6 * x[1] * (1 - x[1]), 0 * x[0]]))
     p = np.concatenate([u, np.ones(mesh.t.shape[1])])
     x, y = model.basis.doflocs
-    T = model.solve(p, np.where((x < 1e-9) & (y > 1e-9) & (y < 1 - 1e-9), 1.0, 0.0))
+    T = fem.solve_nonlinear(model, p, np.where((x < 1e-9) & (y > 1e-9) & (y < 1 - 1e-9), 1.0, 0.0))
     wall = skfem.FacetBasis(mesh, model.element, intorder=4,
                             facets=mesh.facets_satisfying(lambda x: x[1] < 1e-9, True))
     xq = np.asarray(wall.global_coordinates())[0].ravel()

@@ -6,7 +6,8 @@ state layout ``w = [u, p]`` and inlet profiles), `assembly` (the fast
 Jacobian: element matrices into a fixed CSR pattern), `model` (`FlowModel`,
 the residual and Jacobian of `topopt.fem.solve_nonlinear`'s contract),
 `responses` (dissipated power, pressure drop, fluid volume), `thermal`
-(forced convection: the temperature in a computed flow, SUPG).
+(forced convection: the temperature in a computed flow, SUPG), `heat` (its responses: convective heat flux, mean temperature), `state`
+(`FlowStates`: the states of a run's designs, warm starts, counts).
 """
 
 from .fields import at_quadrature
@@ -16,8 +17,10 @@ from .assembly import BlockAssembler
 from .model import FlowModel, navier_stokes, stokes
 from .responses import dissipated_power, fluid_fraction, mean_pressure_weights, pressure_drop
 from .thermal import Convection
+from .state import FlowStates
+from .heat import convective_flux, mean_temperature
 
 __all__ = ["at_quadrature", "alpha", "alpha_parameters", "TaylorHood", "parabolic_inlet",
            "BlockAssembler", "FlowModel", "stokes", "navier_stokes", "dissipated_power",
            "pressure_drop", "mean_pressure_weights", "fluid_fraction"]
-__all__ += ["Convection"]
+__all__ += ["Convection", "FlowStates", "convective_flux", "mean_temperature"]

@@ -141,15 +141,16 @@ class Convection:
     walls (T = 1) solved by one linear solve:
 
     >>> import numpy as np, skfem
-    >>> from topopt.flow import Convection
+    >>> from topopt import fem
+    >>> from topopt.flow import Convection, convective_flux
     >>> mesh = skfem.MeshTri.init_tensor(np.linspace(0, 2, 9), np.linspace(0, 1, 5))
     >>> model = Convection(mesh, fixed=lambda x: (x[0] < 1e-9) | (x[1] < 1e-9)
     ...                    | (x[1] > 1 - 1e-9), k=(1.0, 0.05))
     >>> u = model.basis_u.project(lambda x: np.stack([6 * x[1] * (1 - x[1]), 0 * x[0]]))
     >>> p = np.concatenate([u, np.ones(mesh.t.shape[1])])
     >>> T0 = np.where(model.basis.doflocs[0] < 1e-9, 0.0, 1.0)
-    >>> T = model.solve(p, T0)
-    >>> flux = model.convective_flux(lambda x: x[0] > 2 - 1e-9)   # outlet
+    >>> T = fem.solve_nonlinear(model, p, T0)
+    >>> flux = convective_flux(model, lambda x: x[0] > 2 - 1e-9)   # outlet
     >>> round(float(flux(T, p)), 4)
     0.5537
     """
@@ -273,89 +274,7 @@ class Convection:
             Ke = Ke + np.einsum("eq,aeq,beq->abe", dx * tau, ugrad, strong)
         return sp.coo_matrix((Ke.ravel(), self._ij), shape=(self.n, self.n)).tocsr()
 
-    def solve(self, p, T0):
-        """The temperature for plain `p` with the fixed dofs' values from `T0` (not traced).
-
-        One sparse solve (the residual is linear in ``T``); for derivatives
-        solve with ``topopt.fem.solve_nonlinear(model, p, T0)``.
-        """
-        T0 = np.array(self._check_T(T0), dtype=float)
-        free = np.setdiff1d(np.arange(self.n), self.fixed)
-        K = self.jacobian(T0, p)[free]
-        R = self.residual(T0, p)[free]
-        T0[free] -= sp.linalg.spsolve(K[:, free].tocsc(), R)
-        return T0
-
     def _check_T(self, T):
         if np.shape(T) != (self.n,):
             raise ValueError(f"T has shape {np.shape(T)}; the temperature has {self.n} dofs")
         return T
-
-    def convective_flux(self, where):
-        """``f(T, p) = int rho_c (u . n) T ds`` over the boundary facets `where` selects.
-
-        Over the outlet it is the heat the fluid carries out; over inlet and
-        outlet together (the inflow counts negative) the heat taken away.
-        The returned function is traced in ``T`` and ``p``.
-
-        Parameters
-        ----------
-        where : callable
-            Predicate on facet midpoints, ``x -> bool array``.
-
-        Examples
-        --------
-        >>> import numpy as np, skfem
-        >>> from topopt.flow import Convection
-        >>> model = Convection(skfem.MeshTri().refined(2), order=1)
-        >>> u = model.basis_u.project(lambda x: np.stack([1 + 0 * x[0], 0 * x[0]]))
-        >>> p = np.concatenate([u, np.ones(model.mesh.t.shape[1])])
-        >>> flux = model.convective_flux(lambda x: x[0] > 1 - 1e-9)
-        >>> round(float(flux(np.ones(model.n), p)), 12)    # rho_c |u| T over a unit edge
-        1.0
-        """
-        facets = self.mesh.facets_satisfying(where, boundaries_only=True)
-        if len(facets) == 0:
-            raise ValueError("where selects no boundary facet")
-        fb = skfem.FacetBasis(self.mesh, self.element, facets=facets, intorder=self.intorder)
-        fu = skfem.FacetBasis(self.mesh, self.basis_u.elem, facets=facets,
-                              quadrature=fb.quadrature)
-        phi = np.stack([np.asarray(f[0]) for f in fb.basis])
-        un = np.einsum("adfq,dfq->afq", np.stack([np.asarray(f[0]) for f in fu.basis]),
-                       fb.normals)
-        weight = self.rho_c * fb.dx
-
-        def flux(T, p):
-            u, _ = self.split(p)
-            Tq = np.einsum("af,afq->fq", self._check_T(T)[fb.element_dofs], phi)
-            uq = np.einsum("af,afq->fq", u[fu.element_dofs], un)
-            return np.sum(weight * uq * Tq)
-        return flux
-
-    def mean_temperature(self, where=None):
-        """``f(T) = int_D T dx / |D|`` over the elements whose midpoints `where` selects.
-
-        Parameters
-        ----------
-        where : callable or None
-            Predicate on element midpoints; ``None``: the whole mesh.
-
-        Examples
-        --------
-        >>> import numpy as np, skfem
-        >>> from topopt.flow import Convection
-        >>> model = Convection(skfem.MeshTri().refined(2))
-        >>> mean = model.mean_temperature(lambda x: x[0] < 0.5)
-        >>> round(float(mean(model.basis.doflocs[0])), 12)      # T = x on [0, 1/2]
-        0.25
-        """
-        mid = self.mesh.p[:, self.mesh.t].mean(axis=1)
-        cells = np.ones(mid.shape[1], bool) if where is None else np.asarray(where(mid), bool)
-        if not cells.any():
-            raise ValueError("where selects no element")
-        w = np.einsum("eq,aeq->ae", self.basis.dx * cells[:, None], self._phi)
-        w = w / np.sum(self.basis.dx[cells])
-
-        def mean(T):
-            return np.sum(w * self._check_T(T)[self.basis.element_dofs])
-        return mean

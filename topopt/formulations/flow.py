@@ -19,17 +19,15 @@ resume: a problem script's ``--resume PATH``).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from .. import ad, fem
+from .. import fem
 from .._validate import check_choice, check_range, check_real_array
 from ..design.filters import DensityFilter
 from ..design.passive import Passive
-from ..flow import FlowModel, dissipated_power, mean_pressure_weights, pressure_drop
+from ..flow import FlowModel, FlowStates, dissipated_power, mean_pressure_weights, pressure_drop
 from ..flow.responses import VISCOUS_FACTOR
-from ..optimize.ending import ending
+from ..optimize.ending import last_stage_ending
 from ..optimize.progress import show
 from ..responses.structural import volume
 from .base import DensityProblem, StartScaled, before_resume
@@ -103,8 +101,7 @@ class FlowProblem(StartScaled, DensityProblem):
                  objective: str = "dissipated_power", convention: str = "borrvall-petersson",
                  inlet=None, outlet=None, steps=None, newton: dict | None = None,
                  passive: Passive | None = None, eta: float = 0.5):
-        if not isinstance(model, FlowModel):
-            raise TypeError(f"model must be a topopt.flow.FlowModel, got {type(model).__name__}")
+        self.states = FlowStates(model, steps, newton)     # checks model, steps, newton
         self.model, self.mesh = model, model.space.mesh
         self.volfrac = check_range("volfrac", volfrac, 0.0, 1.0, lo_open=True, hi_open=True,
                                    what="fluid fraction")
@@ -124,12 +121,8 @@ class FlowProblem(StartScaled, DensityProblem):
         self.passive.check_volume(self.volfrac, self.weights)
         self.n = self.passive.n_free
         self._filters = {}
-        self.filter = _Identity() if rmin is None else self._filter(rmin)
-        self.steps = (0.25, 0.5, 1.0) if steps is None else tuple(float(s) for s in steps)
-        self.newton = dict(newton or {})
-        self.c0, self._models, self._w = None, {}, None
-        self.final_q = model.q
-        self.counts = {"solves": 0, "newton_iterations": 0, "newton_seconds": 0.0}
+        self.filter = self._filter(rmin)
+        self.c0, self.final_q, self.counts = None, model.q, self.states.counts
 
     # ----------------------------------------------------------- the chain
     def _filter(self, rmin):
@@ -144,45 +137,12 @@ class FlowProblem(StartScaled, DensityProblem):
         return self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
 
     def flow_model(self, q: float | None = None) -> FlowModel:
-        """The model with Brinkman convexity `q` (the problem's model's by default), kept."""
-        q = self.model.q if q is None else float(q)
-        if q not in self._models:
-            self._models[q] = self.model if q == self.model.q else \
-                self.model.with_parameters(q=q)
-        return self._models[q]
-
-    def _monitor(self, t, it, norm):
-        """Count the Newton solves that ran (a repeated design is the cache's) and steps."""
-        if it > 0:
-            self.counts["newton_iterations"] += 1
-        elif not self._ran:
-            self._ran = True
-            self.counts["solves"] += 1
-
-    def _solve(self, model, rho, w0, steps):
-        kw = dict(self.newton, monitor=self._monitor)
-        self._ran = False
-        if steps is not None:
-            kw["steps"] = steps
-        return fem.solve_nonlinear(model, rho, w0, **kw)
+        """The model with Brinkman convexity `q` (`topopt.flow.FlowStates.model`)."""
+        return self.states.model(q)
 
     def state(self, x_phys, q: float | None = None):
-        """``w = [u, p]`` of the physical design (traced in `x_phys`): Newton from the last
-        state (Navier-Stokes), else cold with continuation in ``t``."""
-        model = self.flow_model(q)
-        t0 = time.perf_counter()
-        if model.rho_f == 0:
-            w = self._solve(model, x_phys, model.initial_state(), None)
-        elif self._w is not None:
-            try:
-                w = self._solve(model, x_phys, self._w, (1.0,))
-            except fem.NewtonError:
-                w = self._solve(model, x_phys, model.initial_state(), self.steps)
-        else:
-            w = self._solve(model, x_phys, model.initial_state(), self.steps)
-        self._w = np.array(ad.value(w), dtype=float)
-        self.counts["newton_seconds"] += time.perf_counter() - t0
-        return w
+        """``w = [u, p]`` of the physical design, traced (`topopt.flow.FlowStates.solve`)."""
+        return self.states.solve(x_phys, q)
 
     def measure(self, w, x_phys, q: float | None = None):
         """The objective of the state `w` and design `x_phys` (unscaled), traced."""
@@ -203,16 +163,20 @@ class FlowProblem(StartScaled, DensityProblem):
         self._first_q = (stages[0].params.get("q") if stages else None)
         return super().prepare(x0, stages)
 
-    def responses(self, x, q: float | None = None, beta: float | None = None):
-        """``(J / J0, fluid fraction / volfrac - 1)`` for MMA at the stage's `q` and `beta`."""
-        x_phys = self.x_phys(x, beta)
+    def _solved(self, responses, q):
+        """``responses()`` with a Newton failure's note: what to pass, how to resume."""
         try:
-            J = self.measure(self.state(x_phys, q), x_phys, q)
+            return responses()
         except fem.NewtonError as e:
-            e.add_note(f"FlowProblem: the flow solve failed at q={self.flow_model(q).q:g}; "
+            e.add_note(f"{type(self).__name__}: a solve failed at q={self.flow_model(q).q:g}; "
                        "pass newton={'maxiter': ...} or more continuation steps (steps=) "
                        "and resume from the checkpoint")
             raise
+
+    def responses(self, x, q: float | None = None, beta: float | None = None):
+        """``(J / J0, fluid fraction / volfrac - 1)`` for MMA at the stage's `q` and `beta`."""
+        x_phys = self.x_phys(x, beta)
+        J = self._solved(lambda: self.measure(self.state(x_phys, q), x_phys, q), q)
         return J / self.c0, volume(x_phys, self.weights) / self.volfrac - 1.0
 
     # ----------------------------------------------------------- the run's hooks
@@ -221,8 +185,7 @@ class FlowProblem(StartScaled, DensityProblem):
         return [f"fluid fraction / {self.volfrac:g} - 1"]
 
     def solves(self) -> int:
-        """The flow solves so far that ran Newton (its continuation steps included; a design
-        solved again is answered by `fem.solve_nonlinear`'s cache and not counted)."""
+        """The flow solves that ran Newton (a design solved again is the solver's cache's)."""
         return self.counts["solves"]
 
     def announce(self, verbose: bool) -> None:
@@ -231,21 +194,14 @@ class FlowProblem(StartScaled, DensityProblem):
             show(f"flow: {kind}, Taylor-Hood P2/P1, {self.model.n} dofs, Newton with LU")
 
     def counters(self) -> dict:
-        return {k: v for k, v in self.counts.items()}
+        return dict(self.counts)
 
     def final_design(self, res, stages):
-        """`DensityProblem.final_design`; with stages of several ``q`` the run's ending
-        compares the final objective with the last stage's first evaluation (the
-        objectives of two ``q`` are two functions: the start's, at the first ``q``,
-        is no yardstick of the last)."""
+        """`DensityProblem.final_design`; with stages of several ``q`` the ending is judged
+        against the last stage's first evaluation (`topopt.optimize.ending.last_stage_ending`)."""
         self.final_q = (stages[-1].params.get("q", self.model.q) if stages else self.model.q)
-        qs = {s.params.get("q", self.model.q) for s in stages or ()}
-        if len(qs) > 1 and res.history and res.ending:
-            last = max(h.get("stage", 0) for h in res.history)
-            first = next(h for h in res.history if h.get("stage", 0) == last)
-            res.ending = ending(res.constraints, res.fun, first.get("objective"),
-                                first.get("constraints"))
-            res.verdict = res.ending["verdict"]
+        if len({s.params.get("q", self.model.q) for s in stages or ()}) > 1:
+            last_stage_ending(res)
         return super().final_design(res, stages)
 
     def final(self, x_phys):
@@ -258,8 +214,7 @@ class FlowProblem(StartScaled, DensityProblem):
         for c in VISCOUS_FACTOR:
             out[f"dissipated_power_{c.split('-')[0]}"] = float(
                 dissipated_power(model, w, x_phys, convention=c))
-        out["fluid_fraction"] = float(volume(x_phys, self.weights))
-        out["q"] = self.final_q
+        out |= {"fluid_fraction": float(volume(x_phys, self.weights)), "q": self.final_q}
         return out, w
 
     def metrics(self, res, x_phys, seconds: float, solves0: int):
@@ -281,6 +236,5 @@ class FlowProblem(StartScaled, DensityProblem):
 
     def nodal_state(self, w) -> dict:
         """``{"velocity": (n_vertices, dim), "pressure": (n_vertices,)}`` for ``design.vtu``."""
-        u, p = self.model.space.split(np.asarray(w))
-        nv = self.mesh.p.shape[1]
+        (u, p), nv = self.model.space.split(np.asarray(w)), self.mesh.p.shape[1]
         return {"velocity": np.array(u[:nv]), "pressure": np.array(p)}

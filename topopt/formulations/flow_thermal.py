@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import fem
 from .._validate import check_positive, check_real_array
-from ..flow import Convection, FlowModel, pressure_drop
+from ..flow import Convection, FlowModel, convective_flux, mean_temperature, pressure_drop
 from ..optimize.progress import show
 from ..responses.structural import volume
 from .flow import FlowProblem
@@ -117,7 +117,7 @@ class ConvectionProblem(FlowProblem):
             raise ValueError(f"T0 has shape {np.shape(T0)}; give one value or {thermal.n}")
         self.T0 = np.array(T0, dtype=float)
         self.heated = heated
-        self._mean = thermal.mean_temperature(heated)
+        self._mean = mean_temperature(thermal, heated)
         self.final_temperature = None
         self.counts["thermal_solves"] = 0
 
@@ -126,7 +126,7 @@ class ConvectionProblem(FlowProblem):
         """``T`` of the velocity ``w[:nu]`` and the design `x_phys` (traced in both)."""
         self.counts["thermal_solves"] += 1
         p = np.concatenate([w[:self.model.nu], x_phys])
-        return fem.solve_nonlinear(self.thermal, p, self.T0, **self.newton)
+        return fem.solve_nonlinear(self.thermal, p, self.T0, **self.states.newton)
 
     def pressure_drop(self, w):
         """The mean-pressure drop of the state `w`, inlet to outlet (traced)."""
@@ -144,20 +144,12 @@ class ConvectionProblem(FlowProblem):
 
     def empty_pressure_drop(self) -> float:
         """The pressure drop of the all-fluid domain (at the model's ``q``)."""
-        w = self.state(np.ones(self.n_el))
-        self._w = None
-        return float(self.pressure_drop(w))
+        return float(self.pressure_drop(self.states.solve(np.ones(self.n_el), warm=False)))
 
     def responses(self, x, q: float | None = None, beta: float | None = None):
         """``(T_mean / T0, fluid / volfrac - 1, dp / dp_max - 1)`` for MMA."""
         x_phys = self.x_phys(x, beta)
-        try:
-            T, fluid, dp = self.responses_at(x_phys, q)
-        except fem.NewtonError as e:
-            e.add_note(f"ConvectionProblem: a solve failed at q={self.flow_model(q).q:g}; "
-                       "pass newton={'maxiter': ...} or more continuation steps (steps=) "
-                       "and resume from the checkpoint")
-            raise
+        T, fluid, dp = self._solved(lambda: self.responses_at(x_phys, q), q)
         return T / self.c0, fluid / self.volfrac - 1.0, dp / self.dp_max - 1.0
 
     # ----------------------------------------------------------- the run's hooks
@@ -186,7 +178,7 @@ class ConvectionProblem(FlowProblem):
         out |= {"pressure_drop": dp, "dp_max": self.dp_max, "dp_ratio": dp / self.dp_max,
                 "max_temperature": float(T.max()),
                 "heat_input": float(np.sum(source * th.basis.dx)),
-                "heat_convected": float(th.convective_flux(boundary)(T, p))}
+                "heat_convected": float(convective_flux(th, boundary)(T, p))}
         return out, w
 
     def nodal_state(self, w) -> dict:

@@ -6,12 +6,12 @@ from .checkpoint import (Checkpoint, CheckpointError, CHECKPOINT_VERSION, load_c
                          save_checkpoint)
 from .driver import (minimize, Result)
 from .perturb import start_perturbation, perturbed_start
-from .ending import (ending, verdict, with_grey, ending_line, FEASIBILITY_TOL, GREY_LIMIT,
+from .ending import (ending, last_stage_ending, verdict, with_grey, ending_line, FEASIBILITY_TOL, GREY_LIMIT,
                      WORSE_TOL)
 
 __all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint', 'CheckpointError',
            'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result',
-           'ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
+           'ending', 'last_stage_ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
            'WORSE_TOL', 'start_perturbation', 'perturbed_start']
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402

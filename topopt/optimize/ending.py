@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["ending", "verdict", "with_grey", "ending_line", "FEASIBILITY_TOL", "GREY_LIMIT",
+__all__ = ["ending", "last_stage_ending", "verdict", "with_grey", "ending_line", "FEASIBILITY_TOL", "GREY_LIMIT",
            "WORSE_TOL"]
 
 #: A final design violating a constraint by more than this is ``"infeasible"``.
@@ -106,6 +106,24 @@ def ending(constraints: Sequence[float] | None, fun: float | None = None,
         "start_violation": _violation(start_constraints),
     }
     return {"verdict": verdict(out), **out}
+
+
+def last_stage_ending(res) -> None:
+    """Judge a staged run's `res` against its last stage's first evaluation, in place.
+
+    A continuation parameter that changes the objective from stage to stage
+    (the Brinkman convexity ``q`` of flow problems) makes the start's value no
+    yardstick for the end: it is another function. `res.ending` and
+    `res.verdict` are recomputed from the history's first record of the last
+    stage; nothing happens without a history or an ending.
+    """
+    if not (res.history and res.ending):
+        return
+    last = max(h.get("stage", 0) for h in res.history)
+    first = next(h for h in res.history if h.get("stage", 0) == last)
+    res.ending = ending(res.constraints, res.fun, first.get("objective"),
+                        first.get("constraints"))
+    res.verdict = res.ending["verdict"]
 
 
 def with_grey(ending_: dict, grey_level: float | None) -> dict:

@@ -3,6 +3,8 @@
 * `figures`: the 2-D design figure (`design_figure`, `save_design`);
 * `flow`: a 2-D flow's velocity magnitude and streamlines over its design
   (`flow_figure`, `save_flow`);
+* `convection`: a 2-D temperature over its design, with the flow's streamlines
+  (`temperature_figure`, `save_temperature`);
 * `design3d`: the 3-D iso-surface (`design_figure_3d`, `save_design_3d`);
 * `history`: the convergence history (`history_figure`, `save_history`);
 * `markers`: the supports and loads drawn on both (`boundary_markers`);
@@ -19,6 +21,7 @@ from .canvas import grid_indices
 from .design3d import design_figure_3d, save_design_3d
 from .figures import design_figure, save_design
 from .flow import flow_figure, save_flow
+from .convection import save_temperature, temperature_figure
 from .history import history_figure, save_history, MAX_CONSTRAINT_LINES
 from .live import Live, live
 from .markers import boundary_markers
@@ -27,7 +30,8 @@ from .symbols import draw_markers, draw_axes
 
 __all__ = ['grid_indices', 'boundary_markers', 'design_figure', 'save_design', 'design_figure_3d',
            'save_design_3d', 'history_figure', 'save_history', 'MAX_CONSTRAINT_LINES', 'live',
-           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes', 'flow_figure', 'save_flow']
+           'Live', 'Markers', 'KINDS', 'draw_markers', 'draw_axes', 'flow_figure', 'save_flow',
+           'temperature_figure', 'save_temperature']
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 
