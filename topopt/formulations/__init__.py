@@ -80,9 +80,10 @@ from .flow import FlowProblem, OBJECTIVES as FLOW_OBJECTIVES  # noqa: E402
 from .flow_output import run_flow, OBJECTIVE_LABELS as FLOW_OBJECTIVE_LABELS  # noqa: E402
 
 from .flow_thermal import ConvectionProblem  # noqa: E402
+from .flow_hooks import FlowRunHooks  # noqa: E402
 
 __all__ += ['FlowProblem', 'FLOW_OBJECTIVES', 'run_flow', 'FLOW_OBJECTIVE_LABELS',
-            'ConvectionProblem']
+            'ConvectionProblem', 'FlowRunHooks']
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 

@@ -19,19 +19,15 @@ resume: a problem script's ``--resume PATH``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from .. import fem
 from .._validate import check_choice, check_range, check_real_array
 from ..design.filters import DensityFilter
 from ..design.passive import Passive
 from ..flow import FlowModel, FlowStates, dissipated_power, mean_pressure_weights, pressure_drop
 from ..flow.responses import VISCOUS_FACTOR
-from ..optimize.ending import last_stage_ending
-from ..optimize.progress import show
 from ..responses.structural import volume
-from .base import DensityProblem, StartScaled, before_resume
-from ..design.measures import grey_level
+from .base import DensityProblem, StartScaled
+from .flow_hooks import FlowRunHooks
 
 __all__ = ["FlowProblem", "OBJECTIVES"]
 
@@ -48,7 +44,7 @@ class _Identity:
         return x
 
 
-class FlowProblem(StartScaled, DensityProblem):
+class FlowProblem(FlowRunHooks, StartScaled, DensityProblem):
     """Minimum dissipated power (or pressure drop) subject to a fluid fraction.
 
     Parameters
@@ -136,17 +132,13 @@ class FlowProblem(StartScaled, DensityProblem):
         """``x_tilde``: the density filter of `x` (the identity without one)."""
         return self._filter(self.rmin if rmin is None else rmin)(self.passive.elements(x))
 
-    def flow_model(self, q: float | None = None) -> FlowModel:
-        """The model with Brinkman convexity `q` (`topopt.flow.FlowStates.model`)."""
-        return self.states.model(q)
-
     def state(self, x_phys, q: float | None = None):
         """``w = [u, p]`` of the physical design, traced (`topopt.flow.FlowStates.solve`)."""
         return self.states.solve(x_phys, q)
 
     def measure(self, w, x_phys, q: float | None = None):
         """The objective of the state `w` and design `x_phys` (unscaled), traced."""
-        model = self.flow_model(q)
+        model = self.states.model(q)
         if self.objective_kind == "pressure_drop":
             return pressure_drop(model, w, *self._drop)
         return dissipated_power(model, w, x_phys, convention=self.convention)
@@ -168,7 +160,7 @@ class FlowProblem(StartScaled, DensityProblem):
         try:
             return responses()
         except fem.NewtonError as e:
-            e.add_note(f"{type(self).__name__}: a solve failed at q={self.flow_model(q).q:g}; "
+            e.add_note(f"{type(self).__name__}: a solve failed at q={self.states.model(q).q:g}; "
                        "pass newton={'maxiter': ...} or more continuation steps (steps=) "
                        "and resume from the checkpoint")
             raise
@@ -184,31 +176,11 @@ class FlowProblem(StartScaled, DensityProblem):
     def constraint_names(self) -> list:
         return [f"fluid fraction / {self.volfrac:g} - 1"]
 
-    def solves(self) -> int:
-        """The flow solves that ran Newton (a design solved again is the solver's cache's)."""
-        return self.counts["solves"]
-
-    def announce(self, verbose: bool) -> None:
-        if verbose:
-            kind = "Stokes" if self.model.rho_f == 0 else "Navier-Stokes"
-            show(f"flow: {kind}, Taylor-Hood P2/P1, {self.model.n} dofs, Newton with LU")
-
-    def counters(self) -> dict:
-        return dict(self.counts)
-
-    def final_design(self, res, stages):
-        """`DensityProblem.final_design`; with stages of several ``q`` the ending is judged
-        against the last stage's first evaluation (`topopt.optimize.ending.last_stage_ending`)."""
-        self.final_q = (stages[-1].params.get("q", self.model.q) if stages else self.model.q)
-        if len({s.params.get("q", self.model.q) for s in stages or ()}) > 1:
-            last_stage_ending(res)
-        return super().final_design(res, stages)
-
     def final(self, x_phys):
         """The objective (both conventions of the dissipated power), the fluid fraction and
         the state ``w`` of the final design at the last stage's ``q``."""
         x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
-        model = self.flow_model(self.final_q)
+        model = self.states.model(self.final_q)
         w = self.state(x_phys, self.final_q)
         out = {self.objective_kind: float(self.measure(w, x_phys, self.final_q))}
         for c in VISCOUS_FACTOR:
@@ -216,25 +188,3 @@ class FlowProblem(StartScaled, DensityProblem):
                 dissipated_power(model, w, x_phys, convention=c))
         out |= {"fluid_fraction": float(volume(x_phys, self.weights)), "q": self.final_q}
         return out, w
-
-    def metrics(self, res, x_phys, seconds: float, solves0: int):
-        """``(metrics, {"u": w})``: `final`'s, the grey level, the solves and Newton
-        iterations per solve, seconds per design iteration (a resumed run's included)."""
-        before = before_resume(res, "counters", {}) or {}
-        solves = self.solves() - solves0 + before_resume(res, "fe_solves")
-        newton = self.counts["newton_iterations"] + before.get("newton_iterations", 0)
-        total = self.counts["solves"] + before.get("solves", 0)
-        physics, w = self.final(x_phys)
-        seconds = seconds + before_resume(res, "seconds", 0.0)
-        metrics = physics | {
-            "grey_level": grey_level(x_phys), "fe_solves": solves,
-            "fe_solves_per_iteration": solves / max(res.evaluations, 1),
-            "newton_iterations_per_solve": newton / max(total, 1),
-            "seconds": seconds, "seconds_per_iteration": seconds / max(res.evaluations, 1),
-            "solver": "lu", "filter": self.filter_name}
-        return metrics, {"u": np.asarray(w)}
-
-    def nodal_state(self, w) -> dict:
-        """``{"velocity": (n_vertices, dim), "pressure": (n_vertices,)}`` for ``design.vtu``."""
-        (u, p), nv = self.model.space.split(np.asarray(w)), self.mesh.p.shape[1]
-        return {"velocity": np.array(u[:nv]), "pressure": np.array(p)}

@@ -99,15 +99,12 @@ class ConvectionProblem(FlowProblem):
         super().__init__(model, volfrac, rmin, objective="pressure_drop", inlet=inlet,
                          outlet=outlet, steps=steps, newton=newton, passive=passive, eta=eta)
         if not isinstance(thermal, Convection):
-            raise TypeError(f"thermal must be a topopt.flow.Convection, "
-                            f"got {type(thermal).__name__}")
-        if thermal.mesh is not self.mesh and not (
-                thermal.mesh.t.shape == self.mesh.t.shape and
-                np.array_equal(thermal.mesh.p, self.mesh.p)):
+            raise TypeError(f"thermal must be a topopt.flow.Convection, got {type(thermal)}")
+        if thermal.mesh is not self.mesh and not (thermal.mesh.t.shape == self.mesh.t.shape
+                                                  and np.array_equal(thermal.mesh.p, self.mesh.p)):
             raise ValueError("thermal must live on the flow model's mesh")
         if not callable(heated):
-            raise TypeError(f"heated must be a predicate of the element midpoints, "
-                            f"got {type(heated).__name__}")
+            raise TypeError(f"heated must be a predicate of the element midpoints, got {heated!r}")
         self.thermal = thermal
         self.objective_kind = self.objective_name = "mean_temperature"
         self.dp_max = check_positive("dp_max", dp_max, "largest pressure drop")

@@ -1,0 +1,61 @@
+"""The run's hooks of the flow problems (`FlowProblem`, `ConvectionProblem`): counts,
+the solver line, the staged ending, the metrics, the vertex fields of ``design.vtu``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..design.measures import grey_level
+from ..optimize.ending import last_stage_ending
+from ..optimize.progress import show
+from .base import before_resume
+
+__all__ = ["FlowRunHooks"]
+
+
+class FlowRunHooks:
+    """`topopt.formulations.base.DensityProblem.run`'s hooks for a problem whose states
+    come from `topopt.flow.FlowStates` (``self.states``, ``self.counts``): Newton solves
+    instead of factorizations, the Brinkman ``q`` of the last stage for the final design."""
+
+    def solves(self) -> int:
+        """The flow solves that ran Newton (a design solved again is the solver's cache's)."""
+        return self.counts["solves"]
+
+    def announce(self, verbose: bool) -> None:
+        if verbose:
+            kind = "Stokes" if self.model.rho_f == 0 else "Navier-Stokes"
+            show(f"flow: {kind}, Taylor-Hood P2/P1, {self.model.n} dofs, Newton with LU")
+
+    def counters(self) -> dict:
+        return dict(self.counts)
+
+    def final_design(self, res, stages):
+        """`DensityProblem.final_design`; with stages of several ``q`` the ending is judged
+        against the last stage's first evaluation (`topopt.optimize.ending.last_stage_ending`)."""
+        self.final_q = (stages[-1].params.get("q", self.model.q) if stages else self.model.q)
+        if len({s.params.get("q", self.model.q) for s in stages or ()}) > 1:
+            last_stage_ending(res)
+        return super().final_design(res, stages)
+
+    def metrics(self, res, x_phys, seconds: float, solves0: int):
+        """``(metrics, {"u": w})``: `final`'s, the grey level, the solves and Newton
+        iterations per solve, seconds per design iteration (a resumed run's included)."""
+        before = before_resume(res, "counters", {}) or {}
+        solves = self.solves() - solves0 + before_resume(res, "fe_solves")
+        newton = self.counts["newton_iterations"] + before.get("newton_iterations", 0)
+        total = self.counts["solves"] + before.get("solves", 0)
+        physics, w = self.final(x_phys)
+        seconds = seconds + before_resume(res, "seconds", 0.0)
+        metrics = physics | {
+            "grey_level": grey_level(x_phys), "fe_solves": solves,
+            "fe_solves_per_iteration": solves / max(res.evaluations, 1),
+            "newton_iterations_per_solve": newton / max(total, 1),
+            "seconds": seconds, "seconds_per_iteration": seconds / max(res.evaluations, 1),
+            "solver": "lu", "filter": self.filter_name}
+        return metrics, {"u": np.asarray(w)}
+
+    def nodal_state(self, w) -> dict:
+        """``{"velocity": (n_vertices, dim), "pressure": (n_vertices,)}`` for ``design.vtu``."""
+        (u, p), nv = self.model.space.split(np.asarray(w)), self.mesh.p.shape[1]
+        return {"velocity": np.array(u[:nv]), "pressure": np.array(p)}
