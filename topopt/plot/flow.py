@@ -1,0 +1,98 @@
+"""A 2-D flow design: the velocity magnitude over the design, its streamlines and solid outline.
+
+`flow_figure` (`save_flow`) draws a Taylor-Hood state ``w = [u, p]``
+(`topopt.flow.TaylorHood`) on its triangle mesh: ``|u|`` at the vertices
+(Gouraud-shaded), streamlines (matplotlib's ``streamplot`` on a regular grid
+of the linear interpolant) and the design's ``rho = 1/2`` contour (the wall
+between fluid and solid), the solid shaded grey.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
+from matplotlib.tri import LinearTriInterpolator, Triangulation
+
+from .canvas import _save
+
+__all__ = ["flow_figure", "save_flow"]
+
+
+def _vertex_average(mesh, x) -> np.ndarray:
+    """Element values `x` averaged onto the vertices (area weights)."""
+    p, t = mesh.p, mesh.t
+    a = 0.5 * np.abs((p[0, t[1]] - p[0, t[0]]) * (p[1, t[2]] - p[1, t[0]])
+                     - (p[0, t[2]] - p[0, t[0]]) * (p[1, t[1]] - p[1, t[0]]))
+    num = np.bincount(t.ravel(), np.tile(a * x, 3), p.shape[1])
+    den = np.bincount(t.ravel(), np.tile(a, 3), p.shape[1])
+    return num / den
+
+
+def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figure:
+    """The figure of the velocity magnitude, streamlines and design of a 2-D flow.
+
+    Parameters
+    ----------
+    space : topopt.flow.TaylorHood
+        On a triangle mesh.
+    w : (space.n,) array
+        The state ``[u, p]``.
+    x_phys : (n_elements,) array
+        The design (1 fluid, 0 solid).
+    title : str
+    density : float
+        ``streamplot``'s line density.
+
+    Examples
+    --------
+    >>> import numpy as np, skfem
+    >>> from topopt.flow import TaylorHood
+    >>> from topopt.plot.flow import flow_figure
+    >>> space = TaylorHood(skfem.MeshTri().refined(2))
+    >>> u = space.interpolate_velocity(lambda x: np.array([-x[1] + 0.5, x[0] - 0.5]))
+    >>> fig = flow_figure(space, space.join(u, np.zeros(space.np_)), np.ones(32), "vortex")
+    >>> fig.axes[0].get_title()
+    'vortex'
+    """
+    mesh = space.mesh
+    if space.dim != 2:
+        raise ValueError(f"flow_figure draws 2-D flows; the mesh is {space.dim}-D")
+    u, _ = space.split(np.asarray(w, dtype=float))
+    nv = mesh.p.shape[1]
+    uv = u[:nv]                                         # P2's first nodes are the vertices
+    x_phys = np.asarray(x_phys, dtype=float)
+    tri = Triangulation(mesh.p[0], mesh.p[1], mesh.t.T)
+    speed = np.hypot(uv[:, 0], uv[:, 1])
+    lo, hi = mesh.p.min(axis=1), mesh.p.max(axis=1)
+    extent = hi - lo
+    fig = Figure(figsize=(1.5 + 5.0 * extent[0] / extent[1], 5.0))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    art = ax.tripcolor(tri, speed, shading="gouraud", cmap="viridis")
+    solid = LinearSegmentedColormap.from_list("solid", [(0.6, 0.6, 0.6, 0.0),
+                                                         (0.3, 0.3, 0.3, 0.9)])
+    ax.tripcolor(tri, facecolors=1.0 - x_phys, cmap=solid, vmin=0.0, vmax=1.0,
+                 edgecolors="none")
+    ax.tricontour(tri, _vertex_average(mesh, x_phys), levels=[0.5], colors="white",
+                  linewidths=1.0)
+    nx = 120
+    ny = max(int(round(nx * extent[1] / extent[0])), 20)
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny))
+    ux = LinearTriInterpolator(tri, uv[:, 0])(gx, gy).filled(0.0)
+    uy = LinearTriInterpolator(tri, uv[:, 1])(gx, gy).filled(0.0)
+    ax.streamplot(gx, gy, ux, uy, density=density, color="white", linewidth=0.6,
+                  arrowsize=0.7)
+    ax.set_aspect("equal")
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_title(title)
+    fig.colorbar(art, ax=ax, label="velocity magnitude |u|", shrink=0.8)
+    fig.tight_layout()
+    return fig
+
+
+def save_flow(space, w, x_phys, path: str, title: str = "", **kwargs) -> str:
+    """Write `flow_figure` as a PNG at `path` (atomically); returns `path`."""
+    return _save(flow_figure(space, w, x_phys, title, **kwargs), path)
