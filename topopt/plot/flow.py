@@ -2,8 +2,8 @@
 
 `flow_figure` (`save_flow`) draws a Taylor-Hood state ``w = [u, p]``
 (`topopt.flow.TaylorHood`) on its triangle mesh: ``|u|`` at the vertices
-(Gouraud-shaded), streamlines (matplotlib's ``streamplot`` on a regular grid
-of the linear interpolant) and the design's ``rho = 1/2`` contour (the wall
+(Gouraud-shaded), streamlines in the fluid (matplotlib's ``streamplot`` on a regular
+grid of the linear interpolant) and the design's ``rho = 1/2`` contour (the wall
 between fluid and solid), the solid shaded grey.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.tri import LinearTriInterpolator, Triangulation
 
@@ -71,17 +71,20 @@ def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figu
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     art = ax.tripcolor(tri, speed, shading="gouraud", cmap="viridis")
-    solid = LinearSegmentedColormap.from_list("solid", [(0.6, 0.6, 0.6, 0.0),
-                                                         (0.3, 0.3, 0.3, 0.9)])
-    ax.tripcolor(tri, facecolors=1.0 - x_phys, cmap=solid, vmin=0.0, vmax=1.0,
-                 edgecolors="none")
-    ax.tricontour(tri, _vertex_average(mesh, x_phys), levels=[0.5], colors="white",
-                  linewidths=1.0)
+    rgba = np.zeros((x_phys.size, 4))
+    rgba[:, :3] = 0.35
+    rgba[:, 3] = 0.9 * np.clip(1.0 - x_phys, 0.0, 1.0)           # solid grey, fluid clear
+    ax.add_collection(PolyCollection(np.moveaxis(mesh.p[:, mesh.t], 0, -1).transpose(1, 0, 2),
+                                     facecolors=rgba, edgecolors="none",
+                                     antialiaseds=False))
+    rho_v = _vertex_average(mesh, x_phys)
+    ax.tricontour(tri, rho_v, levels=[0.5], colors="white", linewidths=1.0)
     nx = 120
     ny = max(int(round(nx * extent[1] / extent[0])), 20)
     gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny))
-    ux = LinearTriInterpolator(tri, uv[:, 0])(gx, gy).filled(0.0)
-    uy = LinearTriInterpolator(tri, uv[:, 1])(gx, gy).filled(0.0)
+    solid = np.ma.filled(LinearTriInterpolator(tri, rho_v)(gx, gy), 0.0) < 0.5
+    ux, uy = (np.ma.masked_where(solid, np.ma.filled(LinearTriInterpolator(tri, uv[:, k])(gx, gy),
+                                                     0.0)) for k in (0, 1))
     ax.streamplot(gx, gy, ux, uy, density=density, color="white", linewidth=0.6,
                   arrowsize=0.7)
     ax.set_aspect("equal")
