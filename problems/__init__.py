@@ -23,4 +23,6 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "dynamic_beam", "thermo_beam", "transient_heat", "printable_cantilever",
            "multimaterial_beam", "buckling_column", "mesh_bracket",
            # photonic designs robust to fabrication and wavelength (issue 27)
-           "em_robust"]
+           "em_robust",
+           # flow on a nonlinear solve (issue 36)
+           "pipe_bend", "pipe_bend3d"]

@@ -32,6 +32,7 @@ from topopt.flow import stokes
 from topopt.formulations.flow import FlowProblem
 from topopt.formulations.flow_output import run_flow
 from topopt.io.result import RunResult
+from topopt._files import check_writable_folder
 from topopt._keywords import keywords
 from topopt._validate import check_int
 from topopt_problems.pipe_bend import q_values, stages
@@ -100,6 +101,8 @@ def picture(model, w, rho, path: str, title: str) -> str:
 def run(n: int = 6, volfrac: float = 0.12, maxeval: int = 60, solver: str = "auto",
         out: str | None = None, verbose: bool = False, **options) -> RunResult:
     """Optimize the 3-D bend; `options` go to `FlowProblem.run`."""
+    if out is not None:
+        check_writable_folder(out, "out")
     mesh, model = setup(n)
     problem = FlowProblem(model, volfrac)
     qs = q_values(model, volfrac)

@@ -39,4 +39,6 @@ SMALL = {
     "multimaterial_beam": dict(nelx=8, nely=4),
     "buckling_column": dict(nelx=12, nely=6),
     "em_robust": dict(h=8.0, samples=4, workers=0),
+    "pipe_bend": dict(re=100, n=6, maxeval=4),   # Re 500 wants n >= 10 (cell Reynolds number)
+    "pipe_bend3d": dict(n=6, maxeval=4),      # one evaluation per q stage
 }
