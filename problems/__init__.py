@@ -26,4 +26,5 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            "em_robust",
            # flow on a nonlinear solve (issue 36)
            "double_pipe",
-           "heat_sink_flow"]
+           "heat_sink_flow",
+           "pipe_bend", "pipe_bend3d"]

@@ -24,7 +24,9 @@ GALLERY = os.path.join(ROOT, "results", "gallery")
 
 #: Extra runs beyond the defaults: (folder under results/gallery/, problem, its options).
 EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),
-         ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)))
+         ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)),
+         *((f"pipe_bend/{f}", "pipe_bend", ("--re", r)) for f, r in
+           (("stokes", "0"), ("re10", "10"), ("re100", "100"))))
 
 
 def commands(names=None) -> list[list[str]]:

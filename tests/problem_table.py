@@ -44,4 +44,6 @@ SMALL = {
     "em_robust": dict(h=8.0, samples=4, workers=0),
     "double_pipe": dict(n=6),
     "heat_sink_flow": dict(n=4),
+    "pipe_bend": dict(re=100, n=6, maxeval=4),   # Re 500 wants n >= 10 (cell Reynolds number)
+    "pipe_bend3d": dict(n=6, maxeval=4),      # one evaluation per q stage
 }
