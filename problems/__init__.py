@@ -25,4 +25,4 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            # photonic designs robust to fabrication and wavelength (issue 27)
            "em_robust",
            # flow on a nonlinear solve (issue 36)
-           "double_pipe"]
+           "double_pipe", "diffuser"]

@@ -96,8 +96,11 @@ def dofs(kw) -> tuple[int, int]:
 
 
 def summary(result) -> str:
+    crisp = result["dissipated_power_thresholded"]
     return (f"J {result['dissipated_power']:.4f} (dolfin-adjoint convention "
-            f"{result['dissipated_power_dolfin']:.4f})  fluid {result['fluid_fraction']:.4f}  "
+            f"{result['dissipated_power_dolfin']:.4f}; thresholded at 1/2 "
+            f"{crisp if crisp is None else round(crisp, 4)})  "
+            f"fluid {result['fluid_fraction']:.4f}  "
             f"evaluations {result.evaluations}  {result['seconds_per_iteration']:.2f} s/iteration"
             f"  Newton {result['newton_iterations_per_solve']:.2f}/solve  "
             f"{result['seconds']:.1f} s")

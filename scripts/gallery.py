@@ -24,7 +24,8 @@ GALLERY = os.path.join(ROOT, "results", "gallery")
 
 #: Extra runs beyond the defaults: (folder under results/gallery/, problem, its options).
 EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),
-         ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)))
+         ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)),
+         ("double_pipe/aspect1", "double_pipe", ("--aspect", "1")))
 
 
 def commands(names=None) -> list[list[str]]:

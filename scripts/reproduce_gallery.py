@@ -64,6 +64,7 @@ FIGURES = {
     "printable_cantilever": "compliance", "multimaterial_beam": "compliance",
     "buckling_column": "lambda1", "mesh_bracket": "compliance",
     "em_robust": "field_enhancement", "double_pipe": "dissipated_power",
+    "diffuser": "dissipated_power",
 }
 #: Problems not re-run, and why.
 SKIPPED = {

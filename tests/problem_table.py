@@ -40,4 +40,5 @@ SMALL = {
     "buckling_column": dict(nelx=12, nely=6),
     "em_robust": dict(h=8.0, samples=4, workers=0),
     "double_pipe": dict(n=6),
+    "diffuser": dict(n=6),
 }
