@@ -27,4 +27,4 @@ __all__ = ["mbb_beam", "cantilever", "cantilever3d", "em_focus", "reliable_brack
            # flow on a nonlinear solve (issue 36)
            "double_pipe",
            "heat_sink_flow",
-           "pipe_bend", "pipe_bend3d"]
+           "pipe_bend", "pipe_bend3d", "diffuser"]

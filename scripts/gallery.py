@@ -26,7 +26,8 @@ GALLERY = os.path.join(ROOT, "results", "gallery")
 EXTRA = (("em_focus/tutorial_resolution", "em_focus", ("--h", "1", "--verify")),
          ("printable_cantilever/unfiltered", "printable_cantilever", ("--unfiltered",)),
          *((f"pipe_bend/{f}", "pipe_bend", ("--re", r)) for f, r in
-           (("stokes", "0"), ("re10", "10"), ("re100", "100"))))
+           (("stokes", "0"), ("re10", "10"), ("re100", "100"))),
+         ("double_pipe/aspect1", "double_pipe", ("--aspect", "1")))
 
 
 def commands(names=None) -> list[list[str]]:

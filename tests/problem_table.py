@@ -46,4 +46,5 @@ SMALL = {
     "heat_sink_flow": dict(n=4),
     "pipe_bend": dict(re=100, n=6, maxeval=4),   # Re 500 wants n >= 10 (cell Reynolds number)
     "pipe_bend3d": dict(n=6, maxeval=4),      # one evaluation per q stage
+    "diffuser": dict(n=6),
 }

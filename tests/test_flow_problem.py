@@ -1,5 +1,5 @@
 """FlowProblem (topopt.formulations.flow): responses in every mode, Taylor rate, a Newton
-failure mid-run, the double pipe's numbers and pictures."""
+failure mid-run, the double pipe's and the diffuser's numbers."""
 
 import json
 import os
@@ -16,6 +16,7 @@ from topopt.optimize.checkpoint import load_checkpoint
 from topopt.optimize.driver import Stage
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "problems"))
+import diffuser  # noqa: E402
 import double_pipe  # noqa: E402
 
 
@@ -69,6 +70,27 @@ def test_double_pipe_objective_taylor_rate(q):
     x = design(problem, 2)
     dx = np.random.default_rng(3).standard_normal(problem.n)
     assert ad.taylor_test(lambda x: problem.objective(x, q), x, dx) >= 1.9
+
+
+@pytest.mark.parametrize("q", [0.01, 0.1])
+def test_diffuser_objective_taylor_rate(q):
+    _, model = diffuser.setup(6)
+    problem = FlowProblem(model, 0.5)
+    x = design(problem, 4)
+    dx = np.random.default_rng(5).standard_normal(problem.n)
+    assert ad.taylor_test(lambda x: problem.objective(x, q), x, dx) >= 1.9
+
+
+def test_diffuser_inflow_equals_outflow():
+    # closed form: a parabola of peak U over a width w carries 2/3 U w, so the inlet
+    # (peak 1 over the height 1) and the outlet (peak 3 over 1/3) both carry 2/3
+    y = np.linspace(0.0, 1.0, 30001)
+    ins = diffuser.parabolic_inlet([0.0, diffuser.INLET[0]], *diffuser.INLET[1:])
+    outs = diffuser.parabolic_inlet([1.0, diffuser.OUTLET[0]], *diffuser.OUTLET[1:])
+    flux_in = np.trapezoid(ins(np.stack([0 * y, y]))[0], y)
+    flux_out = np.trapezoid(outs(np.stack([1 + 0 * y, y]))[0], y)
+    assert flux_in == pytest.approx(2 / 3, rel=1e-8)
+    assert flux_out == pytest.approx(2 / 3, rel=1e-6)
 
 
 def test_newton_failure_keeps_the_last_design_and_resumes(tmp_path):

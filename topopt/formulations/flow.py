@@ -178,7 +178,8 @@ class FlowProblem(FlowRunHooks, StartScaled, DensityProblem):
 
     def final(self, x_phys):
         """The objective (both conventions of the dissipated power), the fluid fraction and
-        the state ``w`` of the final design at the last stage's ``q``."""
+        the state ``w`` of the final design at the last stage's ``q``; for the dissipated
+        power also that of the design thresholded at 1/2 (`_thresholded`)."""
         x_phys = check_real_array("x_phys", x_phys, allow_bool=True)
         model = self.states.model(self.final_q)
         w = self.state(x_phys, self.final_q)
