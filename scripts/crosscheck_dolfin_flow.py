@@ -1,0 +1,495 @@
+"""Cross-check `topopt.flow` against dolfin-adjoint: Stokes and Navier-Stokes, same mesh.
+
+Two modes, two Python environments:
+
+    # 1. the peer side, in a scratch environment (never a dependency of topopt)
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py \\
+        --dolfin results/crosscheck/dolfin_flow.json [--n 24]
+    # 1b. (optional) time dolfin-adjoint's J + dJ on the demo's own 100x100 mesh
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py --time-demo-mesh
+    # 2. our side, with the project's environment; prints relative differences
+    PYTHONPATH=$PWD /work/main/.ci-venv/bin/python scripts/crosscheck_dolfin_flow.py \\
+        [--json results/crosscheck/dolfin_flow.json]
+
+The setup is dolfin-adjoint 2023.0.0's ``examples/stokes-topology/stokes-topology.py``
+(Borrvall & Petersson 2003, example 4): the domain [0, 1.5] x [0, 1] as dolfin's
+``RectangleMesh(Point(0, 0), Point(1.5, 1), n, n)`` (diagonal "right"; the demo
+has n = 100, the stored comparison n = 24 to keep the JSON small), Taylor-Hood
+P2/P1, the design ``rho`` in CG1 (one value per vertex), and
+
+    alpha(rho) = alpha_bar + (alpha_low - alpha_bar) rho (1 + q) / (rho + q),
+    alpha_bar = 2.5 mu / 0.01^2,  alpha_low = 2.5 mu / 100^2,  q = 0.01,
+    F(u, p; v, s) = int alpha u.v + mu grad u : grad v + grad p . v + s div u
+                    [+ ((grad u) u) . v  for Navier-Stokes],
+    J = int 0.5 alpha |u|^2 + mu grad u : grad u        (mu, not mu / 2: the demo's),
+
+with the velocity prescribed on the whole boundary: two parabolic profiles of
+peak 1 and width 1/6 centred at y = 1/4 and 3/4 on both x = 0 (in) and
+x = 1.5 (out), zero elsewhere (the demo's ``InflowOutflow``, evaluated at the P2
+boundary nodes). Stokes: mu = 1 (alpha_bar = 2.5e4). Navier-Stokes at Re = 100:
+mu = 0.01 with density 1, peak velocity 1 and the domain height 1 as scales,
+alpha_bar = 2.5 mu / 0.01^2 = 250 (Borrvall & Petersson's scaling with mu),
+solved by Newton from the Stokes solution with the same mu.
+
+Designs: ``numpy.random.default_rng(seed).uniform(0.2, 1.0, n_vertices)`` for
+seeds 0..4, in dolfin's vertex order (the JSON's ``vertices``).
+
+What the JSON holds (``results/crosscheck/dolfin_flow.json``): the vertices and
+the triangles (dolfin's cell -> vertex lists, so both sides build the same
+triangulation), the designs per vertex, the quadrature degree (6) and FIAT's
+rule for it on the reference triangle (0,0), (1,0), (0,1), the values J, their
+two terms, and the gradients per vertex.
+
+Gradient representation: the l2 derivative, ``dJ/drho_i`` with ``rho_i`` the
+value at vertex i (pyadjoint's ``riesz_representation="l2"``, which is the
+default of ``compute_gradient`` in 2023.0.0: the assembled derivative vector,
+not its L2 Riesz representer ``M^{-1} dJ``). topopt's reverse mode in a
+per-vertex design gives the same object.
+
+Quadrature: the form compiler's ``quadrature_degree`` is set to 6 for every
+form (forward, functional, and the adjoint and derivative forms pyadjoint
+derives). 6 is what UFL estimates for the demo's forms (``estimated_polynomial_degree``
+6 for both F and J: the rational alpha counts as degree 2), so the demo's
+numbers do not change; FIAT's degree-6 rule on triangles is the symmetric
+12-point Strang-Fix rule, the same points as scikit-fem's ``intorder=6``
+(Dunavant 6) to round-off. The polynomial terms are integrated exactly either
+way; alpha(rho), a rational function, is integrated with the same 12 points
+on both sides, so values and gradients can agree to round-off. The rule is
+symmetric under the triangle's vertex permutations, so the order of a cell's
+vertices (dolfin sorts them, scikit-fem sorts them) does not matter.
+
+Pressure: the velocity is prescribed on every boundary, so the pressure is
+defined up to a constant and the demo's matrix is singular (one constant
+pressure mode); the demo solves it with the default LU (PETSc with MUMPS or
+UMFPACK), which gives a pressure with an arbitrary constant. Here the
+pressure is pinned to 0 at the vertex (0, 0) with a pointwise DirichletBC (it
+replaces one continuity row; the net boundary flux of the data is zero by
+symmetry, so nothing is lost). The velocity, J and dJ do not depend on the
+constant; the JSON records how far the demo's unpinned solve is from the
+pinned one (``unpinned_vs_pinned``).
+
+Scratch environment (Debian 12, as root; records of one build on 2 cores):
+
+    apt-get update
+    apt-get install -y python3-dolfin python3-venv python3-scipy \\
+        coinor-libipopt-dev pkg-config cython3
+    /usr/bin/python3 -m venv --system-site-packages /work/scratch/dolfin-venv
+    /work/scratch/dolfin-venv/bin/pip install dolfin-adjoint==2023.0.0 pyadjoint-ad==2023.0.0
+    /work/scratch/dolfin-venv/bin/pip install --no-build-isolation cyipopt   # 1.7.0
+    /work/scratch/dolfin-venv/bin/pip uninstall -y numpy scipy
+        # pip pulls numpy 2 and a scipy wheel into the venv; Debian's dolfin and the
+        # cyipopt build need Debian's numpy 1.24.2 and scipy 1.10.1 (system site)
+
+(FEniCS 2019.2.0.dev0 from Debian: dolfin, FFC, FIAT, UFL 2022.2.0; IPOPT
+3.11.9 with MUMPS, no HSL; newer dolfin-adjoint releases fail with this
+FEniCS.)
+
+The demo's own optimization, run unchanged (IPOPT through cyipopt, 20
+iterations at q = 0.01 then 100 at q = 0.1, n = 100, one process): see
+``DEMO`` below for the final functional, iterations and seconds per
+iteration measured on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_JSON = os.path.join(ROOT, "results", "crosscheck", "dolfin_flow.json")
+
+DELTA = 1.5                 # width of the domain (height 1)
+N_STORED = 24               # cells per side of the stored comparison mesh (the demo: 100)
+SEEDS = (0, 1, 2, 3, 4)
+QUADRATURE_DEGREE = 6
+Q = 0.01                    # the demo's first (and tape-building) q
+INLETS = ((0.25, 1.0 / 6.0), (0.75, 1.0 / 6.0))     # (centre y, width), on x = 0 and x = DELTA
+PEAK = 1.0
+CASES = {
+    "stokes": {"mu": 1.0, "convection": False},
+    "navier_stokes_re100": {"mu": 0.01, "convection": True},
+}
+TOL = 1e-8                  # the acceptance bar, relative
+
+# Filled from the run of the demo on this machine (see the module docstring).
+DEMO = {}
+
+
+def alpha_bounds(mu: float) -> tuple[float, float]:
+    """``(alpha_low, alpha_bar)`` = ``(2.5 mu / 100^2, 2.5 mu / 0.01^2)`` (the demo's)."""
+    return 2.5 * mu / 100.0 ** 2, 2.5 * mu / 0.01 ** 2
+
+
+def design(seed: int, n_vertices: int) -> np.ndarray:
+    """The fixed design of `seed`: uniform in [0.2, 1] per vertex."""
+    return np.random.default_rng(seed).uniform(0.2, 1.0, n_vertices)
+
+
+def inflow_outflow(x: float, y: float) -> tuple[float, float]:
+    """The demo's ``InflowOutflow.eval`` at one point (exact float comparisons, as there)."""
+    ux = 0.0
+    if x == 0.0 or x == DELTA:
+        for c, l in INLETS:
+            if c - l / 2 < y < c + l / 2:
+                t = y - c
+                ux = PEAK * (1 - (2 * t / l) ** 2)
+    return ux, 0.0
+
+
+# ====================================================================== dolfin-adjoint side
+
+def _dolfin_problem(n: int):
+    """Mesh and spaces of the demo (dolfin objects)."""
+    import dolfin as df
+    import dolfin_adjoint as da
+    mesh = da.Mesh(da.RectangleMesh(df.MPI.comm_world, df.Point(0.0, 0.0),
+                                    df.Point(DELTA, 1.0), n, n))
+    A = df.FunctionSpace(mesh, "CG", 1)
+    W = df.FunctionSpace(mesh, df.VectorElement("CG", mesh.ufl_cell(), 2)
+                         * df.FiniteElement("CG", mesh.ufl_cell(), 1))
+    return mesh, A, W
+
+
+def _bc_expression():
+    import dolfin as df
+
+    class InflowOutflow(df.UserExpression):
+        def eval(self, values, x):
+            values[0], values[1] = inflow_outflow(x[0], x[1])
+
+        def value_shape(self):
+            return (2,)
+    return InflowOutflow(degree=1)
+
+
+def _dolfin_forms(W, rho, mu, q, convection):
+    """alpha(rho) (UFL) and mu (a Constant)."""
+    import dolfin_adjoint as da
+    a_low, a_bar = alpha_bounds(mu)
+    mu_c, q_c = da.Constant(mu), da.Constant(q)
+    alpha = a_bar + (a_low - a_bar) * rho * (1 + q_c) / (rho + q_c)
+    return alpha, mu_c
+
+
+def _solve_state(W, rho, mu, q, convection, pin, annotate=True):
+    """The state w = (u, p) for `rho` (Stokes: one linear solve as in the demo;
+    Navier-Stokes: Newton from the Stokes solution). Returns (w, alpha, mu, newton_its)."""
+    import dolfin as df
+    import dolfin_adjoint as da
+    alpha, mu_c = _dolfin_forms(W, rho, mu, q, convection)
+    bcs = [da.DirichletBC(W.sub(0), _bc_expression(), "on_boundary")]
+    if pin:
+        bcs.append(da.DirichletBC(W.sub(1), da.Constant(0.0),
+                                  "near(x[0], 0.0) && near(x[1], 0.0)", method="pointwise"))
+    (u, p), (v, s) = df.TrialFunctions(W), df.TestFunctions(W)
+    a = (alpha * df.inner(u, v) * df.dx + mu_c * df.inner(df.grad(u), df.grad(v)) * df.dx
+         + df.inner(df.grad(p), v) * df.dx + df.inner(df.div(u), s) * df.dx)
+    w = da.Function(W)
+    if not convection:
+        da.solve(df.lhs(a) == df.rhs(a), w, bcs=bcs, annotate=annotate)
+        return w, alpha, mu_c, 0
+    with da.stop_annotating():                    # the Stokes initial guess, not on the tape
+        da.solve(df.lhs(a) == df.rhs(a), w, bcs=bcs)
+    u, p = df.split(w)
+    F = (alpha * df.inner(u, v) * df.dx + mu_c * df.inner(df.grad(u), df.grad(v)) * df.dx
+         + df.inner(df.grad(u) * u, v) * df.dx
+         + df.inner(df.grad(p), v) * df.dx + df.inner(df.div(u), s) * df.dx)
+    its = []
+
+    problem = da.NonlinearVariationalProblem(F, w, bcs, df.derivative(F, w))
+    solver = da.NonlinearVariationalSolver(problem)
+    prm = solver.parameters["newton_solver"]
+    prm["relative_tolerance"] = 1e-13
+    prm["absolute_tolerance"] = 1e-14
+    prm["maximum_iterations"] = 30
+    prm["error_on_nonconvergence"] = True
+    prm["linear_solver"] = "mumps"
+    its.append(solver.solve(annotate=annotate)[0])
+    return w, alpha, mu_c, its[0]
+
+
+def _functional(w, alpha, mu_c):
+    import dolfin as df
+    u, _ = df.split(w)
+    j_alpha = 0.5 * df.inner(alpha * u, u) * df.dx
+    j_visc = mu_c * df.inner(df.grad(u), df.grad(u)) * df.dx
+    return j_alpha, j_visc
+
+
+def _fiat_rule(degree):
+    import FIAT
+    rule = FIAT.create_quadrature(FIAT.ufc_simplex(2), degree)
+    return np.asarray(rule.get_points()), np.asarray(rule.get_weights())
+
+
+def dolfin_side(out: str, n: int) -> dict:
+    """Values and gradients of J by dolfin-adjoint on the fixed designs; writes `out`."""
+    import dolfin as df
+    import dolfin_adjoint as da
+    import ffc
+    import pyadjoint
+    df.set_log_level(df.LogLevel.INFO if os.environ.get("CROSSCHECK_VERBOSE")
+                     else df.LogLevel.WARNING)
+    df.parameters["form_compiler"]["quadrature_degree"] = QUADRATURE_DEGREE
+    mesh, A, W = _dolfin_problem(n)
+    v2d = df.vertex_to_dof_map(A)                 # vertex i -> dof v2d[i]
+    d2v = df.dof_to_vertex_map(A)                 # dof k -> vertex d2v[k]
+    nv = mesh.num_vertices()
+    X, Wq = _fiat_rule(QUADRATURE_DEGREE)
+    data = {
+        "about": "dolfin-adjoint side of scripts/crosscheck_dolfin_flow.py (its docstring)",
+        "versions": {"dolfin": df.__version__, "ffc": ffc.__version__,
+                     "pyadjoint": getattr(pyadjoint, "__version__", "2023.0.0"),
+                     "numpy": np.__version__},
+        "domain": [[0.0, DELTA], [0.0, 1.0]], "n": n, "diagonal": "right",
+        "vertices": mesh.coordinates().tolist(),
+        "cells": mesh.cells().tolist(),
+        "elements": "P2 velocity, P1 pressure (Taylor-Hood); design CG1 per vertex",
+        "q": Q, "peak": PEAK, "inlets": [{"x": [0.0, DELTA], "center_y": c, "width": l}
+                                          for c, l in INLETS],
+        "bc": "u = (peak (1 - (2 (y - c) / width)^2), 0) for |y - c| < width / 2 on x = 0 "
+              "and x = 1.5 (both inlets, both sides), u = 0 on the rest of the boundary, "
+              "evaluated at the P2 boundary nodes",
+        "pressure": "pinned to 0 at the vertex (0, 0) (all-Dirichlet velocity)",
+        "functional": "J = int 0.5 alpha(rho) |u|^2 + mu grad u : grad u",
+        "gradient": "l2: dJ/drho_i, rho_i the design at vertex i",
+        "quadrature_degree": QUADRATURE_DEGREE,
+        "quadrature": {"reference": [[0, 0], [1, 0], [0, 1]], "points": X.tolist(),
+                       "weights": Wq.tolist(), "source": "FIAT.create_quadrature"},
+        "seeds": list(SEEDS),
+        "designs": [design(s, nv).tolist() for s in SEEDS],
+        "cases": {},
+    }
+    for name, case in CASES.items():
+        mu, conv = case["mu"], case["convection"]
+        a_low, a_bar = alpha_bounds(mu)
+        res = {"mu": mu, "alpha_low": a_low, "alpha_bar": a_bar, "convection": conv,
+               "reynolds": 1.0 / mu if conv else 0.0, "J": [], "J_alpha": [], "J_visc": [],
+               "gradient": [], "newton_iterations": [], "seconds": []}
+        for k, seed in enumerate(SEEDS):
+            t0 = time.perf_counter()
+            da.set_working_tape(da.Tape())
+            rho = da.Function(A)
+            rho.vector().set_local(np.asarray(data["designs"][k])[d2v])
+            rho.vector().apply("insert")
+            w, alpha, mu_c, its = _solve_state(W, rho, mu, Q, conv, pin=True)
+            ja, jv = _functional(w, alpha, mu_c)
+            J = da.assemble(ja + jv)
+            ctrl = da.Control(rho)
+            g = da.compute_gradient(J, ctrl, options={"riesz_representation": "l2"})
+            gv = g.vector().get_local()[v2d]
+            res["seconds"].append(time.perf_counter() - t0)
+            res["J"].append(float(J))
+            res["J_alpha"].append(float(df.assemble(ja)))
+            res["J_visc"].append(float(df.assemble(jv)))
+            res["gradient"].append(gv.tolist())
+            res["newton_iterations"].append(int(its))
+            if k == 0:
+                res["fd_check"] = _fd_check(J, ctrl, rho, A, d2v, nv)
+                res["unpinned_vs_pinned"] = _unpinned(W, rho, mu, conv, float(J), gv, v2d)
+            print(f"{name} seed {seed}: J = {float(J):.15g}, |dJ| = {np.linalg.norm(gv):.6g}, "
+                  f"Newton {its}, {res['seconds'][-1]:.1f} s", flush=True)
+        data["cases"][name] = res
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(data, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {out} ({os.path.getsize(out) / 1e3:.0f} kB)")
+    return data
+
+
+def _fd_check(J, ctrl, rho, A, d2v, nv):
+    """Central differences of the reduced functional along a random direction vs dJ . d
+    (the l2 gradient's dot product with the dof vector of the direction)."""
+    import dolfin_adjoint as da
+    Jhat = da.ReducedFunctional(J, ctrl)
+    d = np.random.default_rng(99).uniform(-1.0, 1.0, nv)
+    g = Jhat.derivative(options={"riesz_representation": "l2"}).vector().get_local()
+    r0 = rho.vector().get_local().copy()
+    out = {"direction_seed": 99}
+    for h in (1e-4, 1e-5):
+        vals = []
+        for sgn in (1, -1):
+            r = da.Function(A)
+            r.vector().set_local(r0 + sgn * h * d[d2v])
+            r.vector().apply("insert")
+            vals.append(Jhat(r))
+        fd = (vals[0] - vals[1]) / (2 * h)
+        out[f"h={h:g}"] = {"central_difference": fd, "gradient_dot": float(g @ d[d2v]),
+                           "relative": abs(fd - g @ d[d2v]) / abs(fd)}
+    Jhat(rho)                                     # leave the tape at rho
+    return out
+
+
+def _unpinned(W, rho, mu, conv, J_pinned, g_pinned, v2d):
+    """The demo's singular solve (no pressure pin): J and dJ relative to the pinned ones."""
+    import dolfin_adjoint as da
+    da.set_working_tape(da.Tape())
+    try:
+        w, alpha, mu_c, _ = _solve_state(W, rho, mu, Q, conv, pin=False)
+    except RuntimeError as exc:                   # Newton on the singular Jacobian
+        return {"failed": str(exc).strip().splitlines()[-8:]}
+    ja, jv = _functional(w, alpha, mu_c)
+    J = da.assemble(ja + jv)
+    try:
+        g = da.compute_gradient(J, da.Control(rho)).vector().get_local()[v2d]
+        gdiff = float(np.linalg.norm(g - g_pinned) / np.linalg.norm(g_pinned))
+    except Exception as exc:                      # noqa: BLE001 - a singular adjoint may fail
+        gdiff = f"failed: {exc}"
+    return {"J_relative": abs(float(J) - J_pinned) / abs(J_pinned), "gradient_relative": gdiff}
+
+
+def time_demo_mesh(n: int = 100, repeat: int = 3) -> dict:
+    """Seconds of one J and one dJ on the demo's mesh, the demo's forward (unpinned),
+    q = 0.01, rho = 1/3; the replay (`ReducedFunctional`) as the optimizer calls it."""
+    import dolfin as df
+    import dolfin_adjoint as da
+    df.set_log_level(df.LogLevel.WARNING)
+    mesh, A, W = _dolfin_problem(n)
+    t0 = time.perf_counter()
+    rho = da.interpolate(da.Constant(1.0 / 3.0), A)
+    w, alpha, mu_c, _ = _solve_state(W, rho, 1.0, Q, False, pin=False)
+    ja, jv = _functional(w, alpha, mu_c)
+    J = da.assemble(ja + jv)
+    t_first = time.perf_counter() - t0
+    Jhat = da.ReducedFunctional(J, da.Control(rho))
+    out = {"n": n, "vertices": mesh.num_vertices(), "dofs": W.dim(), "J": float(J),
+           "first_forward_s": t_first, "replay_J_s": [], "derivative_s": []}
+    for k in range(repeat):
+        r = da.interpolate(da.Constant(0.3 + 0.01 * k), A)
+        t0 = time.perf_counter()
+        Jhat(r)
+        t1 = time.perf_counter()
+        Jhat.derivative()
+        t2 = time.perf_counter()
+        out["replay_J_s"].append(t1 - t0)
+        out["derivative_s"].append(t2 - t1)
+    out["J_plus_dJ_s"] = min(a + b for a, b in zip(out["replay_J_s"], out["derivative_s"]))
+    print(json.dumps(out, indent=1))
+    return out
+
+
+# ====================================================================== topopt side
+
+def topopt_values(data: dict, case: str, rho: np.ndarray) -> tuple[float, np.ndarray]:
+    """ADAPTER (the one place that knows topopt.flow's API): J and dJ/drho per vertex.
+
+    Needs, from `data`: the mesh (``vertices``, ``cells``; dolfin's vertex order
+    is the design's order), ``cases[case]`` (``mu``, ``alpha_low``, ``alpha_bar``,
+    ``convection``), ``q``, the boundary data (``inlets``, ``peak``) and the
+    quadrature (degree 6, the symmetric 12-point rule).
+    """
+    import skfem
+    from topopt import ad, fem
+    from topopt.flow import FlowModel, TaylorHood, parabolic_inlet
+
+    c = data["cases"][case]
+    mesh = _topopt_mesh(data)
+    space = TaylorHood(mesh, intorder=data["quadrature_degree"])
+    inlets = [parabolic_inlet([x, i["center_y"]], i["width"], peak=data["peak"])
+              for i in data["inlets"] for x in i["x"]]
+
+    def profile(x):
+        return sum(g(x) for g in inlets)
+    xmax = data["domain"][0][1]
+    model = FlowModel(space, mu=c["mu"], rho_f=1.0 if c["convection"] else 0.0,
+                      alpha_min=c["alpha_low"], alpha_max=c["alpha_bar"], q=data["q"],
+                      dirichlet=[(lambda x: np.ones(x.shape[1], bool), 0.0),
+                                 (lambda x: (x[0] < 1e-12) | (x[0] > xmax - 1e-12), profile)],
+                      pin_pressure=(0.0, 0.0))
+    mu = c["mu"]
+    dx = space.basis_u.dx
+    w0 = model.initial_state()
+
+    def J(r):
+        w = fem.solve_nonlinear(model, r, w0, rtol=1e-13, maxiter=30)
+        uq, gq = model.velocity_at_quadrature(w)
+        a = model.alpha_at_quadrature(r)
+        return np.sum(dx * (0.5 * a * np.sum(uq * uq, axis=0)
+                            + mu * np.sum(gq * gq, axis=(0, 1))))
+    value, grad = ad.value_and_gradient(J, np.asarray(rho, dtype=float))
+    return float(value), np.asarray(grad)
+
+
+def _topopt_mesh(data):
+    import skfem
+    p = np.asarray(data["vertices"], dtype=float).T
+    t = np.asarray(data["cells"], dtype=np.int64).T
+    return skfem.MeshTri(p, t)
+
+
+def _rule_difference(data) -> float:
+    """Largest difference between FIAT's rule (the JSON) and scikit-fem's of the same order
+    (sorted by weight and coordinates)."""
+    from skfem.quadrature import get_quadrature
+    from skfem.refdom import RefTri
+    Xs, Ws = get_quadrature(RefTri, data["quadrature_degree"])
+    Xf = np.asarray(data["quadrature"]["points"]).T
+    Wf = np.asarray(data["quadrature"]["weights"])
+    if Ws.size != Wf.size:
+        return float("inf")
+    key = lambda X, W: np.lexsort((X[1], X[0], np.round(W, 12)))   # noqa: E731
+    ks, kf = key(Xs, Ws), key(Xf, Wf)
+    return float(max(np.abs(Xs[:, ks] - Xf[:, kf]).max(), np.abs(Ws[ks] - Wf[kf]).max()))
+
+
+def topopt_side(path: str) -> int:
+    with open(path) as f:
+        data = json.load(f)
+    print(f"{path}: n = {data['n']}, {len(data['vertices'])} vertices, "
+          f"{len(data['cells'])} triangles, quadrature degree {data['quadrature_degree']} "
+          f"({len(data['quadrature']['weights'])} points)")
+    print(f"FIAT vs scikit-fem rule: max difference {_rule_difference(data):.2e}")
+    worst = 0.0
+    for case, c in data["cases"].items():
+        print(f"\n{case}: mu = {c['mu']}, alpha in [{c['alpha_low']:g}, {c['alpha_bar']:g}], "
+              f"q = {data['q']}")
+        print(f"{'seed':>4} {'J dolfin-adjoint':>22} {'J topopt':>22} {'rel. J':>9} "
+              f"{'rel. dJ (2-norm)':>16} {'max |ddJ|/max|dJ|':>17}")
+        for k, seed in enumerate(data["seeds"]):
+            rho = np.asarray(data["designs"][k])
+            Jd, gd = c["J"][k], np.asarray(c["gradient"][k])
+            try:
+                Jt, gt = topopt_values(data, case, rho)
+            except (ImportError, NotImplementedError, AttributeError) as exc:
+                print(f"{seed:>4} {Jd:>22.15g}   topopt side not available: {exc}")
+                worst = np.inf
+                continue
+            rj = abs(Jt - Jd) / abs(Jd)
+            rg = np.linalg.norm(gt - gd) / np.linalg.norm(gd)
+            rm = np.abs(gt - gd).max() / np.abs(gd).max()
+            worst = max(worst, rj, rg)
+            print(f"{seed:>4} {Jd:>22.15g} {Jt:>22.15g} {rj:9.2e} {rg:16.2e} {rm:17.2e}")
+    ok = worst <= TOL
+    print(f"\nworst relative difference {worst:.2e}: {'PASS' if ok else 'FAIL'} "
+          f"(bar {TOL:g})")
+    return 0 if ok else 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dolfin", metavar="OUT.json",
+                    help="run the dolfin-adjoint side (scratch venv) and write OUT.json")
+    ap.add_argument("--n", type=int, default=N_STORED, help="cells per side (dolfin side)")
+    ap.add_argument("--time-demo-mesh", action="store_true",
+                    help="time J + dJ with dolfin-adjoint on the demo's 100x100 mesh")
+    ap.add_argument("--json", default=DEFAULT_JSON, help="the dolfin side's results")
+    args = ap.parse_args(argv)
+    if args.n < 6:
+        ap.error(f"--n must be >= 6 (the inlets are 1/6 wide), got {args.n}")
+    if args.time_demo_mesh:
+        time_demo_mesh()
+        return 0
+    if args.dolfin:
+        dolfin_side(args.dolfin, args.n)
+        return 0
+    return topopt_side(args.json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
