@@ -167,7 +167,7 @@ def _bc_expression():
     return InflowOutflow(degree=1)
 
 
-def _dolfin_forms(W, rho, mu, q, convection):
+def _alpha(rho, mu, q):
     """alpha(rho) (UFL) and mu (a Constant)."""
     import dolfin_adjoint as da
     a_low, a_bar = alpha_bounds(mu)
@@ -181,7 +181,7 @@ def _solve_state(W, rho, mu, q, convection, pin, annotate=True):
     Navier-Stokes: Newton from the Stokes solution). Returns (w, alpha, mu, newton_its)."""
     import dolfin as df
     import dolfin_adjoint as da
-    alpha, mu_c = _dolfin_forms(W, rho, mu, q, convection)
+    alpha, mu_c = _alpha(rho, mu, q)
     bcs = [da.DirichletBC(W.sub(0), _bc_expression(), "on_boundary")]
     if pin:
         bcs.append(da.DirichletBC(W.sub(1), da.Constant(0.0),
@@ -199,8 +199,6 @@ def _solve_state(W, rho, mu, q, convection, pin, annotate=True):
     F = (alpha * df.inner(u, v) * df.dx + mu_c * df.inner(df.grad(u), df.grad(v)) * df.dx
          + df.inner(df.grad(u) * u, v) * df.dx
          + df.inner(df.grad(p), v) * df.dx + df.inner(df.div(u), s) * df.dx)
-    its = []
-
     problem = da.NonlinearVariationalProblem(F, w, bcs, df.derivative(F, w))
     solver = da.NonlinearVariationalSolver(problem)
     prm = solver.parameters["newton_solver"]
@@ -209,8 +207,8 @@ def _solve_state(W, rho, mu, q, convection, pin, annotate=True):
     prm["maximum_iterations"] = 30
     prm["error_on_nonconvergence"] = True
     prm["linear_solver"] = "mumps"
-    its.append(solver.solve(annotate=annotate)[0])
-    return w, alpha, mu_c, its[0]
+    its, _ = solver.solve(annotate=annotate)
+    return w, alpha, mu_c, its
 
 
 def _functional(w, alpha, mu_c):
@@ -388,7 +386,6 @@ def topopt_values(data: dict, case: str, rho: np.ndarray) -> tuple[float, np.nda
     ``convection``), ``q``, the boundary data (``inlets``, ``peak``) and the
     quadrature (degree 6, the symmetric 12-point rule).
     """
-    import skfem
     from topopt import ad, fem
     from topopt.flow import FlowModel, TaylorHood, parabolic_inlet
 
