@@ -84,10 +84,46 @@ Scratch environment (Debian 12, as root; records of one build on 2 cores):
 3.11.9 with MUMPS, no HSL; newer dolfin-adjoint releases fail with this
 FEniCS.)
 
-The demo's own optimization, run unchanged (IPOPT through cyipopt, 20
-iterations at q = 0.01 then 100 at q = 0.1, n = 100, one process): see
-``DEMO`` below for the final functional, iterations and seconds per
-iteration measured on this machine.
+The demo's own optimization, run unchanged (its file, sha256 763799d1...,
+from the 2023.0.0 tag; IPOPT 3.11.9 through cyipopt 1.7.0 with MUMPS, no
+HSL; one process, ``OMP_NUM_THREADS=1``; 100 x 100 mesh, 91 003 dofs; 2
+cores shared with other sessions, load average 4-6, so wall seconds are ~2-4x
+the CPU seconds): see ``DEMO`` below.
+
+* q = 0.01, 20 iterations: J 35.4407 (rho = 1/3) -> 24.365454635950115; 21
+  function and 21 gradient evaluations, 288.4 CPU s in them + 11.5 s in IPOPT:
+  14.3 CPU s (24 s wall) per iteration.
+* q = 0.1, 100 iterations from there: see ``DEMO["q=0.1"]`` (the documented
+  final value is 45.944633030224409 after 100 iterations, 105 function and
+  101 gradient evaluations, with ``mpiexec -n 4``).
+
+One J + dJ on the demo's mesh (``--time-demo-mesh``, the replay as IPOPT
+calls it, rho constant, q = 0.01): dolfin-adjoint 13.6 CPU s (60 s wall at
+load 6: forward 27 s, adjoint and derivative 33 s); topopt (main + h-flow
+eecf8da, scikit-fem's tensor mesh with the same vertices) 5.9 CPU s (24 s wall
+at load 6.6).
+
+Worth knowing:
+
+* The demo's mesh is 100 x 100 (not a small one); the stored comparison uses
+  24 x 24 (625 vertices, 232 kB of JSON).
+* The demo's text writes ``mu / 2`` on the viscous term, its code (and
+  therefore its printed 45.94) ``mu``.
+* Pressure: the unpinned Stokes solve (the demo's singular matrix, UMFPACK)
+  gives J and dJ within 5e-14 / 1e-13 of the pinned one; Newton for
+  Navier-Stokes on the singular Jacobian (MUMPS) diverges at its second step,
+  so a pin (or a nullspace) is needed there.
+* UFL estimates degree 6 for the demo's F and J (alpha(rho) of a CG1 rho
+  counts as 2: numerator plus denominator); the derived adjoint and
+  derivative forms would get other estimates, hence the explicit degree.
+* pyadjoint's gradient is the l2 one by default; central differences of the
+  reduced functional agree with it to 1.5e-9 (Stokes) and 4e-10
+  (Navier-Stokes) at h = 1e-5 (``fd_check`` in the JSON).
+* topopt.flow.parabolic_inlet measures the distance across the flow only
+  (its centre's x does not matter), so one profile per centre serves both
+  x = 0 and x = 1.5; two per centre double u (J x 4).
+* The remaining differences (3-4e-14 in J, all of one sign, 6-9e-14 in dJ)
+  are round-off: the two codes' quadrature tables differ by 1e-15.
 """
 
 from __future__ import annotations
