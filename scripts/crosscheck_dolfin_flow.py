@@ -457,9 +457,11 @@ def demo_final(vtu: str, out: str, n: int = 100) -> dict:
     return res
 
 
-def time_demo_mesh(n: int = 100, repeat: int = 3) -> dict:
+def time_demo_mesh(path: str | None = None, n: int = 100, repeat: int = 3) -> dict:
     """Seconds of one J and one dJ on the demo's mesh, the demo's forward (unpinned),
-    q = 0.01, rho = 1/3; the replay (`ReducedFunctional`) as the optimizer calls it."""
+    q = 0.01, rho = 1/3; the replay (`ReducedFunctional`) as the optimizer calls it.
+    Stored in the JSON at `path` (if it exists) as ``demo_mesh_timing``, beside the
+    demo's run (``demo_run``, `DEMO`): scripts/benchmark_flow.py reads them."""
     import dolfin as df
     import dolfin_adjoint as da
     df.set_log_level(df.LogLevel.WARNING)
@@ -487,8 +489,26 @@ def time_demo_mesh(n: int = 100, repeat: int = 3) -> dict:
     out["J_plus_dJ_s"] = min(a + b for a, b in zip(out["replay_J_s"], out["derivative_s"]))
     out["J_plus_dJ_cpu_s"] = min(out["cpu_s"])
     out["load_average"] = os.getloadavg()
+    out["cpu"] = _cpu_name()
     print(json.dumps(out, indent=1))
+    if path is not None and os.path.exists(path):
+        with open(path) as f:
+            data = json.load(f)
+        data["demo_mesh_timing"], data["demo_run"] = out, DEMO
+        with open(path, "w") as f:
+            json.dump(data, f, separators=(",", ":"))
+            f.write("\n")
+        print(f"stored in {path} (demo_mesh_timing, demo_run)")
     return out
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown"
 
 
 # ====================================================================== topopt side
@@ -680,7 +700,7 @@ def main(argv=None) -> int:
         except ImportError:
             time_topopt(args.json)
             return 0
-        time_demo_mesh()
+        time_demo_mesh(args.json)
         return 0
     if args.demo_final:
         demo_final(*args.demo_final)
