@@ -105,10 +105,20 @@ the CPU seconds): see ``DEMO`` below.
 * The whole run: 48 min wall, 1.0 GB resident.
 
 One J + dJ on the demo's mesh (``--time-demo-mesh``, the replay as IPOPT
-calls it, rho constant, q = 0.01): dolfin-adjoint 13.6 CPU s (60 s wall at
-load 6: forward 27 s, adjoint and derivative 33 s); topopt (main + h-flow
-eecf8da, scikit-fem's tensor mesh with the same vertices) 5.9 CPU s (24 s wall
-at load 6.6).
+calls it, rho constant, q = 0.01; best of 3): dolfin-adjoint 14.3 s wall, 10.6
+CPU s (forward 6.2 s, adjoint and derivative 8.2 s; load average 2-3; at load
+6 the same took 60 s wall, 13.6 CPU s); topopt (main at b2a5213, scikit-fem's
+tensor mesh with the same vertices, UMFPACK) 6.0 s wall, 4.3 CPU s at the
+same load. dolfin's serial default LU is UMFPACK too (PETSc ``preonly`` +
+``lu``, checked).
+
+The demo's final design, evaluated by both (``--demo-final``, stored in
+``results/crosscheck/dolfin_demo_final.json``): dolfin at the design read
+back from the last .vtu gives IPOPT's 43.970945690111371 to all digits
+(unpinned); clipped to [0, 1] (IPOPT relaxes its bounds by 1e-8 and the
+design reaches -9.7e-9 and 1 + 9.9e-9, which topopt.flow.alpha refuses: its
+RHO_TOL is 1e-9) it is 43.97094820501572 pinned, and topopt gives
+43.9709482050311 (3.5e-13 relative).
 
 Worth knowing:
 
@@ -170,7 +180,9 @@ DEMO = {
               "wall_s_per_iteration": 23.2, "exit": "Optimal Solution Found"},
     "documented": {"iterations": 100, "J": 45.944633030224409,
                    "exit": "Maximum Number of Iterations Exceeded"},
-    "J_plus_dJ_cpu_s": {"dolfin-adjoint": 13.6, "topopt (main + h-flow eecf8da)": 5.9},
+    "J_plus_dJ_100x100": {"dolfin-adjoint": {"wall_s": 14.3, "cpu_s": 10.6},
+                          "topopt (main b2a5213)": {"wall_s": 6.0, "cpu_s": 4.3},
+                          "load_average": "2-3.5"},
 }
 
 
