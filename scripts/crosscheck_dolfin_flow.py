@@ -7,9 +7,12 @@ Two modes, two Python environments:
         --dolfin results/crosscheck/dolfin_flow.json [--n 24]
     # 1b. (optional) time dolfin-adjoint's J + dJ on the demo's own 100x100 mesh
     /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py --time-demo-mesh
+    # 1c. (optional) J at the demo's final design, from the run's last .vtu
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py --demo-final \
+        output/control_iterations_final000123.vtu results/crosscheck/dolfin_demo_final.json
     # 2. our side, with the project's environment; prints relative differences
     PYTHONPATH=$PWD /work/main/.ci-venv/bin/python scripts/crosscheck_dolfin_flow.py \\
-        [--json results/crosscheck/dolfin_flow.json]
+        [--json results/crosscheck/dolfin_flow.json]     # --time-demo-mesh: ours at 100x100
 
 The setup is dolfin-adjoint 2023.0.0's ``examples/stokes-topology/stokes-topology.py``
 (Borrvall & Petersson 2003, example 4): the domain [0, 1.5] x [0, 1] as dolfin's
