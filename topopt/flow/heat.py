@@ -10,7 +10,7 @@ __all__ = ["convective_flux", "mean_temperature"]
 
 
 def convective_flux(thermal, where):
-    """``f(T, p) = int rho_c (u . n) T ds`` over the boundary facets of `thermal` (a
+    """``f(T, p) = int rho_c (u.n) T ds`` over the boundary facets of `thermal` (a
     `topopt.flow.Convection`) that `where` selects.
 
     Over the outlet it is the heat the fluid carries out; over inlet and
