@@ -43,8 +43,7 @@ def setup(n: int):
                               (lambda x: x[0] < 1e-9, ports(0.0)),
                               (lambda x: x[0] > 1.5 - 1e-9, ports(1.5))])
     # int rho over P1 = sum_v rho_v |star(v)| / 3: the vertex weights of the volume
-    area = 0.5 * np.abs(np.cross(mesh.p[:, mesh.t[1]] - mesh.p[:, mesh.t[0]],
-                                 mesh.p[:, mesh.t[2]] - mesh.p[:, mesh.t[0]], axis=0))
+    area = fem.element_volumes(mesh)
     weights = np.bincount(mesh.t.ravel(), np.repeat(area[None, :] / 3, 3, axis=0).ravel(),
                           mesh.p.shape[1])
     return mesh, model, weights
