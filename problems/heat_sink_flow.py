@@ -131,8 +131,7 @@ def run(n: int = 20, volfrac: float = 0.4, dp_factor: float = 150.0, re: float =
 
 def dofs(kw) -> tuple[int, int]:
     """The Taylor-Hood unknowns of the options `kw` (for the memory check)."""
-    n = kw["n"]
-    return 2 * (4 * n + 1) * (2 * n + 1) + (2 * n + 1) * (n + 1), 2
+    return 2 * (4 * kw["n"] + 1) * (2 * kw["n"] + 1) + (2 * kw["n"] + 1) * (kw["n"] + 1), 2
 
 
 def summary(result) -> str:
