@@ -33,10 +33,10 @@ def check_lu_solver(solver: str) -> str:
     --------
     >>> check_lu_solver("auto")
     'auto'
-    >>> check_lu_solver("cg")
+    >>> check_lu_solver("cg")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: solver='cg': the flow's Newton steps and adjoint use LU (UMFPACK, else SuperLU); give solver='auto'
+    ValueError: solver='cg': the flow's Newton steps and adjoint use LU (UMFPACK, ...
     """
     if solver not in LU_SOLVERS:
         raise ValueError(f"solver={solver!r}: the flow's Newton steps and adjoint use LU "
