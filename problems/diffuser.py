@@ -38,11 +38,11 @@ from topopt import cli
 from topopt.cli.script import Option, open_unit, positive_int
 from topopt.flow import parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
-from topopt.formulations.flow_output import run_flow
+from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
 
-from topopt_problems.double_pipe import ALPHA_MAX, ALPHA_MIN, LU_SOLVERS, MU, QS, stages
+from topopt_problems.double_pipe import ALPHA_MAX, ALPHA_MIN, MU, QS, stages
 
 #: Relative: the results folder lies under the working directory.
 DEFAULT_OUT = os.path.join("results", "diffuser")
@@ -78,9 +78,7 @@ def markers():
 def run(n: int = 30, volfrac: float = 0.5, maxeval: int = 120, solver: str = "auto",
         out: str | None = None, verbose: bool = False, **options) -> RunResult:
     """Optimize the diffuser; `options` go to `FlowProblem.run`."""
-    if solver not in LU_SOLVERS:
-        raise ValueError(f"solver={solver!r}: the flow's Newton steps and adjoint use LU "
-                         "(UMFPACK, else SuperLU); give solver='auto'")
+    check_lu_solver(solver)
     mesh, model = setup(n)
     problem = FlowProblem(model, volfrac)
     return run_flow("diffuser", problem, title=f"Diffuser, {mesh.t.shape[1]} triangles",
@@ -108,7 +106,7 @@ def summary(result) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=120,
-                    summary=summary, size=dofs)
+                    summary=summary, solvers=None, size=dofs)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from topopt import cli
 from topopt.cli.script import Option, open_unit, positive_float, positive_int
 from topopt.flow import parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
-from topopt.formulations.flow_output import run_flow
+from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
 from topopt._keywords import keywords
@@ -55,7 +55,6 @@ ALPHA_MIN = 2.5 * MU / 100.0 ** 2
 OPENING = 1.0 / 6.0                 # width of each inlet and outlet
 CENTRES = (0.25, 0.75)              # their heights
 QS = (0.01, 0.1)                    # the Brinkman convexity of each stage
-LU_SOLVERS = ("auto",)    # the flow solves factorize with fem.solvers.direct.factorize_lu
 #: Borrvall & Petersson's optimum of J (their convention) at each aspect.
 PUBLISHED = {1.5: 27.64, 1.0: 25.67}
 OPTIONS = (Option("aspect", positive_float, 1.5, "domain width delta (height 1)"),
@@ -103,9 +102,7 @@ def run(aspect: float = 1.5, n: int = 30, volfrac: float = 1.0 / 3.0, maxeval: i
         solver: str = "auto", out: str | None = None, verbose: bool = False,
         **options) -> RunResult:
     """Optimize the double pipe; `options` go to `FlowProblem.run`."""
-    if solver not in LU_SOLVERS:
-        raise ValueError(f"solver={solver!r}: the flow's Newton steps and adjoint use LU "
-                         "(UMFPACK, else SuperLU); give solver='auto'")
+    check_lu_solver(solver)
     mesh, model = setup(aspect, n)
     problem = FlowProblem(model, volfrac)
     published = PUBLISHED.get(float(aspect))
@@ -135,7 +132,7 @@ def summary(result) -> str:
 
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=120,
-                    summary=summary, size=dofs)
+                    summary=summary, solvers=None, size=dofs)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import skfem
 from topopt import cli
 from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
 from topopt.flow import Convection, navier_stokes, parabolic_inlet, stokes
-from topopt.formulations.flow_output import run_flow
+from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.formulations.flow_thermal import ConvectionProblem
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
@@ -106,6 +106,7 @@ def run(n: int = 20, volfrac: float = 0.4, dp_factor: float = 150.0, re: float =
         maxeval: int = 100, solver: str = "auto", out: str | None = None,
         verbose: bool = False, **options) -> RunResult:
     """Optimize the heat sink; `options` go to `ConvectionProblem.run`."""
+    check_lu_solver(solver)
     mesh, model, thermal = setup(n, re)
     kw = dict(heated=heated, inlet=inlet, outlet=outlet)
     dp_empty = ConvectionProblem(model, thermal, volfrac, 1.5 / n, dp_max=1.0,
@@ -130,8 +131,7 @@ def run(n: int = 20, volfrac: float = 0.4, dp_factor: float = 150.0, re: float =
 
 def dofs(kw) -> tuple[int, int]:
     """The Taylor-Hood unknowns of the options `kw` (for the memory check)."""
-    n = kw["n"]
-    return 2 * (4 * n + 1) * (2 * n + 1) + (2 * n + 1) * (n + 1), 2
+    return 2 * (4 * kw["n"] + 1) * (2 * kw["n"] + 1) + (2 * kw["n"] + 1) * (kw["n"] + 1), 2
 
 
 def summary(result) -> str:

@@ -19,15 +19,16 @@ convective term (t = 0.2 ... 1), then warm from the last state.
 
     python problems/pipe_bend.py [--re 500 --n 30 --maxeval 100 ...]
 
-writes ``results/pipe_bend/<stokes|re10|re100|re500>/{design.png, flow.png,
-history.png, result.json, design.npz, design.vtu}``.
+writes ``results/pipe_bend/{design.png, flow.png, history.png, result.json,
+design.npz, design.vtu}`` (``velocity`` and ``pressure`` in the vtu); give
+each Reynolds number its own ``--out`` (the gallery keeps Re = 500 in
+``results/gallery/pipe_bend`` and the others in its ``stokes``, ``re10`` and
+``re100`` folders).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 
 import numpy as np
 import skfem
@@ -36,7 +37,7 @@ from topopt import cli
 from topopt.cli.script import Option, open_unit, positive_int
 from topopt.flow import navier_stokes, parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
-from topopt.formulations.flow_output import run_flow
+from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
 from topopt._keywords import keywords
@@ -44,6 +45,8 @@ from topopt._validate import check_int
 
 DEFAULT_OUT = os.path.join("results", "pipe_bend")
 REYNOLDS = (0, 10, 100, 500)
+#: The continuation of the convective term of a cold Navier-Stokes solve, and Newton's options.
+STEPS, NEWTON = (0.2, 0.4, 0.6, 0.8, 1.0), {"rtol": 1e-8}
 #: Alexandersen's final J (Fig. 17 for Stokes; Table 5's diagonal), stabilized Q1-Q1, 100 x 100.
 PUBLISHED = {0: 9.1862, 10: 2.484e-1, 100: 2.830e-2, 500: 6.502e-3}
 WIDTH, INLET_Y, OUTLET_X = 0.2, 0.8, 0.8          # the openings' width and centres
@@ -116,9 +119,9 @@ def run(re: int = 500, n: int = 30, volfrac: float = 0.25, maxeval: int = 100,
         solver: str = "auto", out: str | None = None, verbose: bool = False,
         **options) -> RunResult:
     """Optimize the bend at Reynolds number `re`; `options` go to `FlowProblem.run`."""
+    check_lu_solver(solver)
     mesh, model = setup(re, n)
-    problem = FlowProblem(model, volfrac, steps=(0.2, 0.4, 0.6, 0.8, 1.0),
-                          newton=dict(rtol=1e-8))
+    problem = FlowProblem(model, volfrac, steps=STEPS, newton=dict(NEWTON))
     qs = q_values(model, volfrac)
     kind = "Stokes" if re == 0 else f"Navier-Stokes, Re = {re}"
     return run_flow("pipe_bend", problem, title=f"Pipe bend, {kind}, {mesh.t.shape[1]} triangles",
@@ -137,11 +140,7 @@ def summary(result) -> str:
 
 
 def main(argv=None) -> RunResult:
-    peek = argparse.ArgumentParser(add_help=False)
-    peek.add_argument("--re", type=int, choices=REYNOLDS, default=500)
-    re = peek.parse_known_args(sys.argv[1:] if argv is None else argv)[0].re
-    out = os.path.join(DEFAULT_OUT, "stokes" if re == 0 else f"re{re}")
-    return cli.main(argv, __doc__, run, OPTIONS, out=out, maxeval=100, summary=summary,
+    return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=100, summary=summary,
                     solvers=None, size=lambda kw: (2 * (2 * kw["n"] + 1) ** 2
                                                    + (kw["n"] + 1) ** 2, 2))  # P2/P1 dofs
 

@@ -65,7 +65,8 @@ FIGURES = {
     "buckling_column": "lambda1", "mesh_bracket": "compliance",
     "em_robust": "field_enhancement", "double_pipe": "dissipated_power",
     "heat_sink_flow": "mean_temperature",
-    "diffuser": "dissipated_power",
+    "diffuser": "dissipated_power", "pipe_bend": "dissipated_power",
+    "pipe_bend3d": "dissipated_power",
 }
 #: Problems not re-run, and why.
 SKIPPED = {

@@ -17,7 +17,7 @@ SEEDED = {name for name, module in PROBLEMS.items()
           if "seed" in inspect.signature(module.run).parameters}
 
 # the scripts without ``--solver``: a flow problem's Newton and adjoint solve with LU
-NO_SOLVER = {"double_pipe", "heat_sink_flow"}
+NO_SOLVER = {"double_pipe", "diffuser", "heat_sink_flow", "pipe_bend", "pipe_bend3d"}
 
 SMALL = {
     "mbb_beam": dict(nelx=8, nely=4),

@@ -82,6 +82,14 @@ RUNS = {
                              ("result", "compliance")),
     "heat_sink_flow": (dict(n=4, maxeval=4), ("velocity", "pressure", "temperature"), False,
                        ("result", "mean_temperature")),
+    "double_pipe": (dict(n=4, maxeval=4), ("velocity", "pressure"), False,
+                    ("result", "dissipated_power")),
+    "diffuser": (dict(n=4, maxeval=4), ("velocity", "pressure"), False,
+                 ("result", "dissipated_power")),
+    "pipe_bend": (dict(re=10, n=5, maxeval=4), ("velocity", "pressure"), False,   # Newton
+                  ("result", "dissipated_power")),
+    "pipe_bend3d": (dict(n=6, maxeval=8), ("velocity", "pressure"), True,  # fluid at 8; tets
+                    ("result", "dissipated_power")),
 }
 
 
@@ -265,6 +273,24 @@ def _heat_sink_flow(saved, module):
     return float(problem.responses_at(saved["x_phys"])[0])
 
 
+def _dissipated_power(saved, module, **problem):
+    """Borrvall & Petersson's ``J = 1/2 int alpha(rho) |u|^2 + mu/2 int grad u : grad u`` of
+    the flow through the saved design at the run's last ``q`` (`FlowProblem.state`, `measure`)."""
+    from topopt.formulations.flow import FlowProblem
+    s = saved["setup"]
+    sizes = {k: s[k] for k in inspect.signature(module.setup).parameters if k in s}
+    model = module.setup(**sizes)[1]
+    flow = FlowProblem(model, s["volfrac"], s["rmin"], convention=s["convention"], **problem)
+    assert s["objective"] == "dissipated_power"
+    q, x_phys = s["qs"][-1], saved["x_phys"]
+    return float(flow.measure(flow.state(x_phys, q), x_phys, q))
+
+
+def _pipe_bend(saved, module):
+    """`_dissipated_power` with the script's Newton options and convective continuation."""
+    return _dissipated_power(saved, module, steps=module.STEPS, newton=module.NEWTON)
+
+
 # name -> (saved, module) -> the objective of result.json, from load_design(out) alone
 ANALYSES = {
     "mbb_beam": _compliance,
@@ -290,6 +316,10 @@ ANALYSES = {
     "transient_heat": _transient_heat,
     "printable_cantilever": _compliance,
     "heat_sink_flow": _heat_sink_flow,
+    "double_pipe": _dissipated_power,
+    "diffuser": _dissipated_power,
+    "pipe_bend": _pipe_bend,
+    "pipe_bend3d": _dissipated_power,
 }
 # further figures of result.json that the saved design must reproduce
 EXTRA = {"l_bracket": [(("result", "max_von_mises"), _l_bracket_max_stress)],
@@ -450,6 +480,27 @@ def assert_faces_outward(verts, faces):
             on = np.all(np.isclose(tri[:, :, axis], bound[axis]), axis=1)
             assert on.any()
             assert np.all(sign * normal[on, axis] > 0), (axis, sign)
+
+
+def test_iso_surface_of_tetrahedra():
+    """On tetrahedra: the outer faces of those with ``x_phys >= 0.5``, closed (every edge in
+    two triangles on an L of whole cubes), facing out, enclosing exactly their volume."""
+    import skfem
+    mesh = skfem.MeshTet.init_tensor(*[np.linspace(0.0, 1.0, 7)] * 3)
+    c = mesh.p[:, mesh.t].mean(axis=1)
+    x = ((c[0] < 0.5) | (c[1] < 0.5)).astype(float) * (c[2] < 0.5)        # an L prism
+    verts, faces = iso_surface(mesh, x)
+    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]),
+                    axis=1)
+    _, counts = np.unique(edges, axis=0, return_counts=True)
+    assert set(counts.tolist()) == {2}
+    assert enclosed_volume(verts, faces) == pytest.approx(0.375, rel=1e-12)   # 3/4 of 1/2
+    assert_faces_outward(verts, faces)
+    rng = np.random.default_rng(0)                  # any design: the tetrahedra's volume
+    x = rng.random(mesh.t.shape[1])
+    verts, faces = iso_surface(mesh, x)
+    solid = float(np.sum(fem.element_volumes(mesh)[x >= 0.5]))
+    assert signed_volume(verts, faces) == pytest.approx(solid, rel=1e-12)
 
 
 def test_signed_volume_sees_an_inside_out_surface():

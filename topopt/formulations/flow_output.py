@@ -15,11 +15,33 @@ from .._files import check_writable_folder
 from ..io.folder import write_results
 from ..io.result import RunResult
 
-__all__ = ["run_flow", "OBJECTIVE_LABELS"]
+__all__ = ["run_flow", "check_lu_solver", "OBJECTIVE_LABELS", "LU_SOLVERS"]
+
+#: The ``solver`` a flow script's ``run`` takes: its Newton steps and adjoint factorize
+#: with LU (`topopt.fem.solvers.direct.factorize_lu`), so its command line has no --solver.
+LU_SOLVERS = ("auto",)
 
 #: The history's axis label of each objective.
 OBJECTIVE_LABELS = {"dissipated_power": "dissipated power J",
                     "pressure_drop": "pressure drop"}
+
+
+def check_lu_solver(solver: str) -> str:
+    """Refuse a `solver` other than ``"auto"`` (LU): a flow script's ``run(solver=...)``.
+
+    Examples
+    --------
+    >>> check_lu_solver("auto")
+    'auto'
+    >>> check_lu_solver("cg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: solver='cg': the flow's Newton steps and adjoint use LU (UMFPACK, ...
+    """
+    if solver not in LU_SOLVERS:
+        raise ValueError(f"solver={solver!r}: the flow's Newton steps and adjoint use LU "
+                         "(UMFPACK, else SuperLU); give solver='auto'")
+    return solver
 
 
 def run_flow(name: str, problem, *, title: str, sizes: dict, out: str | None = None,

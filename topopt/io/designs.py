@@ -10,7 +10,8 @@ with `load_design` (which rebuilds the mesh; nothing is unpickled).
 component, as VTK expects. ``design.stl`` for 3-D hexahedral grids (``io``
 extra: meshio and scikit-image): the surface of the elements ``x_phys >= 0.5``
 by marching cubes on the refined element grid padded with zeros, so it is
-closed (`iso_surface`). A `topopt.grid.Grid` given as the mesh is written by
+closed (`iso_surface`); for tetrahedra (meshio alone) the boundary faces of
+the tetrahedra ``x_phys >= 0.5``. A `topopt.grid.Grid` given as the mesh is written by
 `topopt.io.voxels` instead (a float32 npz, ``design.vti``, a blocked STL).
 
 Without the extra, `save_design` still writes ``design.npz`` and says in one
@@ -98,7 +99,7 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     cell_data : dict, optional
         More real fields, one value per element (``|E|``, a second design).
     stl : bool, optional
-        Write ``design.stl``; default: for hexahedral (3-D grid) meshes.
+        Write ``design.stl``; default: for 3-D meshes (hexahedral grids, tetrahedra).
 
     Returns
     -------
@@ -139,7 +140,7 @@ def save_design(out: str, mesh, x, x_phys, setup: dict, point_data: dict | None 
     try:
         written.append(write_vtu(os.path.join(out, "design.vtu"), mesh,
                                  cell_data=arrays, point_data=points))
-        if stl if stl is not None else mesh_type == "MeshHex1":
+        if stl if stl is not None else mesh_type in ("MeshHex1", "MeshTet1"):
             try:
                 written.append(write_stl(os.path.join(out, "design.stl"), mesh,
                                          arrays["x_phys"]))
@@ -228,8 +229,21 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     (enclosed volume within ~2 % of ``sum(x_phys >= level) * h**3`` at
     ``refine=4`` on a connected design). `refine` drops, down to 1, while the
     refined grid would exceed `max_voxels`.
+
+    On tetrahedra (``MeshTet1``) the surface is the boundary of the union of
+    the tetrahedra with ``x_phys >= level``: their faces that no other such
+    tetrahedron shares (faceted; `refine` is not used, scikit-image not needed).
+    It encloses exactly the volume of those tetrahedra.
+
+    Examples
+    --------
+    >>> import numpy as np, skfem
+    >>> mesh = skfem.MeshTet.init_tensor(*[np.linspace(0, 1, 3)] * 3)
+    >>> x = (mesh.p[0, mesh.t].mean(axis=0) < 0.5).astype(float)   # the half x < 1/2
+    >>> verts, faces = iso_surface(mesh, x)
+    >>> round(enclosed_volume(verts, faces), 12)
+    0.5
     """
-    measure = _require("skimage.measure", "the STL iso-surface")
     level = check_range("level", level, 0.0, 1.0, lo_open=True, hi_open=True,
                         what="the density of the surface")
     check_int("refine", refine, 1, what="samples per element and axis")
@@ -239,6 +253,9 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     if x_phys.shape != (mesh.t.shape[1],):
         raise ValueError(f"x_phys has shape {x_phys.shape}; expected ({mesh.t.shape[1]},), "
                          "one per element")
+    if type(mesh).__name__ == "MeshTet1":
+        return _tet_surface(mesh, x_phys >= level, level)
+    measure = _require("skimage.measure", "the STL iso-surface")
     grid, spacing, origin = _voxels(mesh, x_phys)
     solid = np.pad(grid >= level, 1)
     if not solid.any():
@@ -257,6 +274,24 @@ def iso_surface(mesh, x_phys, level: float = 0.5, refine: int = 4,
     if signed_volume(verts, faces) <= 0:        # cannot happen for a closed surface
         raise RuntimeError("the iso-surface does not face outward; please report this")
     return verts, faces
+
+
+def _tet_surface(mesh, solid, level):
+    """The outward boundary faces of the tetrahedra `solid` (`iso_surface` on MeshTet1)."""
+    if not solid.any():
+        raise ValueError(f"no element has x_phys >= {level}; the iso-surface is empty")
+    t = mesh.t[:, solid].T                                  # (m, 4)
+    faces = t[:, [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]]].reshape(-1, 3)
+    apex = t.reshape(-1)                                    # face k is opposite vertex k
+    p = mesh.p.T
+    a, b, c = p[faces[:, 0]], p[faces[:, 1]], p[faces[:, 2]]
+    inward = np.einsum("ij,ij->i", np.cross(b - a, c - a), p[apex] - a) > 0
+    faces[inward] = faces[inward][:, ::-1]                  # normals away from the apex
+    _, index, counts = np.unique(np.sort(faces, axis=1), axis=0, return_index=True,
+                                 return_counts=True)
+    faces = faces[np.sort(index[counts == 1])]
+    used, faces = np.unique(faces, return_inverse=True)
+    return p[used].copy(), np.ascontiguousarray(faces.reshape(-1, 3))
 
 
 def write_stl(path: str, mesh, x_phys, level: float = 0.5) -> str:
