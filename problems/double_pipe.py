@@ -41,7 +41,7 @@ from topopt import cli
 from topopt.cli.script import Option, open_unit, positive_float, positive_int
 from topopt.flow import parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
-from topopt.formulations.flow_output import check_lu_solver, run_flow
+from topopt.formulations.flow_output import check_lu_solver, power_summary, run_flow
 from topopt.io.result import RunResult
 from topopt.optimize.driver import Stage
 from topopt._keywords import keywords
@@ -119,20 +119,9 @@ def dofs(kw) -> tuple[int, int]:
     return 2 * (2 * nx + 1) * (2 * ny + 1) + (nx + 1) * (ny + 1), 2
 
 
-def summary(result) -> str:
-    crisp = result["dissipated_power_thresholded"]
-    return (f"J {result['dissipated_power']:.4f} (dolfin-adjoint convention "
-            f"{result['dissipated_power_dolfin']:.4f}; thresholded at 1/2 "
-            f"{crisp if crisp is None else round(crisp, 4)})  "
-            f"fluid {result['fluid_fraction']:.4f}  "
-            f"evaluations {result.evaluations}  {result['seconds_per_iteration']:.2f} s/iteration"
-            f"  Newton {result['newton_iterations_per_solve']:.2f}/solve  "
-            f"{result['seconds']:.1f} s")
-
-
 def main(argv=None) -> RunResult:
     return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=120,
-                    summary=summary, solvers=None, size=dofs)
+                    summary=power_summary, solvers=None, size=dofs)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ the nodal exactness of SUPG with the optimal tau for P1 in 1-D (Brooks &
 Hughes 1982, Comput. Methods Appl. Mech. Engrg. 32:199, sec. 3).
 """
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -16,6 +19,10 @@ import scipy.sparse.linalg
 import skfem
 
 from topopt import ad, fem
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+import thermal_nusselt  # noqa: E402
 from topopt.flow import Convection, convective_flux, mean_temperature
 
 NU_T = 7.5407          # Shah & London (1978): isothermal plates, Pe -> infinity, D_h = 2H
@@ -77,25 +84,8 @@ def test_nusselt_parallel_plates():
     quadrature points and the mixing-cup temperature ``int u T dy / int u
     dy`` (12-point Gauss) on the vertical line through each.
     """
-    pe, length, k = 50.0, 5.0, 2.0 / 50.0
-    mesh = skfem.MeshTri.init_tensor(np.linspace(0, length, 81), np.linspace(0, 1, 17))
-    model = Convection(mesh, fixed=lambda x: (x[0] < 1e-9) | (x[1] < 1e-9) | (x[1] > 1 - 1e-9),
-                       k=(k, k))
-    u = _velocity(model, lambda x: np.stack([6 * x[1] * (1 - x[1]), 0 * x[0]]))
-    p = np.concatenate([u, np.ones(mesh.t.shape[1])])
-    x, y = model.basis.doflocs
-    T = fem.solve_nonlinear(model, p, np.where((x < 1e-9) & (y > 1e-9) & (y < 1 - 1e-9), 1.0, 0.0))
-    wall = skfem.FacetBasis(mesh, model.element, intorder=4,
-                            facets=mesh.facets_satisfying(lambda x: x[1] < 1e-9, True))
-    xq = np.asarray(wall.global_coordinates())[0].ravel()
-    flux = k * wall.interpolate(T).grad[1].ravel()
-    keep = (xq > 3.0) & (xq < 4.5)
-    xq, flux = xq[keep], flux[keep]
-    yg, wg = np.polynomial.legendre.leggauss(12)
-    yg, wg = (yg + 1) / 2, wg / 2
-    Tline = (model.basis.probes(np.vstack([np.repeat(xq, 12), np.tile(yg, xq.size)])) @ T)
-    bulk = Tline.reshape(xq.size, 12) @ (wg * 6 * yg * (1 - yg))
-    nu = flux * 2.0 / (k * bulk)
+    pe = 50.0
+    nu, _ = thermal_nusselt.nusselt(80, 16, 2, pe=pe)   # the mesh study's function
     reference = developed_nusselt(pe)              # 7.5457: axial conduction at Pe = 50
     assert reference == pytest.approx(7.5457, abs=1e-4)
     assert np.all(np.abs(nu / NU_T - 1) < 0.01)   # the acceptance: 7.54 within 1 %

@@ -77,13 +77,13 @@ from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,
 __all__ += ['FocusBand', 'run_focus_band', 'FOCUS_BAND_SCALES', 'FOCUS_BAND_FORMS']
 
 from .flow import FlowProblem, OBJECTIVES as FLOW_OBJECTIVES  # noqa: E402
-from .flow_output import (run_flow, check_lu_solver,  # noqa: E402
+from .flow_output import (run_flow, check_lu_solver, power_summary,  # noqa: E402
                           OBJECTIVE_LABELS as FLOW_OBJECTIVE_LABELS)
 
 from .flow_thermal import ConvectionProblem  # noqa: E402
 from .flow_hooks import FlowRunHooks  # noqa: E402
 
-__all__ += ['FlowProblem', 'FLOW_OBJECTIVES', 'run_flow', 'check_lu_solver',
+__all__ += ['FlowProblem', 'FLOW_OBJECTIVES', 'run_flow', 'check_lu_solver', 'power_summary',
             'FLOW_OBJECTIVE_LABELS', 'ConvectionProblem', 'FlowRunHooks']
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402

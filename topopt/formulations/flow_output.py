@@ -15,7 +15,7 @@ from .._files import check_writable_folder
 from ..io.folder import write_results
 from ..io.result import RunResult
 
-__all__ = ["run_flow", "check_lu_solver", "OBJECTIVE_LABELS", "LU_SOLVERS"]
+__all__ = ["run_flow", "power_summary", "check_lu_solver", "OBJECTIVE_LABELS", "LU_SOLVERS"]
 
 #: The ``solver`` a flow script's ``run`` takes: its Newton steps and adjoint factorize
 #: with LU (`topopt.fem.solvers.direct.factorize_lu`), so its command line has no --solver.
@@ -96,3 +96,20 @@ def run_flow(name: str, problem, *, title: str, sizes: dict, out: str | None = N
                   os.path.join(out, "flow.png"),
                   title=f"{title}{interrupted}: {symbol} = {result[kind]:.4g}")
     return result
+
+
+def power_summary(result) -> str:
+    """One line of a dissipated-power run (`run_flow`'s result) for a script's summary.
+
+    The power in the problem's and dolfin-adjoint's conventions, the thresholded design's
+    (None when its solve failed), the fluid fraction, the evaluations, seconds per design
+    iteration, Newton iterations per solve and the run's seconds.
+    """
+    crisp = result["dissipated_power_thresholded"]
+    return (f"J {result['dissipated_power']:.4f} (dolfin-adjoint convention "
+            f"{result['dissipated_power_dolfin']:.4f}; thresholded at 1/2 "
+            f"{crisp if crisp is None else round(crisp, 4)})  "
+            f"fluid {result['fluid_fraction']:.4f}  "
+            f"evaluations {result.evaluations}  {result['seconds_per_iteration']:.2f} s/iteration"
+            f"  Newton {result['newton_iterations_per_solve']:.2f}/solve  "
+            f"{result['seconds']:.1f} s")
