@@ -124,3 +124,15 @@ def test_small_runs_write_the_pictures(tmp_path):
                                verbose=False)
         assert result["dissipated_power_alexandersen"] > 0 and result["dissipated_power"] > 0
         assert os.path.isfile(tmp_path / str(re) / "flow.png")
+
+
+def test_objective_taylor_rate_3d():
+    """The 3-D bend's J on tetrahedra (n = 6, 1 296 tetrahedra) through the Stokes solve:
+    Taylor rate >= 1.9 at the last q of its continuation."""
+    from topopt_problems import pipe_bend3d
+    mesh, model = pipe_bend3d.setup(6)
+    problem = FlowProblem(model, 0.12)
+    q = pipe_bend3d.q_values(model, 0.12)[-1]
+    rng = np.random.default_rng(2)
+    x, dx = rng.uniform(0.3, 0.9, problem.n), rng.standard_normal(problem.n)
+    assert ad.taylor_test(lambda x: problem.objective(x, q), x, dx) >= 1.9
