@@ -33,10 +33,13 @@ class FlowRunHooks:
         return dict(self.counts)
 
     def final_design(self, res, stages):
-        """`DensityProblem.final_design`; with stages of several ``q`` the ending is judged
-        against the last stage's first evaluation (`topopt.optimize.ending.last_stage_ending`)."""
+        """`DensityProblem.final_design`; with stages of several parameters (``q``, a
+        projection's ``beta``) the ending is judged against the last stage's first
+        evaluation (`topopt.optimize.ending.last_stage_ending`): the first stage's objective
+        is another function, and a flow problem's uniform start is no design (a porous
+        medium, infeasible under a pressure-drop limit)."""
         self.final_q = (stages[-1].params.get("q", self.model.q) if stages else self.model.q)
-        if len({s.params.get("q", self.model.q) for s in stages or ()}) > 1:
+        if len({tuple(sorted(s.params.items())) for s in stages or ()}) > 1:
             last_stage_ending(res)
         return super().final_design(res, stages)
 
