@@ -31,6 +31,7 @@ def case(aspect: float, n: int, maxeval: int) -> dict:
                 published=pub, raw_vs_published=raw / pub - 1,
                 thresholded_vs_published=crisp / pub - 1,
                 grey_level=float(r["grey_level"]), fluid_fraction=float(r["fluid_fraction"]),
+                fluid_fraction_thresholded=float(r["fluid_fraction_thresholded"]),
                 evaluations=int(r.evaluations), seconds=float(r["seconds"]))
 
 
@@ -47,12 +48,12 @@ def main(argv=None):
             if any(r["aspect"] == aspect and r["n"] == n and r["maxeval"] == a.maxeval
                    for r in rows):
                 continue
-            rows.append(case(aspect, n, a.maxeval))
+            row = case(aspect, n, a.maxeval)
+            rows.append(row)
             rows.sort(key=lambda r: (r["aspect"], r["n"], r["maxeval"]))
             with open(a.out, "w") as f:
                 json.dump(rows, f, indent=1)
-            print(json.dumps(rows[-1] if False else [r for r in rows if r["n"] == n
-                                                      and r["aspect"] == aspect][0]), flush=True)
+            print(json.dumps(row), flush=True)
     print("| aspect | n | raw J | vs published | thresholded J | vs published | grey level | s |")
     for r in rows:
         print(f"| {r['aspect']:g} | {r['n']} | {r['J']:.2f} | {100 * r['raw_vs_published']:+.1f} % "
