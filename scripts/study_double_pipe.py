@@ -41,8 +41,11 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="+", default=[20, 30, 45])
     ap.add_argument("--aspect", type=float, nargs="+", default=[1.0, 1.5])
     ap.add_argument("--maxeval", type=int, default=120)
+    ap.add_argument("--table", action="store_true", help="print the JSON's table, run nothing")
     a = ap.parse_args(argv)
     rows = json.load(open(a.out)) if os.path.exists(a.out) else []
+    if a.table:
+        return table(rows)
     for n in a.n:
         for aspect in a.aspect:
             if any(r["aspect"] == aspect and r["n"] == n and r["maxeval"] == a.maxeval
@@ -54,7 +57,13 @@ def main(argv=None):
             with open(a.out, "w") as f:
                 json.dump(rows, f, indent=1)
             print(json.dumps(row), flush=True)
+    table(rows)
+
+
+def table(rows):
+    """Print the markdown table of `rows`."""
     print("| aspect | n | raw J | vs published | thresholded J | vs published | grey level | s |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['aspect']:g} | {r['n']} | {r['J']:.2f} | {100 * r['raw_vs_published']:+.1f} % "
               f"| {r['J_thresholded']:.2f} | {100 * r['thresholded_vs_published']:+.1f} % "

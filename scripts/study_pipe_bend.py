@@ -43,8 +43,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "study_pipe_bend.json"))
     ap.add_argument("--cases", nargs="+", default=list(CASES), help="re:n:maxeval")
+    ap.add_argument("--table", action="store_true", help="print the JSON's table, run nothing")
     a = ap.parse_args(argv)
     rows = json.load(open(a.out)) if os.path.exists(a.out) else []
+    if a.table:
+        return table(rows)
     for text in a.cases:
         re, n, maxeval = map(int, text.split(":"))
         if any((r["re"], r["n"], r["maxeval"]) == (re, n, maxeval) for r in rows):
@@ -55,13 +58,19 @@ def main(argv=None):
         with open(a.out, "w") as f:
             json.dump(rows, f, indent=1)
         print(json.dumps(row), flush=True)
+    table(rows)
+
+
+def table(rows):
+    """Print the markdown table of `rows`."""
     print("| Re | n | evaluations | J (ours) | his convention | vs his | thresholded J | vs his "
           "| grey level | s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c, t = r["J_thresholded"], r["thresholded_vs_published"]
-        print(f"| {r['re'] or 'Stokes'} | {r['n']} | {r['maxeval']} | {r['J']:.5g} "
-              f"| {r['J_alexandersen']:.5g} | {100 * r['his_convention_vs_published']:+.1f} % "
-              f"| {'-' if c is None else f'{c:.5g}'} | "
+        print(f"| {r['re'] or 'Stokes'} | {r['n']} | {r['maxeval']} | {r['J']:#.5g} "
+              f"| {r['J_alexandersen']:#.5g} | {100 * r['his_convention_vs_published']:+.1f} % "
+              f"| {'-' if c is None else f'{c:#.5g}'} | "
               f"{'-' if c is None else f'{100 * t:+.1f} %'} "
               f"| {r['grey_level']:.3f} | {r['seconds']:.0f} |")
 
