@@ -6,7 +6,7 @@ n = 20, 30 and 45 rows, and records per run J of the optimized design (raw,
 the paper's convention), J of that design thresholded at rho = 1/2, both
 relative to the published 25.67 (aspect 1) and 27.64 (aspect 1.5), the grey
 level and the seconds. One run at a time; a rerun skips the cases the JSON
-already holds.
+already holds; ``--table`` prints the JSON's table and runs nothing.
 
     python scripts/study_double_pipe.py [--out results/study_double_pipe.json --n 20 30 45]
 """

@@ -5,7 +5,8 @@ MMA; nothing written but the table) for each case ``re:n:maxeval`` and records
 J in our convention (``mu/2 grad u : grad u``) and in his (symmetric gradient),
 J of the design thresholded at rho = 1/2, the grey level, the seconds, and
 both J relative to his Table 5 (Stokes: his Fig. 17 / Table 3 setup, 9.1862).
-One run at a time; a rerun skips the cases the JSON already holds.
+One run at a time; a rerun skips the cases the JSON already holds; ``--table``
+prints the JSON's table and runs nothing.
 
     python scripts/study_pipe_bend.py [--out results/study_pipe_bend.json]
     python scripts/study_pipe_bend.py --cases 0:30:300 0:50:300 100:30:300
