@@ -2,13 +2,13 @@
 
 Runs `problems/double_pipe.py`'s ``run`` (default stages q = 0.01 then 0.1, 120
 MMA evaluations, nothing written but the table) at aspect 1 and 1.5 on
-n = 20, 30 and 45 rows, and records per run J of the optimized design (raw,
+n = 20, 24, 30, 36, 45 and 48 rows, and records per run J of the optimized design (raw,
 the paper's convention), J of that design thresholded at rho = 1/2, both
 relative to the published 25.67 (aspect 1) and 27.64 (aspect 1.5), the grey
 level and the seconds. One run at a time; a rerun skips the cases the JSON
 already holds; ``--table`` prints the JSON's table and runs nothing.
 
-    python scripts/study_double_pipe.py [--out results/study_double_pipe.json --n 20 30 45]
+    python scripts/study_double_pipe.py [--out results/study_double_pipe.json --n 24 30]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def case(aspect: float, n: int, maxeval: int) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "study_double_pipe.json"))
-    ap.add_argument("--n", type=int, nargs="+", default=[20, 30, 45])
+    ap.add_argument("--n", type=int, nargs="+", default=[20, 24, 30, 36, 45, 48])
     ap.add_argument("--aspect", type=float, nargs="+", default=[1.0, 1.5])
     ap.add_argument("--maxeval", type=int, default=120)
     ap.add_argument("--table", action="store_true", help="print the JSON's table, run nothing")

@@ -21,7 +21,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-CASES = ("0:30:300", "0:50:300", "0:30:100", "100:30:100", "100:30:300", "100:50:300")
+CASES = ("0:30:100", "0:30:300", "0:50:300", "0:70:300", "0:100:300", "100:30:100", "100:30:300",
+         "100:50:300", "100:70:300")
 
 
 def case(re: int, n: int, maxeval: int) -> dict:
