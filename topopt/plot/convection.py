@@ -10,12 +10,10 @@ optionally, the outline of the heated region.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.tri import LinearTriInterpolator, Triangulation
 
 from .canvas import _save
-from .flow import _vertex_average
+from .flow import _canvas, _finish, _streamlines, _vertex_average
 
 __all__ = ["temperature_figure", "save_temperature"]
 
@@ -54,41 +52,19 @@ def temperature_figure(space, w, T, x_phys, title: str = "", region=None,
     'T = x'
     """
     mesh = space.mesh
-    if space.dim != 2:
-        raise ValueError(f"temperature_figure draws 2-D designs; the mesh is {space.dim}-D")
     nv = mesh.p.shape[1]
     T = np.asarray(T, dtype=float)
     if T.ndim != 1 or T.size < nv:
         raise ValueError(f"T must hold at least the {nv} vertex values, got shape {T.shape}")
-    u, _ = space.split(np.asarray(w, dtype=float))
-    uv = u[:nv]
-    tri = Triangulation(mesh.p[0], mesh.p[1], mesh.t.T)
-    lo, hi = mesh.p.min(axis=1), mesh.p.max(axis=1)
-    extent = hi - lo
-    fig = Figure(figsize=(1.5 + 5.0 * extent[0] / extent[1], 5.0))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    uv, tri, box, fig, ax = _canvas(space, w, "temperature_figure")
     art = ax.tripcolor(tri, T[:nv], shading="gouraud", cmap="inferno")
     rho_v = _vertex_average(mesh, np.asarray(x_phys, dtype=float))
     ax.tricontour(tri, rho_v, levels=[0.5], colors="cyan", linewidths=1.2)
-    nx = 120
-    ny = max(int(round(nx * extent[1] / extent[0])), 20)
-    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny))
-    solid = np.ma.filled(LinearTriInterpolator(tri, rho_v)(gx, gy), 0.0) < 0.5
-    ux, uy = (np.ma.masked_where(solid, np.ma.filled(
-        LinearTriInterpolator(tri, uv[:, k])(gx, gy), 0.0)) for k in (0, 1))
-    ax.streamplot(gx, gy, ux, uy, density=density, color="white", linewidth=0.5,
-                  arrowsize=0.6)
+    _streamlines(ax, tri, uv, rho_v, box, density, 0.5, 0.6)
     if region is not None:
         x0, y0, x1, y1 = region
         ax.plot([x0, x1, x1, x0, x0], [y0, y0, y1, y1, y0], "--", color="0.8", lw=1.0)
-    ax.set_aspect("equal")
-    ax.set_xlim(lo[0], hi[0])
-    ax.set_ylim(lo[1], hi[1])
-    ax.set_title(title)
-    fig.colorbar(art, ax=ax, label="temperature T", shrink=0.8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, art, box, title, "temperature T")
 
 
 def save_temperature(space, w, T, x_phys, path: str, title: str = "", **kwargs) -> str:

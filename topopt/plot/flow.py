@@ -30,6 +30,46 @@ def _vertex_average(mesh, x) -> np.ndarray:
     return num / den
 
 
+def _canvas(space, w, what: str):
+    """The vertex velocities of `w`, the triangulation, the box and an empty figure sized
+    to the domain: what `flow_figure` and `temperature_figure` share."""
+    mesh = space.mesh
+    if space.dim != 2:
+        raise ValueError(f"{what} draws 2-D designs; the mesh is {space.dim}-D")
+    u, _ = space.split(np.asarray(w, dtype=float))
+    uv = u[:mesh.p.shape[1]]                            # P2's first nodes are the vertices
+    tri = Triangulation(mesh.p[0], mesh.p[1], mesh.t.T)
+    lo, hi = mesh.p.min(axis=1), mesh.p.max(axis=1)
+    extent = hi - lo
+    fig = Figure(figsize=(1.5 + 5.0 * extent[0] / extent[1], 5.0))
+    FigureCanvasAgg(fig)
+    return uv, tri, (lo, hi), fig, fig.add_subplot()
+
+
+def _streamlines(ax, tri, uv, rho_v, box, density, linewidth, arrowsize):
+    """Streamlines of the vertex velocities `uv` where the vertex design `rho_v` >= 1/2,
+    on a regular grid of their linear interpolant."""
+    (lo, hi), nx = box, 120
+    ny = max(int(round(nx * (hi[1] - lo[1]) / (hi[0] - lo[0]))), 20)
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny))
+    solid = np.ma.filled(LinearTriInterpolator(tri, rho_v)(gx, gy), 0.0) < 0.5
+    ux, uy = (np.ma.masked_where(solid, np.ma.filled(LinearTriInterpolator(tri, uv[:, k])(gx, gy),
+                                                     0.0)) for k in (0, 1))
+    ax.streamplot(gx, gy, ux, uy, density=density, color="white", linewidth=linewidth,
+                  arrowsize=arrowsize)
+
+
+def _finish(fig, ax, art, box, title: str, label: str):
+    (lo, hi) = box
+    ax.set_aspect("equal")
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_title(title)
+    fig.colorbar(art, ax=ax, label=label, shrink=0.8)
+    fig.tight_layout()
+    return fig
+
+
 def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figure:
     """The figure of the velocity magnitude, streamlines and design of a 2-D flow.
 
@@ -57,20 +97,9 @@ def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figu
     'vortex'
     """
     mesh = space.mesh
-    if space.dim != 2:
-        raise ValueError(f"flow_figure draws 2-D flows; the mesh is {space.dim}-D")
-    u, _ = space.split(np.asarray(w, dtype=float))
-    nv = mesh.p.shape[1]
-    uv = u[:nv]                                         # P2's first nodes are the vertices
+    uv, tri, box, fig, ax = _canvas(space, w, "flow_figure")
     x_phys = np.asarray(x_phys, dtype=float)
-    tri = Triangulation(mesh.p[0], mesh.p[1], mesh.t.T)
-    speed = np.hypot(uv[:, 0], uv[:, 1])
-    lo, hi = mesh.p.min(axis=1), mesh.p.max(axis=1)
-    extent = hi - lo
-    fig = Figure(figsize=(1.5 + 5.0 * extent[0] / extent[1], 5.0))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    art = ax.tripcolor(tri, speed, shading="gouraud", cmap="viridis")
+    art = ax.tripcolor(tri, np.hypot(uv[:, 0], uv[:, 1]), shading="gouraud", cmap="viridis")
     rgba = np.zeros((x_phys.size, 4))
     rgba[:, :3] = 0.35
     rgba[:, 3] = 0.9 * np.clip(1.0 - x_phys, 0.0, 1.0)           # solid grey, fluid clear
@@ -79,21 +108,8 @@ def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figu
                                      antialiaseds=False))
     rho_v = _vertex_average(mesh, x_phys)
     ax.tricontour(tri, rho_v, levels=[0.5], colors="white", linewidths=1.0)
-    nx = 120
-    ny = max(int(round(nx * extent[1] / extent[0])), 20)
-    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], nx), np.linspace(lo[1], hi[1], ny))
-    solid = np.ma.filled(LinearTriInterpolator(tri, rho_v)(gx, gy), 0.0) < 0.5
-    ux, uy = (np.ma.masked_where(solid, np.ma.filled(LinearTriInterpolator(tri, uv[:, k])(gx, gy),
-                                                     0.0)) for k in (0, 1))
-    ax.streamplot(gx, gy, ux, uy, density=density, color="white", linewidth=0.6,
-                  arrowsize=0.7)
-    ax.set_aspect("equal")
-    ax.set_xlim(lo[0], hi[0])
-    ax.set_ylim(lo[1], hi[1])
-    ax.set_title(title)
-    fig.colorbar(art, ax=ax, label="velocity magnitude |u|", shrink=0.8)
-    fig.tight_layout()
-    return fig
+    _streamlines(ax, tri, uv, rho_v, box, density, 0.6, 0.7)
+    return _finish(fig, ax, art, box, title, "velocity magnitude |u|")
 
 
 def save_flow(space, w, x_phys, path: str, title: str = "", **kwargs) -> str:
