@@ -223,13 +223,18 @@ class Convection:
         ks, kf = self.k
         return ks + (kf - ks) * rho_q / (1.0 + self.q_k * (1.0 - rho_q))
 
+    def heat_source(self, rho_q):
+        """The heat source ``Q_s (1 - rho) + Q_f rho`` at the quadrature points, ``rho_q``
+        of shape ``(ne, nq)`` (traced)."""
+        return self._Q[0] * (1.0 - rho_q) + self._Q[1] * rho_q
+
     def _coefficients(self, p):
         """Velocity, conductivity, source and tau at the quadrature points (traced)."""
         u, rho = self.split(p)
         uq = np.einsum("ae,adeq->deq", u[self.basis_u.element_dofs], self._phiu)
         rho_q = at_quadrature(self.basis, rho)
         kq = self.conductivity(rho_q)
-        Qq = self._Q[0] * (1.0 - rho_q) + self._Q[1] * rho_q
+        Qq = self.heat_source(rho_q)
         if not self.supg:
             return uq, kq, Qq, None
         h, alpha = self._h, kq / self.rho_c

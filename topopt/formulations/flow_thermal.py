@@ -168,7 +168,7 @@ class ConvectionProblem(FlowProblem):
         T = np.asarray(self.temperature(w, x_phys))
         self.final_temperature = T
         th = self.thermal
-        source = th._Q[0] * (1.0 - x_phys[:, None]) + th._Q[1] * x_phys[:, None]
+        source = th.heat_source(x_phys[:, None])
         p = np.concatenate([w[:self.model.nu], x_phys])
         boundary = lambda y: np.ones(y.shape[1], bool)             # noqa: E731
         dp = float(self.pressure_drop(w))

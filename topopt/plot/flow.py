@@ -15,6 +15,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.tri import LinearTriInterpolator, Triangulation
 
+from ..fem.mesh import element_volumes
 from .canvas import _save
 
 __all__ = ["flow_figure", "save_flow"]
@@ -23,8 +24,7 @@ __all__ = ["flow_figure", "save_flow"]
 def _vertex_average(mesh, x) -> np.ndarray:
     """Element values `x` averaged onto the vertices (area weights)."""
     p, t = mesh.p, mesh.t
-    a = 0.5 * np.abs((p[0, t[1]] - p[0, t[0]]) * (p[1, t[2]] - p[1, t[0]])
-                     - (p[0, t[2]] - p[0, t[0]]) * (p[1, t[1]] - p[1, t[0]]))
+    a = element_volumes(mesh)
     num = np.bincount(t.ravel(), np.tile(a * x, 3), p.shape[1])
     den = np.bincount(t.ravel(), np.tile(a, 3), p.shape[1])
     return num / den
