@@ -46,18 +46,24 @@ def main(argv=None):
     rows = json.load(open(a.out)) if os.path.exists(a.out) else []
     if a.table:
         return table(rows)
-    for n in a.n:
-        for aspect in a.aspect:
-            if any(r["aspect"] == aspect and r["n"] == n and r["maxeval"] == a.maxeval
-                   for r in rows):
-                continue
-            row = case(aspect, n, a.maxeval)
-            rows.append(row)
-            rows.sort(key=lambda r: (r["aspect"], r["n"], r["maxeval"]))
-            with open(a.out, "w") as f:
-                json.dump(rows, f, indent=1)
-            print(json.dumps(row), flush=True)
+    keys = [(aspect, n, a.maxeval) for n in a.n for aspect in a.aspect]
+    record(rows, keys, ("aspect", "n", "maxeval"), case, a.out)
     table(rows)
+
+
+def record(rows, keys, fields, case, path):
+    """Run ``case(*key)`` for each key of `keys` whose row (`fields`) `rows` lacks; after
+    each run the rows, sorted by `fields`, go to the JSON at `path` (a stopped study keeps
+    what it measured, and a rerun goes on from there)."""
+    for key in keys:
+        if any(tuple(r[f] for f in fields) == tuple(key) for r in rows):
+            continue
+        row = case(*key)
+        rows.append(row)
+        rows.sort(key=lambda r: tuple(r[f] for f in fields))
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+        print(json.dumps(row), flush=True)
 
 
 def table(rows):

@@ -21,6 +21,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from study_double_pipe import record  # noqa: E402  (this folder: the script's own)
 CASES = ("0:30:100", "0:30:300", "0:50:300", "0:70:300", "0:100:300", "100:30:100", "100:30:300",
          "100:50:300", "100:70:300")
 
@@ -50,16 +52,8 @@ def main(argv=None):
     rows = json.load(open(a.out)) if os.path.exists(a.out) else []
     if a.table:
         return table(rows)
-    for text in a.cases:
-        re, n, maxeval = map(int, text.split(":"))
-        if any((r["re"], r["n"], r["maxeval"]) == (re, n, maxeval) for r in rows):
-            continue
-        row = case(re, n, maxeval)
-        rows.append(row)
-        rows.sort(key=lambda r: (r["re"], r["n"], r["maxeval"]))
-        with open(a.out, "w") as f:
-            json.dump(rows, f, indent=1)
-        print(json.dumps(row), flush=True)
+    keys = [tuple(map(int, text.split(":"))) for text in a.cases]
+    record(rows, keys, ("re", "n", "maxeval"), case, a.out)
     table(rows)
 
 
