@@ -61,6 +61,7 @@ INTERNAL_MODULES = {
     "topopt.fem.petsc.rank": "one rank's PETSc matrix and solver behind solver='petsc'",
     "topopt.fem.petsc.mg": "the geometric hierarchy of solver='petsc' with pc='mg'",
     "topopt.fem.solvers.multigrid": "the preconditioner of solver='mgcg'",
+    "topopt.grid.kernels": "the compiled products behind GridOperator (numba, the fast extra)",
     "topopt.fem.budget": "the memory estimate that fem.rectangle/fem.box and the scripts check",
 }
 INTERNAL = {

@@ -1,8 +1,9 @@
 """Structured voxel grids: the matrix-free path for large 2-D and 3-D designs.
 
 Modules, each importing only those above it: `grid` (`Grid`: numbering by
-strides), `element` (the one element matrix ``K0``), `operator` (``K(E) u``
-matrix-free in slabs, cell operators), `transfer` (multilinear interpolation
+strides), `element` (the one element matrix ``K0``), `kernels` (its fused products compiled
+with numba, when installed), `operator` (``K(E) u`` matrix-free in slabs,
+cell operators), `transfer` (multilinear interpolation
 by slices), `galerkin` (coarse cells from the fine coefficients),
 `multigrid` (`GridMultigrid`), `system` (`GridSystem`, the system
 `topopt.fem.solve` takes), `model` (`GridModel`: supports and loads),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_int, check_real_array, check_type
+from . import kernels
 from .grid import Grid
 
 __all__ = ["GridOperator", "CellOperator", "BLOCK_ELEMENTS"]
@@ -112,14 +113,32 @@ class GridOperator:
         """``K(E) u`` (`out`, overwritten, may be given to save an allocation)."""
         E = self.cells if E is None else np.asarray(E)
         y = np.zeros(self.ndof, dtype=np.result_type(u, E)) if out is None else out
+        un, yn = self.nodal(u), self.nodal(y)
+        if self._compiled(E, un, yn):
+            kernels.apply(self._K0_as(y.dtype), E, un, yn)
+            return y
         if out is not None:
             y[...] = 0.0
-        un, yn = self.nodal(u), self.nodal(y)
         work = self._work(y.dtype)
         for rows in self.slabs():
             X = self.gather(un, rows, work[0])
             self.scatter_add(yn, self._local(E, X, rows, work[1]), rows)
         return y
+
+    def _compiled(self, E, *nodal) -> bool:
+        """Whether the fused kernels of `topopt.grid.kernels` take this product."""
+        return (type(self)._local is GridOperator._local and isinstance(E, np.ndarray)
+                and all(kernels.supports(self._K0_as(a.dtype), E, a)
+                        for a in nodal))
+
+    def _K0_as(self, dtype) -> np.ndarray:
+        """``K0`` in `dtype` (a float32 copy made once)."""
+        if self.K0.dtype == dtype:
+            return self.K0
+        key = ("K0", np.dtype(dtype))
+        if key not in self._buffers:
+            self._buffers[key] = self.K0.astype(dtype)
+        return self._buffers[key]
 
     def _work(self, dtype) -> tuple:
         """Three flat work arrays of a slab (made once per operator and dtype)."""
@@ -152,6 +171,8 @@ class GridOperator:
         """Per element ``conj(v_e)^T K0 w_e`` (without the coefficient), ``(n_el,)``."""
         vn, wn = self.nodal(v), self.nodal(w)
         out = np.empty(self.grid.n_el, dtype=np.result_type(v, w))
+        if out.dtype == self.K0.dtype and self._compiled(out, vn, wn):
+            return kernels.products(self.K0, vn, wn, out)
         plane = int(np.prod(self.grid.shape[1:]))
         work = self._work(out.dtype)
         for rows in self.slabs():
