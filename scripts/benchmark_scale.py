@@ -105,7 +105,7 @@ def _timed_responses(problem) -> list:
 
 def run_case(kind: str, shape: tuple, evals: int) -> dict:
     """One cantilever run; its setup, per-iteration seconds, phases and memory."""
-    from topopt_problems import cantilever3d
+    cantilever3d = _problem()
     from topopt.formulations.compliance import ComplianceProblem
     from topopt.io.folder import run_compliance
     t0 = time.perf_counter()
@@ -161,6 +161,23 @@ def run_case(kind: str, shape: tuple, evals: int) -> dict:
             "options_dropped": dropped,
             "fine_product": fine_product(S._iterative.fine, 7 if ndof < 3e7 else 3)
             if voxel else None}
+
+
+def _problem():
+    """``cantilever3d`` of the checkout under test (``problems`` before it installed as
+    ``topopt_problems``), never an installed copy of another checkout."""
+    import importlib
+
+    import topopt
+    root = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
+    for name in ("topopt_problems.cantilever3d", "problems.cantilever3d"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if os.path.abspath(module.__file__).startswith(root + os.sep):
+            return module
+    raise ImportError(f"no cantilever3d problem in {root}")
 
 
 def _known_options(options: dict) -> tuple[dict, list]:
@@ -346,24 +363,25 @@ def _sizes(args, report: dict, baseline: str | None) -> None:
         report["voxel"].append(case)
         _print_case(label, case)
         if baseline and "error" not in old:
-            _print_case(label + " baseline", old)
+            _print_case(label, old, f" baseline {report['baseline']['sha'][:9]}")
             row = {"label": label, "dofs": case["dofs"]}
             for key in COMPARED + ("fine_product",):
                 pick = (lambda c: c[key]["seconds_median"]) if key == "fine_product" else (
                     lambda c: c[key])
-                row[f"baseline_{key}"], row[f"current_{key}"] = pick(old), pick(case)
+                name = key + "_s" if key == "fine_product" else key
+                row[f"baseline_{name}"], row[f"current_{name}"] = pick(old), pick(case)
             row["speedup"] = old["s_per_iteration_median"] / case["s_per_iteration_median"]
-            row["fine_product_speedup"] = (row["baseline_fine_product"]
-                                           / row["current_fine_product"])
+            row["fine_product_speedup"] = (row["baseline_fine_product_s"]
+                                           / row["current_fine_product_s"])
             report["baseline"]["comparison"].append(row)
             print(f"{label:>4} M  speed-up {row['speedup']:.2f}x per iteration, "
                   f"{row['fine_product_speedup']:.2f}x fine product")
         _write(args.out, report)
 
 
-def _print_case(label: str, case: dict) -> None:
+def _print_case(label: str, case: dict, tag: str = "") -> None:
     fine = case["fine_product"]
-    print(f"{label:>4} M  {case['dofs']:>10} dofs  setup {case['setup_s']:6.1f} s  "
+    print(f"{label:>4} M{tag}  {case['dofs']:>10} dofs  setup {case['setup_s']:6.1f} s  "
           f"{case['s_per_iteration_median']:7.2f} s/it  CG {case['cg_iterations_per_solve']:.1f}"
           f"  peak {case['peak_rss_bytes'] / 2**30:5.2f} GiB  {case['bytes_per_dof']:5.0f} B/dof"
           f"  K u {fine['seconds_median'] * 1e3:.1f} ms = {fine['bytes_per_s'] / 1e9:.2f} GB/s"

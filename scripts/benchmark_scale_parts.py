@@ -158,7 +158,10 @@ def worktree(root: str, ref: str):
 
     Yields ``(path, sha)``; the worktree is removed afterwards, also on failure.
     """
-    sha = _git(root, "rev-parse", "--verify", f"{ref}^{{commit}}")
+    try:
+        sha = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise ValueError(f"--baseline {ref!r} names no commit of {root}") from None
     tmp = tempfile.mkdtemp(prefix="benchmark-baseline-")
     path = os.path.join(tmp, "tree")
     try:
