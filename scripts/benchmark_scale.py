@@ -20,10 +20,36 @@ from which ``solver="auto"`` takes the voxel path (`VOXEL_MIN_DOFS`).
 ``K(E) u``: the matrix-free operator against the assembled CSR matrix
 (scipy) at 0.4 and 1.6 M dofs (medians of 7).
 
-    python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26] [--evals 3] [--reference] [--spmv]
+Each run also measures the machine's memory bandwidth, STREAM's triad
+``a = b + s c`` (3 arrays of 200 MB, 10 repeats, best and median; counted as
+3 arrays x 8 B per element, write-allocate not counted:
+``scripts/benchmark_scale_parts.py``), with numpy (one thread) and with numba
+(``prange`` on all its threads) when numba is importable; and, per case, the
+fine-level product `GridOperator.apply` of the solver alone (median of 7, 3
+from 30 M dofs) against the least traffic it needs: the nodal vector read,
+the result read and written, the element coefficients read,
+``8 (3 ndof) + 8 n_el`` bytes in float64 (``K0``, 4.6 kB, stays in cache),
+as bytes per second and as a fraction of the best triad.
 
-writes ``results/benchmark_scale.json``. The figures need numpy and scipy
-only (no extra); the table of docs/notes/grids.md quotes them.
+``--baseline REF`` runs the same sizes on the library of commit REF as well
+(checked out by ``git worktree add --detach`` in a temporary folder, removed
+afterwards), each case in its own process beside the current one, the case
+runner (this script) the same for both: per size, seconds per iteration of
+both and their ratio, CG iterations, peak memory and bytes per dof. Solver
+options the baseline does not know are left out (``options_dropped``).
+Size ``100`` (512 x 256 x 256, 101.6 M dofs, 2 design iterations) runs only
+when named. ``--smallest`` runs every part at its smallest size in seconds
+(cases, reference and spmv at 32 x 16 x 16, the first crossover grid, 2
+iterations each; the triad on 3 x 32 MB, 3 repeats; the baseline when
+asked), into a temporary file unless ``--out`` names one.
+
+    python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26[,100]] [--evals 3] [--reference]
+        [--spmv] [--crossover] [--baseline REF] [--smallest] [--out PATH]
+
+writes ``results/benchmark_scale.json`` with the machine (CPU, cores, caches,
+memory, versions) and the commit (each case carries its own). The figures
+need numpy and scipy only (no extra; numba for its triad); the table of
+docs/notes/grids.md quotes them.
 """
 
 from __future__ import annotations
@@ -38,14 +64,23 @@ import time
 
 import numpy as np
 
+from benchmark_scale_parts import accepted, commit, machine, triad, worktree
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
 
 #: `--crossover`: where the voxel path starts to win over the mesh path (``solver="auto"``).
 CROSSOVER = [(16, 8, 8), (24, 12, 12), (32, 16, 16), (48, 24, 24)]
-SIZES = {"0.4": (80, 40, 40), "1.6": (128, 64, 64), "6.9": (208, 104, 104),
-         "26": (336, 160, 160)}
+SIZES = {"0.03": (32, 16, 16), "0.4": (80, 40, 40), "1.6": (128, 64, 64),
+         "6.9": (208, 104, 104), "26": (336, 160, 160), "100": (512, 256, 256)}
+DEFAULT_SIZES = "0.4,1.6,6.9,26"
+#: Design iterations where not `--evals`: 100 M dofs take minutes each.
+EVALS = {"100": 2}
+#: `--smallest`: each part at its smallest size.
+SMALLEST = {"size": "0.03", "evals": 2, "triad": (32_000_000, 3), "spmv": [(32, 16, 16)],
+            "crossover": CROSSOVER[:1], "reference": (32, 16, 16)}
+#: The solver options of the cases (those a baseline lacks are dropped).
+SOLVER_OPTIONS = {"warm_start": True}
 
 
 def peak_bytes() -> int:
@@ -70,14 +105,15 @@ def _timed_responses(problem) -> list:
 
 def run_case(kind: str, shape: tuple, evals: int) -> dict:
     """One cantilever run; its setup, per-iteration seconds, phases and memory."""
-    from topopt_problems import cantilever3d
+    cantilever3d = _problem()
     from topopt.formulations.compliance import ComplianceProblem
     from topopt.io.folder import run_compliance
     t0 = time.perf_counter()
     voxel = kind == "voxel"
+    options, dropped = _known_options(SOLVER_OPTIONS)
     mesh, model, f = cantilever3d.setup(*shape, voxel=voxel)
     problem = ComplianceProblem(model, f, 0.3, 1.5, solver="voxel" if voxel else "mg-cg",
-                                solver_options={"warm_start": True})
+                                solver_options=options)
     setup = time.perf_counter() - t0
     S = problem.system
     problem.c0 = float(problem.compliance(problem.start()))        # the scale, then reset
@@ -121,7 +157,59 @@ def run_case(kind: str, shape: tuple, evals: int) -> dict:
             "cg_iterations_max": res.get("cg_iterations_max"),
             "compliance": res["compliance"], "peak_rss_bytes": peak,
             "bytes_per_dof": peak / ndof, "files_bytes": files,
-            "levels": [list(g.shape) for g in S._iterative.grids] if voxel else None}
+            "levels": [list(g.shape) for g in S._iterative.grids] if voxel else None,
+            "options_dropped": dropped,
+            "fine_product": fine_product(S._iterative.fine, 7 if ndof < 3e7 else 3)
+            if voxel else None}
+
+
+def _problem():
+    """``cantilever3d`` of the checkout under test (``problems`` before it installed as
+    ``topopt_problems``), never an installed copy of another checkout."""
+    import importlib
+
+    import topopt
+    root = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
+    for name in ("topopt_problems.cantilever3d", "problems.cantilever3d"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if os.path.abspath(module.__file__).startswith(root + os.sep):
+            return module
+    raise ImportError(f"no cantilever3d problem in {root}")
+
+
+def _known_options(options: dict) -> tuple[dict, list]:
+    """The `options` the library under test accepts, and the names it lacks (a baseline's)."""
+    try:
+        from topopt.fem.solvers.krylov import _options
+        from topopt.grid.multigrid import GRID_OPTIONS
+    except ImportError:
+        return dict(options), []
+    return accepted(options, list(_options(None)) + list(GRID_OPTIONS))
+
+
+def fine_product(A, repeats: int) -> dict:
+    """``K(E) u`` of the finest level (`GridOperator.apply`) alone: median seconds, bytes/s.
+
+    The least traffic: ``u`` read, ``y`` read and written (zeroed, then the
+    element vectors added), ``E`` read: ``8 (3 ndof) + 8 n_el`` bytes.
+    """
+    rng = np.random.default_rng(0)
+    E, u = rng.uniform(1e-3, 1.0, A.grid.n_el), rng.standard_normal(A.ndof)
+    y = np.empty(A.ndof)
+    A.apply(E, u, out=y)                                      # warm: work arrays, pages
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        A.apply(E, u, out=y)
+        times.append(time.perf_counter() - t)
+    nbytes = 8 * 3 * A.ndof + 8 * A.grid.n_el
+    median = float(np.median(times))
+    return {"seconds_median": median, "seconds_min": float(min(times)), "repeats": repeats,
+            "bytes_min": nbytes, "bytes_formula": "8 (3 ndof) + 8 n_el",
+            "bytes_per_s": nbytes / median}
 
 
 def spmv_case(shape: tuple, repeats: int = 7) -> dict:
@@ -163,59 +251,158 @@ def spmv_case(shape: tuple, repeats: int = 7) -> dict:
 
 def _child(argv) -> None:
     import topopt
-    topopt.tune_malloc()                           # as the problem scripts do
+    getattr(topopt, "tune_malloc", lambda: None)()           # as the problem scripts do
     kind, out = argv[0], argv[-1]
-    shape = tuple(int(s) for s in argv[1].split("x"))
-    result = spmv_case(shape) if kind == "spmv" else run_case(kind, shape, int(argv[2]))
+    if kind == "triad":
+        result = triad(int(argv[1]), int(argv[2]))
+    else:
+        shape = tuple(int(s) for s in argv[1].split("x"))
+        result = spmv_case(shape) if kind == "spmv" else run_case(kind, shape, int(argv[2]))
+    result["library"] = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
+    result["load_average"] = list(os.getloadavg())           # others' work on the machine
     with open(out, "w") as fh:
         json.dump(result, fh)
 
 
-def _spawn(args: list) -> dict:
+def _spawn(args: list, library: str = ROOT) -> dict:
+    """Run ``--child args`` in a new process importing topopt from `library`."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         path = tmp.name
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=ROOT)
-    subprocess.run([sys.executable, __file__, "--child", *args, path], check=True, env=env)
-    with open(path) as fh:
-        out = json.load(fh)
-    os.unlink(path)
-    return out
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=library)
+    try:
+        subprocess.run([sys.executable, __file__, "--child", *args, path], check=True, env=env)
+        with open(path) as fh:
+            return json.load(fh)
+    finally:
+        os.unlink(path)
 
 
-def main() -> None:
+def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(SIZES))
+    parser.add_argument("--sizes", default=DEFAULT_SIZES,
+                        help=f"labels of {sorted(SIZES)} or grids NXxNYxNZ, comma-separated")
     parser.add_argument("--evals", type=int, default=3)
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--spmv", action="store_true")
     parser.add_argument("--crossover", action="store_true")
-    parser.add_argument("--out", default=os.path.join(ROOT, "results", "benchmark_scale.json"))
-    args = parser.parse_args()
-    report = {"voxel": [], "reference": None, "spmv": [], "crossover": []}
+    parser.add_argument("--baseline", metavar="REF", help="a commit to compare with")
+    parser.add_argument("--smallest", action="store_true",
+                        help="every part at its smallest size, in seconds")
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    if args.evals < 1:
+        parser.error(f"--evals must be at least 1, got {args.evals}")
+    if args.smallest:
+        args.sizes, args.evals = SMALLEST["size"], SMALLEST["evals"]
+        args.reference = args.spmv = args.crossover = True
+        args.out = args.out or os.path.join(tempfile.gettempdir(), "benchmark_scale_smallest.json")
+    args.out = args.out or os.path.join(ROOT, "results", "benchmark_scale.json")
+    args.labels = args.sizes.split(",")
+    return args
+
+
+def _shape(label: str) -> tuple:
+    return SIZES[label] if label in SIZES else tuple(int(n) for n in label.split("x"))
+
+
+def main(argv=None) -> dict:
+    args = _parse(argv)
+    report = {"voxel": [], "reference": None, "spmv": [], "crossover": [], "baseline": None}
     if os.path.exists(args.out):
         with open(args.out) as fh:
             report.update(json.load(fh))
-        report["voxel"] = [c for c in report["voxel"]
-                           if str(c.get("label")) not in args.sizes.split(",")]
-    for label in args.sizes.split(","):
-        shape = SIZES[label] if label in SIZES else tuple(int(n) for n in label.split("x"))
-        case = _spawn(["voxel", "x".join(map(str, shape)), str(args.evals)])
-        case["label"] = label
+        report["voxel"] = [c for c in report["voxel"] if str(c.get("label")) not in args.labels]
+    report["machine"], report["commit"] = machine(), commit(ROOT)
+    nbytes, repeats = SMALLEST["triad"] if args.smallest else (200_000_000, 10)
+    report["triad"] = t = _spawn(["triad", str(nbytes), str(repeats)])
+    print(f"triad 3 x {t['array_bytes'] / 1e6:.0f} MB: numpy (1 thread) "
+          f"{t['numpy']['best_gb_s']:.1f} GB/s best, {t['numpy']['median_gb_s']:.1f} median"
+          + (f"; numba ({t['numba']['threads']} threads) {t['numba']['best_gb_s']:.1f} best, "
+             f"{t['numba']['median_gb_s']:.1f} median" if t["numba"] else "; no numba"))
+    _write(args.out, report)
+    if args.baseline:
+        with worktree(ROOT, args.baseline) as (path, sha):
+            report["baseline"] = {"ref": args.baseline, "sha": sha, "cases": [], "comparison": []}
+            _sizes(args, report, path)
+    else:
+        _sizes(args, report, None)
+    _others(args, report)
+    return report
+
+
+def _case(args, label: str, triad_gb_s: float, library: str = ROOT) -> dict:
+    """One voxel case in its own process; its fine product as a fraction of `triad_gb_s`."""
+    shape = _shape(label)
+    case = _spawn(["voxel", "x".join(map(str, shape)), str(EVALS.get(label, args.evals))],
+                  library)
+    case["label"] = label
+    fine = case.get("fine_product")
+    if fine:
+        fine["triad_gb_s"] = triad_gb_s
+        fine["fraction_of_triad"] = fine["bytes_per_s"] / (triad_gb_s * 1e9)
+    return case
+
+
+#: The comparison of a baseline case with the current one, per size.
+COMPARED = ("s_per_iteration_median", "cg_iterations_per_solve", "peak_rss_bytes",
+            "bytes_per_dof")
+
+
+def _sizes(args, report: dict, baseline: str | None) -> None:
+    """The voxel cases of `args.labels` (and the baseline's beside each)."""
+    gb_s = report["triad"]["best_gb_s"]
+    for label in args.labels:
+        if baseline:
+            try:
+                old = _case(args, label, gb_s, baseline)
+            except subprocess.CalledProcessError as err:
+                old = {"label": label, "error": str(err)}
+            report["baseline"]["cases"].append(old)
+        case = _case(args, label, gb_s)
+        case["commit"] = report["commit"]["sha"]
         report["voxel"].append(case)
-        print(f"{label:>4} M  {case['dofs']:>10} dofs  setup {case['setup_s']:6.1f} s  "
-              f"{case['s_per_iteration_median']:7.2f} s/it  CG {case['cg_iterations_per_solve']:.1f}"
-              f"  peak {case['peak_rss_bytes'] / 2**30:5.2f} GiB  {case['bytes_per_dof']:5.0f} B/dof")
+        _print_case(label, case)
+        if baseline and "error" not in old:
+            _print_case(label, old, f" baseline {report['baseline']['sha'][:9]}")
+            row = {"label": label, "dofs": case["dofs"]}
+            for key in COMPARED + ("fine_product",):
+                pick = (lambda c: c[key]["seconds_median"]) if key == "fine_product" else (
+                    lambda c: c[key])
+                name = key + "_s" if key == "fine_product" else key
+                row[f"baseline_{name}"], row[f"current_{name}"] = pick(old), pick(case)
+            row["speedup"] = old["s_per_iteration_median"] / case["s_per_iteration_median"]
+            row["fine_product_speedup"] = (row["baseline_fine_product_s"]
+                                           / row["current_fine_product_s"])
+            report["baseline"]["comparison"].append(row)
+            print(f"{label:>4} M  speed-up {row['speedup']:.2f}x per iteration, "
+                  f"{row['fine_product_speedup']:.2f}x fine product")
         _write(args.out, report)
+
+
+def _print_case(label: str, case: dict, tag: str = "") -> None:
+    fine = case["fine_product"]
+    print(f"{label:>4} M{tag}  {case['dofs']:>10} dofs  setup {case['setup_s']:6.1f} s  "
+          f"{case['s_per_iteration_median']:7.2f} s/it  CG {case['cg_iterations_per_solve']:.1f}"
+          f"  peak {case['peak_rss_bytes'] / 2**30:5.2f} GiB  {case['bytes_per_dof']:5.0f} B/dof"
+          f"  K u {fine['seconds_median'] * 1e3:.1f} ms = {fine['bytes_per_s'] / 1e9:.2f} GB/s"
+          f" ({100 * fine['fraction_of_triad']:.1f} % of triad)")
+
+
+def _others(args, report: dict) -> None:
+    """`--reference`, `--crossover` and `--spmv`."""
     if args.reference:
-        ref = _spawn(["mesh", "128x64x64", str(args.evals)])
+        shape = SMALLEST["reference"] if args.smallest else (128, 64, 64)
+        ref = _spawn(["mesh", "x".join(map(str, shape)), str(args.evals)])
         report["reference"] = ref
-        print(f"mesh mg-cg 128x64x64: setup {ref['setup_s']:.1f} s, "
-              f"{ref['s_per_iteration_median']:.2f} s/it, peak {ref['peak_rss_bytes'] / 2**30:.2f} GiB")
+        print(f"mesh mg-cg {ref['shape']}: setup {ref['setup_s']:.1f} s, "
+              f"{ref['s_per_iteration_median']:.2f} s/it, "
+              f"peak {ref['peak_rss_bytes'] / 2**30:.2f} GiB")
         _write(args.out, report)
     if args.crossover:
-        report["crossover"] = []
-        for shape in CROSSOVER:
-            both = [_spawn([kind, "x".join(map(str, shape)), "10"]) for kind in ("voxel", "mesh")]
+        report["crossover"], evals = [], SMALLEST["evals"] if args.smallest else 10
+        for shape in SMALLEST["crossover"] if args.smallest else CROSSOVER:
+            both = [_spawn([kind, "x".join(map(str, shape)), str(evals)])
+                    for kind in ("voxel", "mesh")]
             report["crossover"].append({"shape": list(shape), "dofs": both[0]["dofs"], **{
                 f"{c['kind']}_{k}": c[k] for c in both
                 for k in ("setup_s", "s_per_iteration_median", "peak_rss_bytes")}})
@@ -225,7 +412,8 @@ def main() -> None:
                   f"{row['mesh_setup_s']:.2f} s + {row['mesh_s_per_iteration_median']:.3f} s/it")
         _write(args.out, report)
     if args.spmv:
-        report["spmv"] = [_spawn(["spmv", s]) for s in ("80x40x40", "128x64x64")]
+        shapes = SMALLEST["spmv"] if args.smallest else [(80, 40, 40), (128, 64, 64)]
+        report["spmv"] = [_spawn(["spmv", "x".join(map(str, s))]) for s in shapes]
         for c in report["spmv"]:
             print(f"K u at {c['dofs']} dofs: matrix-free {c['matrix_free_s'] * 1e3:.1f} ms, "
                   f"CSR {c['csr_spmv_s'] * 1e3:.1f} ms ({c['ratio']:.2f}x)")

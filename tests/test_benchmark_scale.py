@@ -1,0 +1,40 @@
+"""`scripts/benchmark_scale.py --smallest`: every part of issue 37's benchmark runs and records."""
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import benchmark_scale_parts as parts  # noqa: E402
+
+
+def test_smallest(tmp_path):
+    out = tmp_path / "scale.json"
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmark_scale.py"),
+                          "--smallest", "--out", str(out)], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg"), timeout=600)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    triad = data["triad"]
+    assert triad["numpy"]["best_gb_s"] > 0 and triad["best_gb_s"] >= triad["numpy"]["best_gb_s"]
+    assert triad["bytes_per_pass"] == 3 * triad["array_bytes"]       # STREAM's count, 3 arrays
+    case, = data["voxel"]
+    assert case["shape"] == [32, 16, 16] and case["dofs"] == 3 * 33 * 17 * 17
+    fine = case["fine_product"]
+    assert fine["bytes_min"] == 8 * 3 * case["dofs"] + 8 * 32 * 16 * 16   # 8 (3 ndof) + 8 n_el
+    assert 0 < fine["fraction_of_triad"] <= 1
+    assert case["library"] == ROOT and case["commit"] == data["commit"]["sha"]
+    assert len(data["commit"]["sha"]) == 40
+    machine = data["machine"]
+    assert machine["cores"] >= 1 and machine["memory_bytes"] > 0 and machine["cpu_model"]
+    assert machine["numpy"] and machine["python"] and "numba" in machine
+    assert data["reference"]["kind"] == "mesh" and len(data["spmv"]) == len(data["crossover"]) == 1
+
+
+def test_accepted_options():
+    """A baseline library gets only the solver options it knows."""
+    assert parts.accepted({"warm_start": True, "kernel": "numba"}, ["warm_start", "rtol"]) == (
+        {"warm_start": True}, ["kernel"])
