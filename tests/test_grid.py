@@ -158,3 +158,69 @@ def test_a_grid_beyond_memory_is_refused_before_any_array(shape):
     from topopt.fem.budget import MeshTooLargeError
     with pytest.raises(MeshTooLargeError, match=r"Grid\(.*one value per node and per element"):
         Grid(shape)
+
+
+def _mixed_case(shape, components, seed=1):
+    """A grid, its K0, free mask (the face x = 0 held), springs, SIMP-like E and a load."""
+    rng = np.random.default_rng(seed)
+    grid = Grid(shape)
+    K0 = heat_matrix(grid) if components == 1 else elasticity_matrix(grid)
+    free = np.ones((components,) + grid.nodes_shape)
+    free[:, 0] = 0.0
+    free = free.ravel()
+    springs = np.where(rng.random(free.size) < 0.01, 0.3, 0.0)
+    E = np.where(rng.random(grid.n_el) < 0.6, 1.0, 1e-3)
+    return grid, K0, free, springs, E, rng.standard_normal(free.size) * free
+
+
+@pytest.mark.parametrize("shape, components, options", [
+    ((32, 16), 2, {"coarse_size": 50}),                                   # 3 levels
+    ((16, 8, 8), 3, {"coarse_size": 100}),                                # 3 levels
+    ((16, 8, 8), 3, {"coarse_size": 100, "coarse": "rediscretized"}),
+    ((16, 8, 8), 1, {"coarse_size": 20, "first_factor": 2}),              # 4 levels
+    ((12, 6, 6), 3, {"coarse_size": 50, "cycle": "W"})])
+def test_mixed_precision_solves_as_double(shape, components, options):
+    """precision="mixed" (float32 V-cycle in float64 CG): the solution of the assembled
+    matrix (spsolve, as above) and that of "double" to 1e-8, in at most 1.2x its iterations
+    (measured: the same count in every case, differences 5e-16 to 4e-12 at rtol 1e-10)."""
+    grid, K0, free, springs, E, b = _mixed_case(shape, components)
+    x, its = {}, {}
+    for precision in ("double", "mixed"):
+        mg = GridMultigrid(grid, K0, components, free, springs,
+                           dict(options, rtol=1e-10, precision=precision))
+        F = mg.factor(E)
+        x[precision], its[precision] = F.solve(b), F.last_iterations
+    assert np.linalg.norm(x["mixed"] - x["double"]) <= 1e-8 * np.linalg.norm(x["double"])
+    assert its["mixed"] <= 1.2 * its["double"]
+    from topopt.grid import GridSystem
+    K = GridSystem(grid, K0, components, np.flatnonzero(free == 0)).matrix(E) + sps.diags(springs)
+    keep = np.flatnonzero(free)
+    ref = spla.spsolve(K[keep][:, keep].tocsc(), b[keep])
+    np.testing.assert_allclose(x["mixed"][keep], ref, rtol=1e-7, atol=1e-8 * abs(ref).max())
+    assert np.all(x["mixed"][free == 0] == 0.0)
+
+
+@pytest.mark.parametrize("precision", ["double", "mixed"])
+def test_the_cycle_runs_in_float32_when_mixed(precision):
+    """Every vector a level's operator, a transfer or the coarsest solve sees is float32
+    in and out (float64 with "double"); the smoothers' dinv and the coarse cells too, but for the coarsest (factorized in float64); CG's output is float64."""
+    grid, K0, free, springs, E, b = _mixed_case((16, 8, 8), 3)
+    mg = GridMultigrid(grid, K0, 3, free, springs, {"coarse_size": 100, "precision": precision})
+    assert len(mg.grids) == 3
+    F = mg.factor(E)
+    cycle = F.M.cycle if precision == "mixed" else F.M         # _Single around _VCycle
+    seen, coarse = set(), set()
+
+    def spy(fun, into):                                    # the dtypes in and out
+        return lambda v: (lambda out: (into.update((v.dtype, out.dtype)), out)[1])(fun(v))
+    for op in cycle.A:
+        op.apply = spy(op.apply, seen)
+    for transfer in cycle.P + cycle.R:
+        transfer._apply = spy(transfer._apply, seen)
+    cycle.coarse.solver = spy(cycle.coarse.solver, coarse)
+    z = F.M(b)
+    single = np.dtype(np.float32 if precision == "mixed" else np.float64)
+    assert seen == {single} and coarse == {np.dtype(np.float64)} and z.dtype == np.float64
+    assert [s.dinv.dtype for s in cycle.smoothers] == [single] * 2
+    assert [c.dtype for c in mg._cells(E)] == [single, np.dtype(np.float64)]
+    assert F.solve(b).dtype == np.float64 and (F.matrix @ b).dtype == np.float64

@@ -149,9 +149,10 @@ class GridOperator:
         return self._buffers[key]
 
     def _local(self, E, X: np.ndarray, rows: slice, out: np.ndarray | None = None) -> np.ndarray:
-        """``K_e X_e`` for the element vectors `X` (columns) of the slab `rows`."""
-        local = self.K0 @ X if out is None else np.matmul(
-            self.K0, X, out=out[:X.size].reshape(X.shape))
+        """``K_e X_e`` for the element vectors `X` (columns) of the slab `rows` (float32 `X`:
+        by ``K0``'s float32 copy, the float32 smoothers of `topopt.grid.multigrid`)."""
+        K0 = self._K0_as(X.dtype) if X.dtype == np.float32 else self.K0
+        local = K0 @ X if out is None else np.matmul(K0, X, out=out[:X.size].reshape(X.shape))
         local *= self._coefficients(E, rows)
         return local
 

@@ -102,7 +102,8 @@ class GridSystem:
         levels = " > ".join("x".join(map(str, g.shape)) for g in self._iterative.grids)
         return (f"solver voxel (matrix-free multigrid CG, {self.ndof - self.fixed.size} free "
                 f"dofs, {self.grid.dim}-D grid, levels {levels}, "
-                f"{self._iterative.grid_options['coarse']} coarse levels)")
+                f"{self._iterative.grid_options['coarse']} coarse levels"
+                f"{', float32 V-cycle' if self._iterative.dtype != float else ''})")
 
     # ------------------------------------------------------------ solves
     def factorize(self, a, exact: bool = False):
