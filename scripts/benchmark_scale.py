@@ -3,7 +3,7 @@
 Each case runs in its own process (its peak resident memory, ``VmHWM``, is
 then its own): the cantilever of ``problems/cantilever3d.py`` (volfrac 0.3,
 rmin 1.5, density filter, MMA) on the matrix-free path (``solver="voxel"``,
-warm-started CG to rtol 1e-8), `--evals` design iterations, its run folder
+warm-started CG to rtol 1e-8, its V-cycle in float32: ``precision="mixed"``), `--evals` design iterations, its run folder
 written (design.npz, design.vti, design.stl, pictures, checkpoint). Reported
 per case: setup seconds (grid, model, filter, multigrid levels: everything
 before the first solve), seconds per design iteration (median over the
@@ -80,7 +80,7 @@ EVALS = {"100": 2}
 SMALLEST = {"size": "0.03", "evals": 2, "triad": (32_000_000, 3), "spmv": [(32, 16, 16)],
             "crossover": CROSSOVER[:1], "reference": (32, 16, 16)}
 #: The solver options of the cases (those a baseline lacks are dropped).
-SOLVER_OPTIONS = {"warm_start": True}
+SOLVER_OPTIONS = {"warm_start": True, "precision": "mixed"}
 
 
 def peak_bytes() -> int:
