@@ -3,9 +3,10 @@
 The Jacobian of `model.FlowModel` is a constant matrix ``K`` (viscous and
 pressure blocks) plus a velocity-velocity part that changes with the design
 and the state: the Brinkman mass ``int alpha phi_a phi_b`` and the Newton
-derivative of the convective term. Vector P2 functions are scalar P2
-functions times unit vectors, so these element matrices are scalar
-``(6 x 6)`` (triangles) or ``(10 x 10)`` (tetrahedra) arrays per element,
+derivative of the convective term. Vector quadratic functions are scalar
+ones times unit vectors, so these element matrices are scalar ``(6 x 6)``
+(P2 triangles), ``(10 x 10)`` (P2 tetrahedra) or ``(9 x 9)`` (Q2
+quadrilaterals) arrays per element,
 one einsum each, summed into the data of a CSR pattern fixed at set-up
 (``K``'s pattern joined with the element blocks) by one `numpy.bincount`.
 The same matrices as scikit-fem's forms (the tests compare them), several
