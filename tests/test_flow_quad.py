@@ -117,3 +117,18 @@ def test_design_fields_on_quadrilaterals():
     assert abs(fluid_fraction(model, rho_v) - 0.25) < 1e-15
     assert space.nu == 2 * 7 * 5 and space.np_ == 4 * 3      # (2 nx + 1)(2 ny + 1) nodes
     np.testing.assert_array_equal(space.nodes[:, :mesh.nvertices], mesh.p)  # vertices first
+
+
+@pytest.mark.parametrize("ctor", [stokes, navier_stokes])
+@pytest.mark.parametrize("assembly", ["kernels", "forms"])
+def test_jacobian_stores_no_zeros(ctor, assembly):
+    """The Jacobian keeps no stored zeros: UMFPACK takes them for entries, and with them
+    its factor of the Q2/Q1 double pipe on 96 x 96 squares solved to a relative residual
+    of 5.8 (measured; 4e-15 without them). Stokes' cross-component blocks are zero."""
+    model, _ = channel(ctor, assembly=assembly)
+    w = np.random.default_rng(0).standard_normal(model.n)
+    rho = np.full(model.space.mesh.nelements, 0.5)
+    J = model.jacobian(w, rho)
+    assert J.nnz == J.count_nonzero()
+    model.jacobian(w, np.linspace(0, 1, rho.size))        # the fixed pattern is kept
+    assert abs(model.jacobian(w, rho) - J).max() == 0.0

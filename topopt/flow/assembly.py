@@ -83,4 +83,7 @@ class BlockAssembler:
                                                 self.pos_diag.shape).ravel(), self.nnz)
         if full is not None:
             data += np.bincount(self.pos.ravel(), full.ravel(), self.nnz)
-        return sps.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        # the pattern's arrays copied: the caller may change the matrix in place
+        # (FlowModel.jacobian drops its stored zeros)
+        return sps.csr_matrix((data, self.indices.copy(), self.indptr.copy()),
+                              shape=self.shape)

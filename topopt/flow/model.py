@@ -271,13 +271,24 @@ class FlowModel:
 
     def jacobian(self, w, rho, t: float = 1.0) -> sps.csr_matrix:
         """``dR/dw`` at plain `w`, `rho` as a scipy.sparse CSR matrix (Newton's and the
-        adjoint's matrix; exact, the same quadrature as `residual`)."""
+        adjoint's matrix; exact, the same quadrature as `residual`).
+
+        Entries that are exactly zero are not stored: the fixed pattern holds many
+        (the velocity components' cross blocks of Stokes, Q2 couplings that vanish on
+        rectangles), and UMFPACK (cvxopt) takes a stored zero for an entry; with them
+        its factor of the Q2/Q1 double pipe on 96 x 96 squares solved to a relative
+        residual of 5.8 (3e-6 on 90 x 90), without them to 4e-15.
+        """
         self.space._check_state(w)
         t = self._t(t)
         w, rho = ad.value(w), ad.value(rho)
         a = np.asarray(self.alpha_at_quadrature(rho))
-        if self.assembly == "forms":
-            return self._jacobian_forms(w, a, t)
+        J = self._jacobian_forms(w, a, t) if self.assembly == "forms" else \
+            self._jacobian_kernels(w, a, t)
+        J.eliminate_zeros()
+        return J
+
+    def _jacobian_kernels(self, w, a, t):
         if "assembler" not in self._shared:
             self._shared["assembler"] = BlockAssembler(self.K, self.dofs_u)
         asm = self._shared["assembler"]
