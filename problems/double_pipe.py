@@ -26,8 +26,9 @@ rectangle, and the discretization that meets their figures: on n = 24 with
 240 evaluations J = 25.92 at aspect 1 (+1.0 %, two crisp straight pipes) and
 27.78 at aspect 1.5 (+0.5 %, one merged channel). ``--cells tri`` cuts each
 square into two triangles (P2/P1, one design value per triangle): the
-triangles' designs end with a one-triangle grey rim that slips, J 5-6 % below
-the published values on n = 30 (docs/gallery/double_pipe.md has both tables).
+triangles' designs end with a one-triangle grey rim that slips (J 5.4 % below
+the published value at aspect 1 on n = 30), and no mesh brings both aspects
+within 2 % (docs/gallery/double_pipe.md has both tables).
 
     python problems/double_pipe.py [--aspect 1.5 --n 24 --cells quad --maxeval 240 ...]
 
