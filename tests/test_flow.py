@@ -229,8 +229,15 @@ def test_manufactured_rates(ctor, mu, rho_f):
 
 # ------------------------------------------------------------ derivatives
 
-def small(ctor=navier_stokes, p1=False, tet=False, **kw):
-    mesh = skfem.MeshTet() if tet else skfem.MeshTri().refined(1)
+#: The small meshes of the rule tests: P2/P1 triangles and tetrahedra, Q2/Q1 quadrilaterals.
+SMALL = {"tri": lambda: skfem.MeshTri().refined(1), "tet": skfem.MeshTet,
+         "quad": lambda: skfem.MeshQuad().refined(1)}
+
+
+def small(ctor=navier_stokes, p1=False, cells="tri", **kw):
+    """A model on the `cells` mesh of `SMALL`, a random state and a random design (P0, or
+    one value per vertex with `p1`: linear on simplices, bilinear on quadrilaterals)."""
+    mesh = SMALL[cells]()
     model = ctor(mesh, mu=0.3, alpha_min=0.5, alpha_max=40.0, q=0.2,
                  dirichlet=[(lambda x: x[1] < TOL, 0.0),
                             (lambda x: x[0] < TOL,
@@ -241,10 +248,11 @@ def small(ctor=navier_stokes, p1=False, tet=False, **kw):
     return model, w, rho
 
 
-@pytest.mark.parametrize("p1,tet", [(False, False), (True, False), (True, True)])
-def test_jacobian_is_the_derivative_of_the_residual(p1, tet):
+@pytest.mark.parametrize("p1,cells", [(False, "tri"), (True, "tri"), (True, "tet"),
+                                      (False, "quad"), (True, "quad")])
+def test_jacobian_is_the_derivative_of_the_residual(p1, cells):
     """R is quadratic in w: the central difference is exact up to round-off."""
-    model, w, rho = small(p1=p1, tet=tet)
+    model, w, rho = small(p1=p1, cells=cells)
     d = np.random.default_rng(2).standard_normal(model.n)
     for t in (0.4, 1.0):
         J = model.jacobian(w, rho, t=t)
@@ -264,15 +272,17 @@ def test_alpha_values_and_rules():
     ad.check_modes(lambda r: alpha(r, 0.1, 50.0, 0.1), np.array([0.2, 0.5, 0.8]))
 
 
-@pytest.mark.parametrize("ctor,p1,tet", [(stokes, False, False), (navier_stokes, False, False),
-                                         (navier_stokes, True, False), (navier_stokes, True, True)])
-def test_residual_rules(ctor, p1, tet):
-    model, w, rho = small(ctor, p1, tet)
+@pytest.mark.parametrize("ctor,p1,cells", [
+    (stokes, False, "tri"), (navier_stokes, False, "tri"), (navier_stokes, True, "tri"),
+    (navier_stokes, True, "tet"), (stokes, False, "quad"), (navier_stokes, True, "quad")])
+def test_residual_rules(ctor, p1, cells):
+    model, w, rho = small(ctor, p1, cells)
     ad.check_modes(lambda w, r: model.residual(w, r, t=0.6), w, rho)
 
 
-def test_response_rules():
-    model, w, rho = small(p1=True)
+@pytest.mark.parametrize("p1,cells", [(True, "tri"), (False, "quad"), (True, "quad")])
+def test_response_rules(p1, cells):
+    model, w, rho = small(p1=p1, cells=cells)
     inlet, outlet = mean_pressure_weights(model.space, lambda x: x[0] < TOL), \
         (lambda x: x[0] > 1 - TOL)
     for conv in ("borrvall-petersson", "dolfin-adjoint"):
@@ -290,8 +300,10 @@ def test_rejections():
         alpha(np.ones(2), 2.0, 1.0, 0.1)
     with pytest.raises(ValueError, match=r"rho must lie in \[0, 1\]"):
         alpha(np.array([1.5]), 0.0, 1.0, 0.1)
-    with pytest.raises(TypeError, match="MeshTri or skfem.MeshTet"):
-        TaylorHood(skfem.MeshQuad())
+    with pytest.raises(TypeError, match="MeshQuad or skfem.MeshHex"):
+        TaylorHood(skfem.MeshLine())
+    with pytest.raises(TypeError, match="MeshTri, skfem.MeshTet"):
+        TaylorHood(skfem.MeshQuad2())                   # quadratic geometry
     with pytest.raises(ValueError, match="intorder"):
         TaylorHood(skfem.MeshTri(), intorder=0)
     with pytest.raises(ValueError, match="mu must be > 0"):
@@ -329,11 +341,12 @@ def test_fixed_dofs_and_parameters():
     assert cav.pinned and cav.fixed[-1] == cav.nu + 3     # vertex (1, 1) of MeshTri
 
 
-@pytest.mark.parametrize("ctor,tet", [(stokes, False), (navier_stokes, False),
-                                      (navier_stokes, True)])
-def test_kernel_jacobian_equals_skfem_forms(ctor, tet):
-    model, w, rho = small(ctor, p1=True, tet=tet)
-    forms = small(ctor, p1=True, tet=tet, assembly="forms")[0]
+@pytest.mark.parametrize("ctor,cells", [(stokes, "tri"), (navier_stokes, "tri"),
+                                        (navier_stokes, "tet"), (stokes, "quad"),
+                                        (navier_stokes, "quad")])
+def test_kernel_jacobian_equals_skfem_forms(ctor, cells):
+    model, w, rho = small(ctor, p1=True, cells=cells)
+    forms = small(ctor, p1=True, cells=cells, assembly="forms")[0]
     for t in (0.3, 1.0):
         J, Jf = model.jacobian(w, rho, t=t), forms.jacobian(w, rho, t=t)
         assert abs(J - Jf).max() < 1e-13 * abs(Jf).max()
@@ -341,11 +354,15 @@ def test_kernel_jacobian_equals_skfem_forms(ctor, tet):
 
 # ----------------------------------------------------- through the nonlinear solve
 
-@pytest.mark.parametrize("ctor,steps", [(stokes, None), (navier_stokes, (0.5, 1.0))])
-def test_dissipated_power_through_the_solve(ctor, steps):
+@pytest.mark.parametrize("ctor,steps,cells", [(stokes, None, "tri"),
+                                               (navier_stokes, (0.5, 1.0), "tri"),
+                                               (stokes, None, "quad"),
+                                               (navier_stokes, (0.5, 1.0), "quad")])
+def test_dissipated_power_through_the_solve(ctor, steps, cells):
     """J(rho) = dissipated_power(w(rho), rho) with w from fem.solve_nonlinear: the
-    adjoint gradient passes the Taylor test (rate 2) and every mode's check."""
-    mesh = skfem.MeshTri().refined(2)
+    adjoint gradient passes the Taylor test (rate 2) and every mode's check; on P2/P1
+    triangles and on Q2/Q1 quadrilaterals (a vertex design: linear, or bilinear)."""
+    mesh = (skfem.MeshTri().refined(2) if cells == "tri" else skfem.MeshQuad().refined(2))
     model = ctor(mesh, mu=0.05, alpha_max=50.0, q=0.1, dirichlet=[
         (lambda x: (x[1] < TOL) | (x[1] > 1 - TOL), 0.0),
         (lambda x: x[0] < TOL, parabolic_inlet([0, 0.5], 1.0, peak=1.0))])

@@ -20,9 +20,11 @@ import diffuser  # noqa: E402
 import double_pipe  # noqa: E402
 
 
-def channel(kind="stokes", n=4, **kw):
-    """A unit square, parabolic inflow on the left, the same outflow on the right."""
-    mesh = skfem.MeshTri.init_tensor(np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
+def channel(kind="stokes", n=4, cells="tri", **kw):
+    """A unit square, parabolic inflow on the left, the same outflow on the right, on
+    P2/P1 triangles or Q2/Q1 squares (`cells` "quad")."""
+    mesh = (skfem.MeshTri if cells == "tri" else skfem.MeshQuad).init_tensor(
+        np.linspace(0, 1, n + 1), np.linspace(0, 1, n + 1))
     make = stokes if kind == "stokes" else lambda m, **k: navier_stokes(m, mu=0.05, **k)
     walls = [(lambda x: x[0] > -1, 0.0),
              (lambda x: x[0] < 1e-9, parabolic_inlet([0, 0.5], 0.5)),
@@ -46,10 +48,11 @@ def test_open_channel_is_poiseuille():
         assert float(p.objective(np.ones(p.n))) == pytest.approx(factor * 16 / 3, rel=1e-10)
 
 
-@pytest.mark.parametrize("kind", ["stokes", "navier-stokes"])
+@pytest.mark.parametrize("kind,cells", [("stokes", "tri"), ("navier-stokes", "tri"),
+                                        ("stokes", "quad"), ("navier-stokes", "quad")])
 @pytest.mark.parametrize("q", [0.01, 0.1])
-def test_responses_in_every_mode(kind, q):
-    problem = FlowProblem(channel(kind), 0.5, rmin=0.4, newton={"rtol": 1e-13})
+def test_responses_in_every_mode(kind, cells, q):
+    problem = FlowProblem(channel(kind, cells=cells), 0.5, rmin=0.4, newton={"rtol": 1e-13})
     problem.c0 = 1.0
     report = ad.check_modes(lambda x: problem.responses(x, q=q), design(problem), rtol=1e-6)
     assert set(report) == {f"{m}/arg 0" for m in ("reverse", "forward", "hvp", "nested")}
@@ -63,9 +66,10 @@ def test_pressure_drop_in_every_mode():
     ad.check_modes(lambda x: problem.responses(x)[0], design(problem, 1), rtol=1e-6)
 
 
+@pytest.mark.parametrize("cells", double_pipe.CELLS)
 @pytest.mark.parametrize("q", [0.01, 0.1])
-def test_double_pipe_objective_taylor_rate(q):
-    _, model = double_pipe.setup(1.5, 6)
+def test_double_pipe_objective_taylor_rate(q, cells):
+    _, model = double_pipe.setup(1.5, 6, cells)
     problem = FlowProblem(model, 1 / 3)
     x = design(problem, 2)
     dx = np.random.default_rng(3).standard_normal(problem.n)

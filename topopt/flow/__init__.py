@@ -1,13 +1,15 @@
 """Incompressible flow: Taylor-Hood Stokes and Navier-Stokes with Brinkman penalization.
 
 Modules: `fields` (a design field at the quadrature points), `brinkman`
-(the inverse permeability ``alpha(rho)``), `spaces` (the P2/P1 spaces, the
+(the inverse permeability ``alpha(rho)``), `spaces` (the Taylor-Hood spaces,
+P2/P1 on triangles and tetrahedra, Q2/Q1 on quadrilaterals and hexahedra, the
 state layout ``w = [u, p]`` and inlet profiles), `assembly` (the fast
 Jacobian: element matrices into a fixed CSR pattern), `model` (`FlowModel`,
 the residual and Jacobian of `topopt.fem.solve_nonlinear`'s contract),
 `responses` (dissipated power, pressure drop, fluid volume), `thermal`
-(forced convection: the temperature in a computed flow, SUPG), `heat` (its responses: convective heat flux, mean temperature), `state`
-(`FlowStates`: the states of a run's designs, warm starts, counts).
+(forced convection: the temperature in a computed flow, SUPG), `heat` (its
+responses: convective heat flux, mean temperature), `state` (`FlowStates`: the
+states of a run's designs, warm starts, counts).
 """
 
 from .fields import at_quadrature

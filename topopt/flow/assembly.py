@@ -3,9 +3,10 @@
 The Jacobian of `model.FlowModel` is a constant matrix ``K`` (viscous and
 pressure blocks) plus a velocity-velocity part that changes with the design
 and the state: the Brinkman mass ``int alpha phi_a phi_b`` and the Newton
-derivative of the convective term. Vector P2 functions are scalar P2
-functions times unit vectors, so these element matrices are scalar
-``(6 x 6)`` (triangles) or ``(10 x 10)`` (tetrahedra) arrays per element,
+derivative of the convective term. Vector quadratic functions are scalar
+ones times unit vectors, so these element matrices are scalar ``(6 x 6)``
+(P2 triangles), ``(10 x 10)`` (P2 tetrahedra) or ``(9 x 9)`` (Q2
+quadrilaterals) arrays per element,
 one einsum each, summed into the data of a CSR pattern fixed at set-up
 (``K``'s pattern joined with the element blocks) by one `numpy.bincount`.
 The same matrices as scikit-fem's forms (the tests compare them), several
@@ -82,4 +83,7 @@ class BlockAssembler:
                                                 self.pos_diag.shape).ravel(), self.nnz)
         if full is not None:
             data += np.bincount(self.pos.ravel(), full.ravel(), self.nnz)
-        return sps.csr_matrix((data, self.indices, self.indptr), shape=self.shape)
+        # the pattern's arrays copied: the caller may change the matrix in place
+        # (FlowModel.jacobian drops its stored zeros)
+        return sps.csr_matrix((data, self.indices.copy(), self.indptr.copy()),
+                              shape=self.shape)

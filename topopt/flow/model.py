@@ -65,7 +65,7 @@ class FlowModel:
     Parameters
     ----------
     space : TaylorHood
-        The P2/P1 spaces (mesh, quadrature).
+        The P2/P1 or Q2/Q1 spaces (mesh, quadrature).
     mu : float
         Dynamic viscosity, > 0.
     rho_f : float
@@ -271,13 +271,19 @@ class FlowModel:
 
     def jacobian(self, w, rho, t: float = 1.0) -> sps.csr_matrix:
         """``dR/dw`` at plain `w`, `rho` as a scipy.sparse CSR matrix (Newton's and the
-        adjoint's matrix; exact, the same quadrature as `residual`)."""
+        adjoint's matrix; exact, the same quadrature as `residual`). It stores no exact
+        zeros: UMFPACK takes them for entries, and with them its factor of the Q2/Q1
+        double pipe on 96 x 96 squares solved to a relative residual of 5.8 (4e-15 without)."""
         self.space._check_state(w)
         t = self._t(t)
         w, rho = ad.value(w), ad.value(rho)
         a = np.asarray(self.alpha_at_quadrature(rho))
-        if self.assembly == "forms":
-            return self._jacobian_forms(w, a, t)
+        J = self._jacobian_forms(w, a, t) if self.assembly == "forms" else \
+            self._jacobian_kernels(w, a, t)
+        J.eliminate_zeros()
+        return J
+
+    def _jacobian_kernels(self, w, a, t):
         if "assembler" not in self._shared:
             self._shared["assembler"] = BlockAssembler(self.K, self.dofs_u)
         asm = self._shared["assembler"]
@@ -301,7 +307,9 @@ class FlowModel:
 
 
 def stokes(mesh, *, mu: float = 1.0, intorder: int = 4, **kwargs) -> FlowModel:
-    """Brinkman-penalized Stokes flow on a triangle or tetrahedron mesh (`FlowModel`).
+    """Brinkman-penalized Stokes flow (`FlowModel`) on triangles or tetrahedra (P2/P1),
+    quadrilaterals or hexahedra (Q2/Q1); `intorder` 4 integrates every term exactly on
+    affine cells (`TaylorHood`).
 
     Examples
     --------
@@ -314,13 +322,15 @@ def stokes(mesh, *, mu: float = 1.0, intorder: int = 4, **kwargs) -> FlowModel:
     return FlowModel(TaylorHood(mesh, intorder), mu=mu, rho_f=0.0, **kwargs)
 
 
-def navier_stokes(mesh, *, mu: float = 1.0, rho_f: float = 1.0, intorder: int = 5,
+def navier_stokes(mesh, *, mu: float = 1.0, rho_f: float = 1.0, intorder: int | None = None,
                   **kwargs) -> FlowModel:
     """Brinkman-penalized steady Navier-Stokes flow (`FlowModel` with ``rho_f > 0``).
 
     ``Re = rho_f U L / mu``: with ``rho_f = 1`` and unit velocity and length
-    scales, ``mu = 1 / Re``. The default quadrature (order 5) integrates the
-    convective term of P2 velocities exactly.
+    scales, ``mu = 1 / Re``. The default quadrature integrates the convective
+    term exactly on affine cells: order 5 for P2 velocities on simplices, 6
+    (4 Gauss points per direction) for Q2 velocities on quadrilaterals and
+    hexahedra (degree 6 in each variable, `TaylorHood`).
 
     Examples
     --------
@@ -331,4 +341,6 @@ def navier_stokes(mesh, *, mu: float = 1.0, rho_f: float = 1.0, intorder: int = 
     """
     if not rho_f > 0:
         raise ValueError(f"rho_f must be > 0 for Navier-Stokes (0 is Stokes), got {rho_f!r}")
+    if intorder is None:
+        intorder = 5 if mesh.t.shape[0] == mesh.dim() + 1 else 6
     return FlowModel(TaylorHood(mesh, intorder), mu=mu, rho_f=rho_f, **kwargs)

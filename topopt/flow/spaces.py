@@ -1,11 +1,13 @@
-"""Taylor-Hood P2/P1 spaces on triangles and tetrahedra, and velocity boundary data.
+"""Taylor-Hood spaces (P2/P1 on simplices, Q2/Q1 on quadrilaterals and hexahedra) and
+velocity boundary data.
 
 The state of every flow model is one vector ``w = [u, p]``: the velocity
-``u`` (``basis_u.N`` values, scikit-fem's `ElementVector` ordering of P2,
-which interleaves the components: ``u[dim * k + c]`` is component ``c`` at
-scalar P2 node ``k``) followed by the pressure ``p`` (``basis_p.N`` values,
-P1 at the mesh vertices). Both bases live on the same mesh with the same
-quadrature, so quadrature arrays of either multiply pointwise.
+``u`` (``basis_u.N`` values, scikit-fem's `ElementVector` ordering of the
+quadratic element, which interleaves the components: ``u[dim * k + c]`` is
+component ``c`` at scalar node ``k``; the mesh vertices are the first nodes)
+followed by the pressure ``p`` (``basis_p.N`` values, P1 or Q1 at the mesh
+vertices). Both bases live on the same mesh with the same quadrature, so
+quadrature arrays of either multiply pointwise.
 """
 
 from __future__ import annotations
@@ -18,27 +20,45 @@ import skfem
 __all__ = ["TaylorHood", "parabolic_inlet"]
 
 _ELEMENTS = {skfem.MeshTri: (skfem.ElementTriP2, skfem.ElementTriP1),
-             skfem.MeshTet: (skfem.ElementTetP2, skfem.ElementTetP1)}
+             skfem.MeshTet: (skfem.ElementTetP2, skfem.ElementTetP1),
+             skfem.MeshQuad: (skfem.ElementQuad2, skfem.ElementQuad1),
+             skfem.MeshHex: (skfem.ElementHex2, skfem.ElementHex1)}
+#: The meshes `TaylorHood` accepts, named in its refusal.
+MESHES = "skfem.MeshTri, skfem.MeshTet, skfem.MeshQuad or skfem.MeshHex (linear cells)"
 
 
 class TaylorHood:
-    """The P2/P1 (Taylor-Hood) velocity-pressure pair on a simplex mesh.
+    """The Taylor-Hood velocity-pressure pair: P2/P1 on simplices, Q2/Q1 on quadrilaterals.
+
+    Triangles and tetrahedra carry continuous quadratic velocities and linear
+    pressures (P2/P1); quadrilaterals and hexahedra their tensor-product
+    analogues, biquadratic (9-node) velocities and bilinear pressures (Q2/Q1,
+    the "mixed-order quadratic-linear elements" Borrvall & Petersson 2003
+    used on their rectangles). Both pairs are inf-sup stable (Brezzi & Fortin
+    1991, Sect. VI.6) with velocity errors O(h^3) in L2 and pressure O(h^2).
 
     Parameters
     ----------
-    mesh : skfem.MeshTri or skfem.MeshTet
-        Linear triangles (2-D) or tetrahedra (3-D).
+    mesh : skfem.MeshTri, skfem.MeshTet, skfem.MeshQuad or skfem.MeshHex
+        Linear triangles or bilinear quadrilaterals (2-D), tetrahedra or
+        trilinear hexahedra (3-D).
     intorder : int
-        Quadrature order shared by both bases (>= 1). 4 integrates the P2
-        mass matrix exactly; the convective term of Navier-Stokes is of degree
-        5 (the residual and its Jacobian use the same rule, so Newton is exact
-        either way).
+        Quadrature order shared by both bases (>= 1). On simplices 4
+        integrates the P2 mass matrix exactly and the convective term of
+        Navier-Stokes is of degree 5. On quadrilaterals and hexahedra the
+        rule is Gauss per direction, exact for degree `intorder` in each
+        variable: on parallelograms 4 (3 x 3 points) integrates the Q2 mass
+        matrix, the viscous term and the Brinkman term of a bilinear design
+        (degree 5) exactly, and the convective term ``((grad u) u).v`` has
+        degree 6 in each variable (intorder 6, 4 x 4 points). The residual
+        and its Jacobian use the same rule, so Newton is exact either way.
 
     Attributes
     ----------
     basis_u, basis_p : skfem.CellBasis
-        Vector P2 and scalar P1 bases; ``basis_s`` is the scalar P2 basis
-        whose dofs number the velocity nodes.
+        Vector quadratic (P2, Q2) and scalar linear (P1, Q1) bases;
+        ``basis_s`` is the scalar quadratic basis whose dofs number the
+        velocity nodes.
     dim, nu, np_, n : int
         Space dimension, velocity dofs, pressure dofs, total.
 
@@ -49,13 +69,15 @@ class TaylorHood:
     >>> space = TaylorHood(skfem.MeshTri().refined(1))
     >>> space.nu, space.np_, space.n                    # 25 P2 nodes x 2 + 9 vertices
     (50, 9, 59)
+    >>> quads = TaylorHood(skfem.MeshQuad().refined(1))
+    >>> quads.nu, quads.np_                   # 9 vertices + 12 edges + 4 centres, x 2
+    (50, 9)
     """
 
     def __init__(self, mesh, intorder: int = 4):
         kinds = [k for k in _ELEMENTS if type(mesh) is k]
         if not kinds:
-            raise TypeError(f"mesh must be a skfem.MeshTri or skfem.MeshTet (linear simplices), "
-                            f"got {type(mesh).__name__}")
+            raise TypeError(f"mesh must be a {MESHES}, got {type(mesh).__name__}")
         if isinstance(intorder, bool) or not isinstance(intorder, (int, np.integer)) \
                 or intorder < 1:
             raise ValueError(f"intorder must be an integer >= 1, got {intorder!r}")
@@ -85,7 +107,7 @@ class TaylorHood:
 
     @property
     def nodes(self) -> np.ndarray:
-        """Coordinates of the P2 velocity nodes, ``(dim, n_nodes)``."""
+        """Coordinates of the velocity nodes (P2 or Q2), ``(dim, n_nodes)``."""
         return self.basis_s.doflocs
 
     def facets(self, where: Callable) -> np.ndarray:

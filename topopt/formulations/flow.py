@@ -1,6 +1,6 @@
 """Minimum dissipated power (or pressure drop) of Brinkman-penalized flow: Borrvall & Petersson.
 
-``x -> x_tilde = F x`` (density filter on the triangles, or none) ``->
+``x -> x_tilde = F x`` (density filter on the elements, or none) ``->
 x_phys = rho`` (1 fluid, 0 solid) ``-> alpha(rho)`` (`topopt.flow.alpha`,
 convexity ``q`` set per stage) ``-> w = [u, p]`` from ``R(w, rho) = 0``
 (`topopt.fem.solve_nonlinear`; Stokes or Navier-Stokes, `topopt.flow.FlowModel`)
@@ -50,8 +50,9 @@ class FlowProblem(FlowRunHooks, StartScaled, DensityProblem):
     Parameters
     ----------
     model : topopt.flow.FlowModel
-        Stokes or Navier-Stokes flow on triangles or tetrahedra with its
-        velocity data; its ``q`` is used where no stage sets one.
+        Stokes or Navier-Stokes flow (P2/P1 on triangles or tetrahedra, Q2/Q1
+        on quadrilaterals or hexahedra) with its velocity data; its ``q`` is
+        used where no stage sets one.
     volfrac : float in (0, 1)
         The largest fluid fraction.
     rmin : float > 0 or None

@@ -27,7 +27,8 @@ class FlowRunHooks:
     def announce(self, verbose: bool) -> None:
         if verbose:
             kind = "Stokes" if self.model.rho_f == 0 else "Navier-Stokes"
-            show(f"flow: {kind}, Taylor-Hood P2/P1, {self.model.n} dofs, Newton with LU")
+            pair = "P2/P1" if self.mesh.t.shape[0] == self.mesh.dim() + 1 else "Q2/Q1"
+            show(f"flow: {kind}, Taylor-Hood {pair}, {self.model.n} dofs, Newton with LU")
 
     def counters(self) -> dict:
         return dict(self.counts)

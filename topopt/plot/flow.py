@@ -1,7 +1,8 @@
 """A 2-D flow design: the velocity magnitude over the design, its streamlines and solid outline.
 
 `flow_figure` (`save_flow`) draws a Taylor-Hood state ``w = [u, p]``
-(`topopt.flow.TaylorHood`) on its triangle mesh: ``|u|`` at the vertices
+(`topopt.flow.TaylorHood`) on its triangle or quadrilateral mesh (each quadrilateral
+split into two triangles where matplotlib needs triangles): ``|u|`` at the vertices
 (Gouraud-shaded), streamlines in the fluid (matplotlib's ``streamplot`` on a regular
 grid of the linear interpolant) and the design's ``rho = 1/2`` contour (the wall
 between fluid and solid), the solid shaded grey.
@@ -24,10 +25,19 @@ __all__ = ["flow_figure", "save_flow"]
 def _vertex_average(mesh, x) -> np.ndarray:
     """Element values `x` averaged onto the vertices (area weights)."""
     p, t = mesh.p, mesh.t
-    a = element_volumes(mesh)
-    num = np.bincount(t.ravel(), np.tile(a * x, 3), p.shape[1])
-    den = np.bincount(t.ravel(), np.tile(a, 3), p.shape[1])
+    a, k = element_volumes(mesh), t.shape[0]
+    num = np.bincount(t.ravel(), np.tile(a * x, k), p.shape[1])
+    den = np.bincount(t.ravel(), np.tile(a, k), p.shape[1])
     return num / den
+
+
+def _triangles(mesh) -> np.ndarray:
+    """The mesh's triangles ``(n, 3)``; a quadrilateral (vertices in cyclic order) gives
+    two, cut along its diagonal from the first vertex."""
+    t = mesh.t
+    if t.shape[0] == 3:
+        return t.T
+    return np.concatenate([t[[0, 1, 2]].T, t[[0, 2, 3]].T])
 
 
 def _canvas(space, w, what: str):
@@ -38,7 +48,7 @@ def _canvas(space, w, what: str):
         raise ValueError(f"{what} draws 2-D designs; the mesh is {space.dim}-D")
     u, _ = space.split(np.asarray(w, dtype=float))
     uv = u[:mesh.p.shape[1]]                            # P2's first nodes are the vertices
-    tri = Triangulation(mesh.p[0], mesh.p[1], mesh.t.T)
+    tri = Triangulation(mesh.p[0], mesh.p[1], _triangles(mesh))
     lo, hi = mesh.p.min(axis=1), mesh.p.max(axis=1)
     extent = hi - lo
     fig = Figure(figsize=(1.5 + 5.0 * extent[0] / extent[1], 5.0))
@@ -76,7 +86,7 @@ def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figu
     Parameters
     ----------
     space : topopt.flow.TaylorHood
-        On a triangle mesh.
+        On a triangle or quadrilateral mesh.
     w : (space.n,) array
         The state ``[u, p]``.
     x_phys : (n_elements,) array
@@ -95,6 +105,9 @@ def flow_figure(space, w, x_phys, title: str = "", density: float = 1.2) -> Figu
     >>> fig = flow_figure(space, space.join(u, np.zeros(space.np_)), np.ones(32), "vortex")
     >>> fig.axes[0].get_title()
     'vortex'
+    >>> quads = TaylorHood(skfem.MeshQuad().refined(2))         # Q2/Q1: the same picture
+    >>> u = quads.interpolate_velocity(lambda x: np.array([-x[1] + 0.5, x[0] - 0.5]))
+    >>> fig = flow_figure(quads, quads.join(u, np.zeros(quads.np_)), np.ones(16), "vortex")
     """
     mesh = space.mesh
     uv, tri, box, fig, ax = _canvas(space, w, "flow_figure")
