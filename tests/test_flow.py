@@ -64,10 +64,12 @@ def test_poiseuille_to_round_off(ctor):
     assert its <= (1 if ctor is stokes else 5)             # measured 1 and 4
 
 
-def test_plane_poiseuille_on_tetrahedra():
+@pytest.mark.parametrize("cells", [skfem.MeshTet, skfem.MeshHex])
+def test_plane_poiseuille_in_3d(cells):
     """The same closed form in 3-D: plates at y = 0, H; symmetry walls z = 0, 0.5
-    (u_z = 0, tangential traction free); P2/P1 tetrahedra are exact too."""
-    mesh = skfem.MeshTet.init_tensor(np.linspace(0, L, 4), np.linspace(0, H, 3),
+    (u_z = 0, tangential traction free); P2/P1 tetrahedra and Q2/Q1 hexahedra
+    (27-node velocity) are exact too."""
+    mesh = cells.init_tensor(np.linspace(0, L, 4), np.linspace(0, H, 3),
                                      np.linspace(0, 0.5, 2))
     profile = lambda x: np.array([4 * UPEAK * x[1] * (H - x[1]), 0 * x[1], 0 * x[1]])  # noqa
     model = stokes(mesh, mu=MU, dirichlet=[

@@ -44,23 +44,6 @@ def test_poiseuille_to_round_off_on_quadrilaterals(ctor):
     assert its <= (1 if ctor is stokes else 5)
 
 
-def test_plane_poiseuille_on_hexahedra():
-    """The 3-D closed form of tests/test_flow.py on Q2/Q1 hexahedra (27-node velocity)."""
-    mesh = skfem.MeshHex.init_tensor(np.linspace(0, L, 4), np.linspace(0, H, 3),
-                                     np.linspace(0, 0.5, 2))
-    profile = lambda x: np.array([4 * UPEAK * x[1] * (H - x[1]), 0 * x[1], 0 * x[1]])  # noqa
-    model = stokes(mesh, mu=MU, dirichlet=[
-        (lambda x: x[0] < TOL, profile),
-        (lambda x: (x[1] < TOL) | (x[1] > H - TOL), 0.0),
-        (lambda x: (x[2] < TOL) | (x[2] > 0.5 - TOL), 0.0, [2])])
-    w, _ = newton(model, np.ones(mesh.nvertices))
-    u, p = model.space.split(w)
-    x = model.space.nodes
-    np.testing.assert_allclose(u[:, 0], 4 * UPEAK * x[1] * (H - x[1]), atol=1e-11)
-    np.testing.assert_allclose(u[:, 1:], 0.0, atol=1e-11)
-    np.testing.assert_allclose(p, 12 * MU * (L - mesh.p[0]) / H ** 2, atol=1e-11)
-
-
 @pytest.mark.parametrize("ctor,mu,rho_f", [(stokes, 1.0, 0.0), (navier_stokes, 0.05, 1.0)])
 def test_manufactured_rates_on_quadrilaterals(ctor, mu, rho_f):
     """The manufactured solution of tests/test_flow.py (sin/cos velocity, cos cos
