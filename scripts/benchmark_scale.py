@@ -81,6 +81,8 @@ SMALLEST = {"size": "0.03", "evals": 2, "triad": (32_000_000, 3), "spmv": [(32, 
             "crossover": CROSSOVER[:1], "reference": (32, 16, 16)}
 #: The solver options of the cases (those a baseline lacks are dropped).
 SOLVER_OPTIONS = {"warm_start": True, "precision": "mixed"}
+#: The mesh path's (``mg-cg``: no grid options).
+MESH_OPTIONS = {"warm_start": True}
 
 
 def peak_bytes() -> int:
@@ -110,7 +112,7 @@ def run_case(kind: str, shape: tuple, evals: int) -> dict:
     from topopt.io.folder import run_compliance
     t0 = time.perf_counter()
     voxel = kind == "voxel"
-    options, dropped = _known_options(SOLVER_OPTIONS)
+    options, dropped = _known_options(SOLVER_OPTIONS if voxel else MESH_OPTIONS)
     mesh, model, f = cantilever3d.setup(*shape, voxel=voxel)
     problem = ComplianceProblem(model, f, 0.3, 1.5, solver="voxel" if voxel else "mg-cg",
                                 solver_options=options)
