@@ -260,7 +260,9 @@ def _child(argv) -> None:
     else:
         shape = tuple(int(s) for s in argv[1].split("x"))
         result = spmv_case(shape) if kind == "spmv" else run_case(kind, shape, int(argv[2]))
-    result["library"] = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
+    # which checkout ran it, without a machine's absolute path
+    here = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
+    result["library"] = "this checkout" if here == ROOT else "the baseline's worktree"
     result["load_average"] = list(os.getloadavg())           # others' work on the machine
     with open(out, "w") as fh:
         json.dump(result, fh)
