@@ -32,21 +32,22 @@ def newton(model, rho, steps=None, rtol=1e-12):
 L, H, MU, UPEAK = 2.0, 1.0, 0.1, 1.5          # mean velocity U = 2/3 UPEAK = 1
 
 
-def channel(ctor, **kw):
+def channel(ctor, cells=skfem.MeshTri, **kw):
     xs = np.array([0.0, 0.3, 0.5, 1.1, 1.4, 2.0])              # graded on purpose
     ys = np.array([0.0, 0.2, 0.45, 0.7, 1.0])
-    mesh = skfem.MeshTri.init_tensor(xs, ys)
+    mesh = cells.init_tensor(xs, ys)
     walls = lambda x: (x[1] < TOL) | (x[1] > H - TOL)           # noqa: E731
     inlet = lambda x: x[0] < TOL                                # noqa: E731
     return ctor(mesh, mu=MU, dirichlet=[(inlet, parabolic_inlet([0, H / 2], H, UPEAK)),
                                         (walls, None)], **kw), inlet
 
 
+@pytest.mark.parametrize("cells", [skfem.MeshTri, skfem.MeshQuad])
 @pytest.mark.parametrize("ctor", [stokes, navier_stokes])
-def test_poiseuille_to_round_off(ctor):
+def test_poiseuille_to_round_off(ctor, cells):
     """u = 4 Upeak y (H - y) / H^2, p = 12 mu U (L - x) / H^2 (White, Viscous Fluid
-    Flow, 3rd ed., eq. 3-38 with U = 2/3 Upeak); exact in P2/P1."""
-    model, inlet = channel(ctor)
+    Flow, 3rd ed., eq. 3-38 with U = 2/3 Upeak); exact in P2/P1 and in Q2/Q1."""
+    model, inlet = channel(ctor, cells)
     assert not model.pinned                                     # the outlet is traction-free
     rho = np.ones(model.space.mesh.nelements)
     w, its = newton(model, rho)

@@ -1,7 +1,8 @@
 """Taylor-Hood Q2/Q1 on quadrilaterals (and hexahedra): closed forms and rates.
 
 Plane Poiseuille flow is in the Q2/Q1 spaces (parabolic velocity, linear
-pressure), so it is reproduced to round-off; a manufactured smooth solution
+pressure), so it is reproduced to round-off (tests/test_flow.py's Poiseuille
+tests run on quadrilaterals and hexahedra too); a manufactured smooth solution
 converges at the Taylor-Hood rates (Brezzi & Fortin 1991, Sect. VI.6: Q2/Q1 is
 inf-sup stable, velocity O(h^3) in L2 and O(h^2) in H1, pressure O(h^2)). The
 derivative rules on quadrilaterals are in the tables of tests/test_flow.py.
@@ -11,37 +12,9 @@ import numpy as np
 import pytest
 import skfem
 
-from topopt.flow import (FlowStates, TaylorHood, at_quadrature, dissipated_power,
-                         fluid_fraction, navier_stokes, parabolic_inlet, pressure_drop, stokes)
-from test_flow import H, L, MU, TOL, UPEAK, errors, force, newton, u_exact
-
-
-def channel(ctor, **kw):
-    """The graded channel of tests/test_flow.py's Poiseuille test, in quadrilaterals."""
-    mesh = skfem.MeshQuad.init_tensor(np.array([0.0, 0.3, 0.5, 1.1, 1.4, 2.0]),
-                                      np.array([0.0, 0.2, 0.45, 0.7, 1.0]))
-    walls = lambda x: (x[1] < TOL) | (x[1] > H - TOL)           # noqa: E731
-    inlet = lambda x: x[0] < TOL                                # noqa: E731
-    return ctor(mesh, mu=MU, dirichlet=[(inlet, parabolic_inlet([0, H / 2], H, UPEAK)),
-                                        (walls, None)], **kw), inlet
-
-
-@pytest.mark.parametrize("ctor", [stokes, navier_stokes])
-def test_poiseuille_to_round_off_on_quadrilaterals(ctor):
-    """u = 4 Upeak y (H - y) / H^2, p = 12 mu U (L - x) / H^2 (White, Viscous Fluid Flow,
-    3rd ed., eq. 3-38, U = 2/3 Upeak = 1): in Q2 x Q1, so exact; the pressure drop 2.4 and
-    J = 1/2 mu int |du/dy|^2 = 1.2 (Q dp / 2 with the flux Q = 1)."""
-    model, inlet = channel(ctor)
-    rho = np.ones(model.space.mesh.nelements)
-    w, its = newton(model, rho)
-    u, p = model.space.split(w)
-    x = model.space.nodes
-    np.testing.assert_allclose(u[:, 0], 4 * UPEAK * x[1] * (H - x[1]) / H ** 2, atol=1e-12)
-    np.testing.assert_allclose(u[:, 1], 0.0, atol=1e-12)
-    np.testing.assert_allclose(p, 12 * MU * (L - model.space.mesh.p[0]) / H ** 2, atol=1e-12)
-    assert abs(pressure_drop(model, w, inlet, lambda x: x[0] > L - TOL) - 2.4) < 1e-12
-    assert abs(dissipated_power(model, w, rho) - 1.2) < 1e-12
-    assert its <= (1 if ctor is stokes else 5)
+from topopt.flow import (FlowStates, TaylorHood, at_quadrature, fluid_fraction, navier_stokes,
+                         stokes)
+from test_flow import channel, errors, force, newton, u_exact
 
 
 @pytest.mark.parametrize("ctor,mu,rho_f", [(stokes, 1.0, 0.0), (navier_stokes, 0.05, 1.0)])
@@ -108,7 +81,7 @@ def test_jacobian_stores_no_zeros(ctor, assembly):
     """The Jacobian keeps no stored zeros: UMFPACK takes them for entries, and with them
     its factor of the Q2/Q1 double pipe on 96 x 96 squares solved to a relative residual
     of 5.8 (measured; 4e-15 without them). Stokes' cross-component blocks are zero."""
-    model, _ = channel(ctor, assembly=assembly)
+    model, _ = channel(ctor, skfem.MeshQuad, assembly=assembly)
     w = np.random.default_rng(0).standard_normal(model.n)
     rho = np.full(model.space.mesh.nelements, 0.5)
     J = model.jacobian(w, rho)
