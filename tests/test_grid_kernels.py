@@ -69,3 +69,25 @@ def test_switched_off_and_other_operators(monkeypatch):
     cells = CellOperator(op.grid, E[:, None, None] * op.K0, 3)
     assert not cells._compiled(E, op.nodal(u))                   # a cell per element: numpy
     assert np.allclose(cells.apply(None, u), op.apply(E, u), atol=1e-12)
+
+
+@pytest.mark.parametrize("precision", ["double", "mixed"])
+def test_fused_chebyshev_steps_give_the_same_bits(monkeypatch, precision):
+    """`kernels.chebyshev_step` does numpy's operations in numpy's order per entry: the
+    multigrid CG's solution is the same to the bit with and without it."""
+    from topopt.grid.multigrid import GridMultigrid
+    g = Grid((12, 6, 6))
+    free = np.ones(3 * g.n_nodes)
+    free.reshape((3,) + g.nodes_shape)[:, 0] = 0.0                 # the face x = 0 held
+    E = np.random.default_rng(0).random(g.n_el) + 1e-3
+    b = free * np.random.default_rng(1).normal(size=free.size)
+    solve = lambda: GridMultigrid(g, elasticity_matrix(g), 3, free, None,   # noqa: E731
+                                  {"precision": precision, "coarse_size": 100}).factor(E).solve(b)
+    taken, step = [], kernels.chebyshev_step
+    monkeypatch.setattr(kernels, "chebyshev_step", lambda *a: taken.append(step(*a)) or taken[-1])
+    fused = solve()
+    assert taken and all(taken)                                   # the kernel ran every step
+    monkeypatch.setattr(kernels, "chebyshev_step", lambda *args: False)
+    assert np.array_equal(fused, solve())
+    x = np.zeros(3, np.float32)
+    assert not step(x, x, x, x, np.zeros(3), 1.0, 1.0)            # mixed dtypes: numpy's passes

@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-__all__ = ["available", "apply", "products"]
+__all__ = ["available", "apply", "products", "chebyshev_step"]
 
 _KERNELS: dict = {}
 
@@ -65,7 +65,7 @@ def _compile():
     if "apply3" not in _KERNELS:
         from . import _jit
         _KERNELS.update(apply3=_jit.apply3, apply2=_jit.apply2, products3=_jit.products3,
-                        products2=_jit.products2)
+                        products2=_jit.products2, chebyshev_step=_jit.chebyshev_step)
     return _KERNELS
 
 
@@ -104,3 +104,20 @@ def products(K0: np.ndarray, v: np.ndarray, w: np.ndarray, out: np.ndarray) -> n
     k = _compile()
     (k["products3"] if v.ndim == 4 else k["products2"])(K0, v, w, out)
     return out
+
+
+def chebyshev_step(x, r, d, Ad, dinv, c1: float, c2: float) -> bool:
+    """One Chebyshev step ``x += d; r -= Ad; d = c1 d + c2 dinv r`` in one pass, in place.
+
+    The operations of `topopt.fem.solvers.smoothers._Chebyshev._step` in the
+    same order per entry, so the results are the same to the bit; returns
+    False (and does nothing) where the kernels cannot take the arrays (no
+    numba, mixed dtypes, views): the caller then runs numpy's passes.
+    """
+    arrays = (x, r, d, Ad, dinv)
+    if not (available() and x.dtype in (np.float32, np.float64)
+            and all(a.dtype == x.dtype and a.flags.c_contiguous and a.shape == x.shape
+                    for a in arrays)):
+        return False
+    _compile()["chebyshev_step"](x, r, d, Ad, dinv, x.dtype.type(c1), x.dtype.type(c2))
+    return True

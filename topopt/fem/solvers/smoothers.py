@@ -119,18 +119,22 @@ class _Chebyshev:
         sigma = self.theta / self.delta
         rho = 1.0 / sigma
         d = (dinv * r) / self.theta
-        for k in range(self.degree):
-            x += d
-            if k == self.degree - 1 and not residual:
-                return x, None
-            r -= A @ d
-            if k == self.degree - 1:
-                break
+        for k in range(self.degree - 1):
             rho_new = 1.0 / (2.0 * sigma - rho)
-            d *= rho_new * rho
-            d += (2.0 * rho_new / self.delta) * (dinv * r)
+            self._step(x, r, d, A @ d, rho_new * rho, 2.0 * rho_new / self.delta)
             rho = rho_new
-        return x, r
+        x += d
+        if residual:
+            r -= A @ d
+            return x, r
+        return x, None
+
+    def _step(self, x, r, d, Ad, c1: float, c2: float) -> None:
+        """One step of the recurrence in place: ``x += d; r -= A d; d = c1 d + c2 D^-1 r``."""
+        x += d
+        r -= Ad
+        d *= c1
+        d += c2 * (self.dinv * r)
 
 
 class _CoarseSolver:
