@@ -53,11 +53,11 @@ def available() -> bool:
     return _KERNELS["numba"] is not None
 
 
-def supports(K0: np.ndarray, E: np.ndarray, u: np.ndarray) -> bool:
-    """Whether `apply` takes these arrays: real float32 or float64 of one dtype, contiguous."""
-    dt = u.dtype
-    return (available() and dt in (np.float32, np.float64) and K0.dtype == dt
-            and E.dtype == dt and u.flags.c_contiguous and u.ndim in (3, 4))
+def supports(E: np.ndarray, u: np.ndarray) -> bool:
+    """Whether `apply` takes coefficients `E` and the nodal array `u`: real float32 or
+    float64 of one dtype, `u` contiguous (the caller gives ``K0`` in that dtype)."""
+    return (available() and u.dtype in (np.float32, np.float64) and E.dtype == u.dtype
+            and u.flags.c_contiguous and u.ndim in (3, 4))
 
 
 def _compile():

@@ -128,8 +128,7 @@ class GridOperator:
     def _compiled(self, E, *nodal) -> bool:
         """Whether the fused kernels of `topopt.grid.kernels` take this product."""
         return (type(self)._local is GridOperator._local and isinstance(E, np.ndarray)
-                and all(kernels.supports(self._K0_as(a.dtype), E, a)
-                        for a in nodal))
+                and all(kernels.supports(E, a) for a in nodal))
 
     def _K0_as(self, dtype) -> np.ndarray:
         """``K0`` in `dtype` (a float32 copy made once)."""
