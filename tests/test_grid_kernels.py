@@ -76,6 +76,7 @@ def test_fused_chebyshev_steps_give_the_same_bits(monkeypatch, precision):
     """`kernels.chebyshev_step` does numpy's operations in numpy's order per entry: the
     multigrid CG's solution is the same to the bit with and without it."""
     from topopt.grid.multigrid import GridMultigrid
+    monkeypatch.setenv("TOPOPT_NUMBA", "1")          # the kernels on, whatever the caller set
     g = Grid((12, 6, 6))
     free = np.ones(3 * g.n_nodes)
     free.reshape((3,) + g.nodes_shape)[:, 0] = 0.0                 # the face x = 0 held
