@@ -9,7 +9,8 @@ equal to 1e-13 relative; in float32 to the single-precision round-off.
 import numpy as np
 import pytest
 
-from topopt.grid import Grid, kernels
+from topopt.fem.solvers.vectors import enabled
+from topopt.grid import Grid
 from topopt.grid.element import elasticity_matrix, heat_matrix
 from topopt.grid.operator import CellOperator, GridOperator
 
@@ -37,7 +38,7 @@ def test_apply_and_products_equal_numpy(monkeypatch, shape, comps):
     rng = np.random.default_rng(len(shape) * 10 + comps)
     E, u, w = rng.random(op.grid.n_el) + 0.1, rng.normal(size=op.ndof), rng.normal(size=op.ndof)
     y0, p0 = _numpy(monkeypatch, lambda: (op.apply(E, u), op.products(u, w)))
-    assert kernels.available()
+    assert enabled()
     y1, p1 = op.apply(E, u), op.products(u, w)
     assert np.max(np.abs(y1 - y0)) <= 1e-13 * np.max(np.abs(y0))
     assert np.max(np.abs(p1 - p0)) <= 1e-13 * np.max(np.abs(p0))
@@ -58,7 +59,7 @@ def test_float32_product_to_single_rounding(monkeypatch, shape, comps):
 
 def test_switched_off_and_other_operators(monkeypatch):
     monkeypatch.setenv("TOPOPT_NUMBA", "0")
-    assert not kernels.available()
+    assert not enabled()
     monkeypatch.setenv("TOPOPT_NUMBA", "1")
     op = _operator((3, 2, 2), 3)
     E = np.ones(op.grid.n_el)
@@ -69,26 +70,3 @@ def test_switched_off_and_other_operators(monkeypatch):
     cells = CellOperator(op.grid, E[:, None, None] * op.K0, 3)
     assert not cells._compiled(E, op.nodal(u))                   # a cell per element: numpy
     assert np.allclose(cells.apply(None, u), op.apply(E, u), atol=1e-12)
-
-
-@pytest.mark.parametrize("precision", ["double", "mixed"])
-def test_fused_chebyshev_steps_give_the_same_bits(monkeypatch, precision):
-    """`kernels.chebyshev_step` does numpy's operations in numpy's order per entry: the
-    multigrid CG's solution is the same to the bit with and without it."""
-    from topopt.grid.multigrid import GridMultigrid
-    monkeypatch.setenv("TOPOPT_NUMBA", "1")          # the kernels on, whatever the caller set
-    g = Grid((12, 6, 6))
-    free = np.ones(3 * g.n_nodes)
-    free.reshape((3,) + g.nodes_shape)[:, 0] = 0.0                 # the face x = 0 held
-    E = np.random.default_rng(0).random(g.n_el) + 1e-3
-    b = free * np.random.default_rng(1).normal(size=free.size)
-    solve = lambda: GridMultigrid(g, elasticity_matrix(g), 3, free, None,   # noqa: E731
-                                  {"precision": precision, "coarse_size": 100}).factor(E).solve(b)
-    taken, step = [], kernels.chebyshev_step
-    monkeypatch.setattr(kernels, "chebyshev_step", lambda *a: taken.append(step(*a)) or taken[-1])
-    fused = solve()
-    assert taken and all(taken)                                   # the kernel ran every step
-    monkeypatch.setattr(kernels, "chebyshev_step", lambda *args: False)
-    assert np.array_equal(fused, solve())
-    x = np.zeros(3, np.float32)
-    assert not step(x, x, x, x, np.zeros(3), 1.0, 1.0)            # mixed dtypes: numpy's passes

@@ -173,7 +173,8 @@ def test_physics_imports_nothing_of_the_command_line_or_pictures(layer):
 
 
 def _cg_loops(tree) -> list:
-    """Loops with a conjugate-gradient step: ``alpha = rz / pq`` and then ``alpha * p``."""
+    """Loops with a conjugate-gradient step: ``alpha = rz / pq`` and then ``alpha * p``
+    (or a call given both, as ``cg_update(x, r, p, q, alpha)``)."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.While)):
@@ -183,7 +184,10 @@ def _cg_loops(tree) -> list:
             if any(isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mult)
                    and isinstance(sub.left, ast.Name) and sub.left.id in steps
                    and isinstance(sub.right, ast.Name) and sub.right.id == "p"
-                   for sub in ast.walk(node)):
+                   for sub in ast.walk(node)) or any(
+                    isinstance(sub, ast.Call) and {"p"} | steps <= {
+                        a.id for a in sub.args if isinstance(a, ast.Name)}
+                    for sub in ast.walk(node) if steps):
                 found.append(node.lineno)
     return found
 
@@ -191,5 +195,6 @@ def _cg_loops(tree) -> list:
 def test_one_conjugate_gradient_loop():
     assert _cg_loops(ast.parse("while r:\n    a = rz / pq\n    x += a * p\n")) == [1]
     assert _cg_loops(ast.parse("while r:\n    a = rz * pq\n    x += a * p\n")) == []
+    assert _cg_loops(ast.parse("while r:\n    a = rz / pq\n    f(x, p, a)\n")) == [1]
     loops = {m: lines for m, tree in TREES.items() if (lines := _cg_loops(tree))}
     assert list(loops) == ["topopt.fem.solvers.krylov"] and len(loops["topopt.fem.solvers.krylov"]) == 1

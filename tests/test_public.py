@@ -53,6 +53,7 @@ INTERNAL_MODULES = {
     "topopt.fem.solvers.csr": "CSR assembly helpers of `LinearSystem`",
     "topopt.fem.solvers.direct": "factorizations behind solver='cholmod'/'superlu'/'umfpack'",
     "topopt.fem.solvers.smoothers": "multigrid smoothers",
+    "topopt.fem.solvers.vectors": "the fused vector updates of the CG loop and the smoothers",
     "topopt.fem.solvers.krylov": "the CG loop behind solver='mgcg'/'amgcg'",
     "topopt.fem.solvers.lattice": "the geometric hierarchy of solver='mgcg'",
     "topopt.fem.solvers.amg": "the aggregation hierarchy of solver='amgcg'",

@@ -116,12 +116,3 @@ def products2(K0, v, w, out):
                 kmn = K0[m, n]
                 for k in range(ny):
                     out[e0 + k] += V[m, k] * kmn * W[n, k]
-
-
-@njit
-def chebyshev_step(x, r, d, Ad, dinv, c1, c2):
-    """``x += d; r -= Ad; d = c1 d + c2 (dinv r)`` in one pass, the numpy path's order."""
-    for i in prange(x.size):
-        x[i] += d[i]
-        r[i] -= Ad[i]
-        d[i] = d[i] * c1 + c2 * (dinv[i] * r[i])

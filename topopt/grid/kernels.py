@@ -12,8 +12,8 @@ The element products ``v_e^T K0 w_e`` (sensitivities) write one value per
 element and need no colouring.
 
 numpy (`topopt.grid.operator`) stays the reference and the fallback: without
-numba, or with ``TOPOPT_NUMBA=0`` in the environment, `available` is False
-and the operator never calls these. In float64 the kernels sum in another
+numba, or with ``TOPOPT_NUMBA=0`` in the environment (`topopt.fem.solvers.vectors.enabled`
+is False), the operator never calls these. In float64 the kernels sum in another
 order than numpy's matrix product, so results agree to round-off (1e-15
 relative, ``tests/test_grid_kernels.py``). Compiled on first use per dtype
 and dimension (about 2 s each; cached on disk where the package is writable).
@@ -21,42 +21,19 @@ and dimension (about 2 s each; cached on disk where the package is writable).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-__all__ = ["available", "apply", "products", "chebyshev_step"]
+from ..fem.solvers.vectors import enabled
+
+__all__ = ["supports", "apply", "products"]
 
 _KERNELS: dict = {}
-
-
-def available() -> bool:
-    """Whether the compiled kernels can run here (numba importable, not disabled).
-
-    ``TOPOPT_NUMBA=0`` in the environment turns them off (the numpy path
-    runs), for comparisons and for machines where compiling is unwanted.
-
-    Examples
-    --------
-    >>> from topopt.grid import kernels
-    >>> isinstance(kernels.available(), bool)
-    True
-    """
-    if os.environ.get("TOPOPT_NUMBA", "1").strip() in ("0", "false", "no", "off"):
-        return False
-    if "numba" not in _KERNELS:
-        try:
-            import numba
-            _KERNELS["numba"] = numba
-        except ImportError:
-            _KERNELS["numba"] = None
-    return _KERNELS["numba"] is not None
 
 
 def supports(E: np.ndarray, u: np.ndarray) -> bool:
     """Whether `apply` takes coefficients `E` and the nodal array `u`: real float32 or
     float64 of one dtype, `u` contiguous (the caller gives ``K0`` in that dtype)."""
-    return (available() and u.dtype in (np.float32, np.float64) and E.dtype == u.dtype
+    return (enabled() and u.dtype in (np.float32, np.float64) and E.dtype == u.dtype
             and u.flags.c_contiguous and u.ndim in (3, 4))
 
 
@@ -65,7 +42,7 @@ def _compile():
     if "apply3" not in _KERNELS:
         from . import _jit
         _KERNELS.update(apply3=_jit.apply3, apply2=_jit.apply2, products3=_jit.products3,
-                        products2=_jit.products2, chebyshev_step=_jit.chebyshev_step)
+                        products2=_jit.products2)
     return _KERNELS
 
 
@@ -83,9 +60,9 @@ def apply(K0: np.ndarray, E: np.ndarray, u: np.ndarray, y: np.ndarray) -> np.nda
     >>> from topopt.grid.operator import GridOperator
     >>> g = Grid((3, 2, 2)); op = GridOperator(g, heat_matrix(g), 1)
     >>> E = np.arange(1.0, 13.0)
-    >>> y = np.empty((1,) + g.nodes_shape)
-    >>> if kernels.available():                          # constants: no flux
-    ...     y = kernels.apply(op.K0, E, np.ones((1,) + g.nodes_shape), y)
+    >>> u, y = np.ones((1,) + g.nodes_shape), np.empty((1,) + g.nodes_shape)
+    >>> if kernels.supports(E, u):                      # constants: no flux
+    ...     y = kernels.apply(op.K0, E, u, y)
     ... else:
     ...     y = op.apply(E, np.ones(36))
     >>> bool(np.allclose(y, 0.0))
@@ -104,20 +81,3 @@ def products(K0: np.ndarray, v: np.ndarray, w: np.ndarray, out: np.ndarray) -> n
     k = _compile()
     (k["products3"] if v.ndim == 4 else k["products2"])(K0, v, w, out)
     return out
-
-
-def chebyshev_step(x, r, d, Ad, dinv, c1: float, c2: float) -> bool:
-    """One Chebyshev step ``x += d; r -= Ad; d = c1 d + c2 dinv r`` in one pass, in place.
-
-    The operations of `topopt.fem.solvers.smoothers._Chebyshev._step` in the
-    same order per entry, so the results are the same to the bit; returns
-    False (and does nothing) where the kernels cannot take the arrays (no
-    numba, mixed dtypes, views): the caller then runs numpy's passes.
-    """
-    arrays = (x, r, d, Ad, dinv)
-    if not (available() and x.dtype in (np.float32, np.float64)
-            and all(a.dtype == x.dtype and a.flags.c_contiguous and a.shape == x.shape
-                    for a in arrays)):
-        return False
-    _compile()["chebyshev_step"](x, r, d, Ad, dinv, x.dtype.type(c1), x.dtype.type(c2))
-    return True

@@ -50,7 +50,6 @@ from .._validate import check_choice, check_keywords
 from ..fem.solvers.krylov import IterativeFactor, _options
 from ..fem.solvers.multigrid import _VCycle
 from ..fem.solvers.smoothers import _Chebyshev, _CoarseSolver, element_lmax_bound
-from . import kernels
 from .galerkin import _children, cells_from_cells, cells_from_coefficients
 from .grid import Grid
 from .operator import CellOperator, GridOperator
@@ -134,15 +133,6 @@ class _Transfer:
             out = prolong(_held(v, self.fixed_c).reshape(self.shapes[1]), self.factor).ravel()
             out[self.fixed_f] = 0.0
         return out
-
-
-class _FusedChebyshev(_Chebyshev):
-    """`_Chebyshev` whose vector updates run as one compiled pass (`kernels.chebyshev_step`,
-    the same operations per entry: the same numbers); numpy's passes without numba."""
-
-    def _step(self, x, r, d, Ad, c1: float, c2: float) -> None:
-        if not kernels.chebyshev_step(x, r, d, Ad, self.dinv, c1, c2):
-            super()._step(x, r, d, Ad, c1, c2)
 
 
 class _Coarsest:
@@ -372,8 +362,8 @@ class GridMultigrid:
             springs = self.springs[level]
             bound = self.bound0 if level == 0 else _scaled_bound(A, dinv, self.free[level]) + (
                 0.0 if springs is None else float(np.max(springs * dinv)))
-            smoothers.append(_FusedChebyshev(op, degree if level == 0 else degree + 1, ratio,
-                                        upper=bound, dinv=dinv.astype(self.dtype, copy=False)))
+            smoothers.append(_Chebyshev(op, degree if level == 0 else degree + 1, ratio,
+                                    upper=bound, dinv=dinv.astype(self.dtype, copy=False)))
         last = len(self.grids) - 1
         coarse = _Coarsest(self.grids[last], cells[-1] if last else
                            E[:, None, None] * self.K0, self.components, self.free[last],

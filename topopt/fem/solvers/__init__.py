@@ -1,7 +1,8 @@
 """The linear solver backends: one table, ``auto``, direct factorizations, CG, multigrid, AMG.
 
 Modules, each importing only those above it: `csr` (the free-dof pattern),
-`direct` (SuperLU, CHOLMOD, UMFPACK), `smoothers`, `krylov` (the only CG
+`direct` (SuperLU, CHOLMOD, UMFPACK), `vectors` (fused vector updates, numba
+where it runs), `smoothers`, `krylov` (the only CG
 loop, with its stopping rules), `lattice`, `amg`, `multigrid`, `auto` (every
 threshold of ``solver="auto"``, reanalysis ``"auto"`` and PETSc ``pc="auto"``),
 `table` (the backend table), `reanalysis` (solves on an earlier factor).

@@ -24,6 +24,7 @@ import scipy.sparse as sps
 
 from ..._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from ..errors import ConvergenceError, SingularSystemError
+from .vectors import cg_direction, cg_update
 
 __all__ = ["RTOL", "MAXITER", "pcg", "pcg_energy", "cg_steps", "ResidualNorm", "EnergyNorm",
            "IterativeFactor"]
@@ -131,23 +132,35 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
     >>> bool(np.allclose(A @ x, 1.0)), its <= 10
     (True, True)
     """
-    b = np.asarray(b, dtype=float)
+    return _pcg(A, np.asarray(b, dtype=float), M,
+                None if x0 is None else np.array(x0, dtype=float), rtol, maxiter)
+
+
+def _pcg(A, b: np.ndarray, M, x: np.ndarray | None, rtol: float, maxiter: int):
+    """`pcg` updating the caller's start `x` (float64, owned) in place: no copy of it."""
     bnorm = _norm(b)
     if bnorm == 0.0:
         return np.zeros_like(b), 0
     if not np.isfinite(bnorm):
         raise ValueError("the right-hand side contains NaN or inf")
     rule = ResidualNorm(rtol, bnorm)
-    x = np.zeros_like(b) if x0 is None else np.array(x0, dtype=float)
-    r = b.copy() if x0 is None else b - A @ x
+    r = b.copy() if x is None else _residual(A, b, x)
+    x = np.zeros_like(b) if x is None else x
     it = 0
     while True:                                   # restarts when the true residual drifts
         it = cg_steps(A, b, M, x, r, rule, maxiter, it)
-        r = b - A @ x
+        r = None                                  # freed before the true residual is made
+        r = _residual(A, b, x)
         if _norm(r) <= rule.tol:
             return x, it
         if it >= maxiter:
             raise rule.exhausted(maxiter, _norm(r))
+
+
+def _residual(A, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``b - A x`` in the product's array (one allocation)."""
+    r = A @ x
+    return np.subtract(b, r, out=r) if r.dtype == b.dtype else b - r
 
 
 def pcg_energy(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray], rtol: float,
@@ -194,8 +207,9 @@ class ResidualNorm:
         self.rtol, self.bnorm, self.tol = rtol, bnorm, rtol * bnorm
         self.rnorm = np.inf
 
-    def small(self, r: np.ndarray) -> bool:
-        self.rnorm = _norm(r)
+    def small(self, rr: float) -> bool:
+        """Whether ``|r| <= rtol |b|``, given ``rr = r . r``."""
+        self.rnorm = float(np.sqrt(rr))
         return self.rnorm <= self.tol
 
     def converged(self, b, x, rz: float) -> bool:
@@ -230,7 +244,7 @@ class EnergyNorm:
     def __init__(self, rtol: float):
         self.rtol = rtol
 
-    def small(self, r: np.ndarray) -> bool:
+    def small(self, rr: float) -> bool:
         return False
 
     def converged(self, b, x, rz: float) -> bool:
@@ -257,8 +271,8 @@ def cg_steps(A, b, M, x, r, rule, maxiter: int, it: int = 0) -> int:
     says when to stop and what a failure raises; `it` counts on from earlier
     steps (a restart).
     """
-    p, rz = None, 0.0
-    while not rule.small(r):
+    p, rz, rr = None, 0.0, _dot(r, r)
+    while not rule.small(rr):
         z = M(r) if M is not None else r.copy()
         rz_new = _dot(r, z)
         if rule.converged(b, x, rz_new):
@@ -266,15 +280,17 @@ def cg_steps(A, b, M, x, r, rule, maxiter: int, it: int = 0) -> int:
         if it >= maxiter:
             raise rule.exhausted(maxiter)
         rule.check(rz_new)
-        p = z if p is None else z + (rz_new / rz) * p
+        # p = z + beta p in place (p owned here: M may hand back an array it keeps)
+        p = z.copy() if p is None else cg_direction(p, z, rz_new / rz)
+        z = None                                  # each temporary freed before the next
         rz = rz_new
         q = A @ p
         pq = _dot(p, q)
         if not pq > 0:
             raise rule.indefinite(pq)
         alpha = rz / pq
-        x += alpha * p
-        r -= alpha * q
+        rr = cg_update(x, r, p, q, alpha)         # x += alpha p; r -= alpha q
+        q = None
         it += 1
     return it
 
@@ -316,17 +332,17 @@ class IterativeFactor:
         x0 = None
         key = (kind, column)
         if self.options["warm_start"]:
-            prev = self.warm.get(key)
+            prev = self.warm.pop(key, None)       # not kept beside x0 during the solve
             if prev is not None and prev.shape == b.shape:
                 # the best multiple of the previous solution in the energy norm: its
                 # error is then smaller than that of zero whenever b^T prev != 0
-                Ap = self.matrix @ prev
-                pAp = _dot(prev, Ap)
+                pAp = _dot(prev, self.matrix @ prev)
                 if pAp > 0 and _dot(b, prev) != 0:
-                    x0 = prev * (_dot(b, prev) / pAp)
+                    x0 = prev * (_dot(b, prev) / pAp)        # new: the caller may hold prev
+            prev = None
         t0 = time.perf_counter()
-        x, its = pcg(self.matrix, b, self.M, x0=x0, rtol=float(self.options["rtol"]),
-                     maxiter=int(self.options["maxiter"]))
+        x, its = _pcg(self.matrix, b, self.M, x0, float(self.options["rtol"]),
+                      int(self.options["maxiter"]))
         if self.options["energy_scaling"]:
             # The Galerkin projection of u onto span{x}: compliance b^T x then errs by
             # ||u - x||_A^2 >= 0 (second order) even from a warm start.
