@@ -91,6 +91,21 @@ def compare(name: str, kwargs: dict) -> dict:
             "histories": {opt: r["objective"] for opt, r in runs.items()}}
 
 
+def _machine() -> dict:
+    """The CPU, its cores and the commit, as ``scripts/benchmark_mma.py`` writes them."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "commit": commit}
+
+
 def _value(text: str):
     try:
         return int(text)
@@ -117,10 +132,8 @@ def main(argv=None) -> None:
     if os.path.exists(args.out):
         with open(args.out) as fh:
             data = json.load(fh)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
     data.setdefault("problems", {})
-    data.update(machine=platform.processor() or platform.machine(), commit=commit)
+    data["machine"] = _machine()
     for name in args.problems:
         row = compare(name, kwargs)
         data["problems"][name] = row
