@@ -126,6 +126,13 @@ def test_unknown_optimizer_names_the_accepted_ones():
         minimize(lambda x: np.sum(x), np.ones(2), optimizer="ccsaq", verbose=False)
 
 
+def test_mma_refuses_a_start_outside_its_bounds():
+    with pytest.raises(ValueError, match=r"x0\[1\] = 2.0 is outside \[0.0, 1.0\]"):
+        MMA(0.0, 1.0, maxeval=5).minimize(svanberg, np.array([0.5, 2.0, 0.5, 0.5, 0.5]))
+    with pytest.raises(ValueError, match="maxeval >= 1"):
+        MMA(0.0, 1.0, maxeval=0)
+
+
 def _mbb(monkeypatch, optimizer: str, maxeval: int, x0=None):
     monkeypatch.setattr(base, "minimize", functools.partial(minimize, optimizer=optimizer))
     _, model, f = mbb_beam.setup(60, 20)

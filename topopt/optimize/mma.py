@@ -267,6 +267,11 @@ class MMA:
             np.broadcast_to(np.asarray(self.initial_step, dtype=float), x.shape)
         for a in range(0, x.size, self.block):            # mma.c's initial sigma
             sl = slice(a, a + self.block)
+            outside = ~((self.lb_[sl] <= x[sl]) & (x[sl] <= self.ub_[sl]))
+            if outside.any():
+                i = a + int(np.flatnonzero(outside)[0])
+                raise ValueError(f"x0 must lie within the bounds; x0[{i}] = {x[i]} is outside "
+                                 f"[{self.lb_[i]}, {self.ub_[i]}]")
             width = self.ub_[sl] - self.lb_[sl]
             sig = np.where(np.isfinite(width), 0.5 * width, 1.0)
             if step is not None:
