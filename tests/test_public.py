@@ -50,6 +50,8 @@ INTERNAL_MODULES = {
     "topopt.optimize.run": "the NLopt run of one stage of `minimize`",
     "topopt.optimize.progress": "the progress lines `minimize` prints",
     "topopt.optimize.options": "the options of `minimize` (`Stage` is exported)",
+    "topopt.optimize.mma_dual": "the Newton dual of `MMA` (`topopt.optimize.MMA` is exported)",
+    "topopt.optimize.mma_stage": "builds `MMA` for one stage of `minimize(optimizer=\"mma\")`",
     "topopt.fem.solvers.csr": "CSR assembly helpers of `LinearSystem`",
     "topopt.fem.solvers.direct": "factorizations behind solver='cholmod'/'superlu'/'umfpack'",
     "topopt.fem.solvers.smoothers": "multigrid smoothers",

@@ -1,7 +1,9 @@
-"""The MMA driver: `minimize`, its options, evaluator, run state, progress lines and checkpoints.
+"""The MMA driver: `minimize`, its options, evaluator, run state, progress lines and checkpoints;
+`MMA`, our CCSA-MMA (``optimizer="mma"``), written for designs split across processes.
 """
 
-from .options import (Stage, Options, MMA_PARAMS, DEFAULT_MMA_PARAMS)
+from .options import (Stage, Options, MMA_PARAMS, DEFAULT_MMA_PARAMS, OPTIMIZERS)
+from .mma import MMA, MMAResult, SerialReduce
 from .checkpoint import (Checkpoint, CheckpointError, CHECKPOINT_VERSION, load_checkpoint,
                          save_checkpoint)
 from .driver import (minimize, Result)
@@ -9,7 +11,8 @@ from .perturb import start_perturbation, perturbed_start
 from .ending import (ending, last_stage_ending, verdict, with_grey, ending_line, FEASIBILITY_TOL, GREY_LIMIT,
                      WORSE_TOL)
 
-__all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'Checkpoint', 'CheckpointError',
+__all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'OPTIMIZERS', 'MMA', 'MMAResult',
+           'SerialReduce', 'Checkpoint', 'CheckpointError',
            'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result',
            'ending', 'last_stage_ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
            'WORSE_TOL', 'start_perturbation', 'perturbed_start']

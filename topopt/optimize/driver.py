@@ -119,7 +119,7 @@ class Result:
     constraints : list of float
         Constraint values at `x` (feasible when <= 0).
     status : str
-        NLopt result of the last stage (``"ftol_reached"``, ``"xtol_reached"``,
+        MMA's result of the last stage (``"ftol_reached"``, ``"xtol_reached"``,
         ``"maxeval_reached"``, ...), ``"interrupted"`` (SIGINT/SIGTERM) or
         ``"stopped"`` (the callback asked to stop).
     signal : str or None
@@ -143,7 +143,8 @@ class Result:
     fe_solves, fe_solves_per_iteration : int or float or None
         From the ``count_solves`` counter; None without one.
     nlopt_evaluations : int
-        Function evaluations NLopt requested (cache hits included).
+        Function evaluations MMA requested (cache hits included): NLopt's, or
+        ours with ``optimizer="mma"``.
     x_last : ndarray or None
         The last design evaluated.
     verdict : str
@@ -221,9 +222,9 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
              resume: str | os.PathLike | None = None, verbose: bool = True,
              callback: Callable[[dict, np.ndarray], bool | None] | None = None,
              count_solves: Callable[[], int] | None = None,
-             handle_signals: bool = True, objective_scale: float = 1.0,
-             objective_name: str = "obj", counters: Callable[[], dict] | None = None) -> Result:
-    """Minimize ``f(x)`` subject to ``g_i(x) <= 0`` and bounds with NLopt's MMA.
+             handle_signals: bool = True, objective_scale: float = 1.0, objective_name: str = "obj",
+             counters: Callable[[], dict] | None = None, optimizer: str = "nlopt") -> Result:
+    """Minimize ``f(x)`` subject to ``g_i(x) <= 0`` and bounds with MMA (NLopt's or ours).
 
     Two forms, both evaluated once per design (one `ad.pullback`):
 
@@ -248,8 +249,8 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         Continue from this checkpoint; `x0` gives only the size.
     bounds, maxeval, ftol_rel, xtol_abs, constraint_tol, stages, mma_params, \
     initial_step, history_path, checkpoint, checkpoint_every, verbose, callback, \
-    count_solves, handle_signals, objective_scale, objective_name, counters
-        The run's options, documented and checked in `Options`.
+    count_solves, handle_signals, objective_scale, objective_name, counters, optimizer
+        The run's options, documented and checked in `Options` (``optimizer="mma"``: ours).
 
     Returns
     -------
@@ -278,7 +279,7 @@ def minimize(fun: Callable, x0, constraints: Sequence[Callable] | None = None, *
         constraint_tol=constraint_tol, stages=stages, mma_params=mma_params,
         initial_step=initial_step, history_path=history_path, checkpoint=checkpoint,
         checkpoint_every=checkpoint_every, verbose=verbose, callback=callback,
-        count_solves=count_solves, handle_signals=handle_signals,
+        count_solves=count_solves, handle_signals=handle_signals, optimizer=optimizer,
         objective_scale=objective_scale, objective_name=objective_name, counters=counters)
     ck = None if resume is None else _resume_checkpoint(resume, x0.size, responses, opts)
     run = _Run(responses, x0.size, opts)

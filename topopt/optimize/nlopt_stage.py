@@ -1,5 +1,9 @@
 """The NLopt side of one stage of `topopt.optimize.minimize`: ``LD_MMA`` and its start.
 
+With ``optimizer="mma"`` `run_stage` runs our `topopt.optimize.mma.MMA` instead
+(built by `topopt.optimize.mma_stage`), on the same start, elastic variables,
+evaluations and statuses.
+
 `_NloptStage` is the part of `topopt.optimize.run._Run` that drives NLopt:
 one stage from the run's design (`run_stage`), Svanberg's initial penalty
 (`_rho_init`) and, for a start that violates constraints, his elastic
@@ -12,6 +16,7 @@ from __future__ import annotations
 import nlopt
 import numpy as np
 
+from .mma_stage import _MmaStage
 from .options import Stage
 
 #: NLopt's result codes as `Result.status` strings.
@@ -49,11 +54,13 @@ def _bounds(bound: np.ndarray, elastic: np.ndarray):
     return np.concatenate([bound, elastic])
 
 
-class _NloptStage:
-    """MMA for one stage, its callbacks served by the run's ``evaluate`` (a mixin of `_Run`)."""
+class _NloptStage(_MmaStage):
+    """MMA for one stage, its callbacks served by the run's ``evaluate`` (a mixin of `_Run`);
+    `_MmaStage` builds ours."""
 
     def run_stage(self, stage: Stage, budget: int) -> tuple[np.ndarray, str]:
-        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations.
+        """MMA from ``self.x_stage`` for at most `budget` (>= 1) forward evaluations:
+        NLopt's, or ours with ``optimizer="mma"``.
 
         A start that violates constraints runs with Svanberg's elastic
         variables (`ELASTIC_COST`, `_nlopt`).
@@ -65,9 +72,16 @@ class _NloptStage:
                 self.evaluate(x0, False)
                 budget -= 1
             violated, y0 = self._violations(x0)
-            opt = self._nlopt(stage, budget + (1 if self.cache.hit(x0) else 0), violated, y0)
-            x = opt.optimize(np.concatenate([x0, y0]) if y0.size else x0)[:self.n]
-            status = _STATUS.get(opt.last_optimize_result(), "unknown")
+            maxeval = budget + (1 if self.cache.hit(x0) else 0)
+            z0 = np.concatenate([x0, y0]) if y0.size else x0
+            if self.o.optimizer == "mma":               # ours (`topopt.optimize.mma_stage`)
+                opt = self._own_mma(stage, maxeval, violated, y0, ELASTIC_COST)
+                x = opt.optimize(z0)[:self.n]
+                status = opt.status
+            else:
+                opt = self._nlopt(stage, maxeval, violated, y0)
+                x = opt.optimize(z0)[:self.n]
+                status = _STATUS.get(opt.last_optimize_result(), "unknown")
         except nlopt.ForcedStop:
             status = self.stop_reason or "forced_stop"
             x = x0 if self.center.best is None else self.center.best[0]

@@ -46,10 +46,10 @@ from typing import Any, Callable, Mapping, Sequence
 import nlopt
 import numpy as np
 
-from .._validate import check_bool, check_callable, check_int, check_range
+from .._validate import check_bool, check_callable, check_choice, check_int, check_range
 from .._files import check_writable_file
 
-__all__ = ["Stage", "Options", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
+__all__ = ["Stage", "Options", "MMA_PARAMS", "DEFAULT_MMA_PARAMS", "OPTIMIZERS"]
 
 #: NLopt 2.11 ``LD_MMA`` parameter names and NLopt's defaults.
 MMA_PARAMS: dict[str, float] = {
@@ -60,6 +60,8 @@ MMA_PARAMS: dict[str, float] = {
 }
 #: What `minimize` sets unless ``mma_params`` overrides it (``docs/notes/mma.md``).
 DEFAULT_MMA_PARAMS = {"dual_algorithm": nlopt.LD_SLSQP, "rho_init": "auto"}
+#: `minimize`'s ``optimizer``: NLopt's ``LD_MMA`` (the default) or ours (`topopt.optimize.mma`).
+OPTIMIZERS = ("nlopt", "mma")
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,13 @@ class Options:
         with its own budget and calls the responses with ``**stage.params``.
     mma_params : dict, optional
         NLopt ``LD_MMA`` parameters (names in `MMA_PARAMS`) over
-        `DEFAULT_MMA_PARAMS` (the SLSQP dual, ``rho_init="auto"``).
+        `DEFAULT_MMA_PARAMS` (the SLSQP dual, ``rho_init="auto"``). Our MMA
+        (``optimizer="mma"``) reads the same names but ``dual_algorithm`` (its
+        dual is Newton's; ``dual_maxeval`` counts its passes).
+    optimizer : {"nlopt", "mma"}
+        ``"nlopt"`` (default): NLopt's ``LD_MMA``; ``"mma"``: ours,
+        `topopt.optimize.mma.MMA`, the same algorithm written for designs
+        split across processes (its iterates follow NLopt's).
     initial_step : float or array_like, optional
         NLopt's initial step, which ``LD_MMA`` takes as its initial move
         limits ``sigma`` (distance of the asymptotes) at the start of each
@@ -199,6 +207,7 @@ class Options:
     objective_scale: float = 1.0
     objective_name: str = "obj"
     counters: Callable | None = None
+    optimizer: str = "nlopt"
 
     @classmethod
     def check(cls, x0, *, bounds=(0.0, 1.0), maxeval: int | None = None,
@@ -210,7 +219,8 @@ class Options:
               count_solves: Callable | None = None,
               handle_signals: bool = True, objective_scale: float = 1.0,
               objective_name: str = "obj",
-              counters: Callable | None = None) -> tuple[np.ndarray, Options]:
+              counters: Callable | None = None,
+              optimizer: str = "nlopt") -> tuple[np.ndarray, Options]:
         """The design `x0` as floats and the options, checked (see `Options`).
 
         The output paths are written to last, after every other check.
@@ -241,7 +251,8 @@ class Options:
             objective_name=objective_name,
             callback=check_callable("callback", callback, allow_none=True),
             count_solves=check_callable("count_solves", count_solves, allow_none=True),
-            counters=check_callable("counters", counters, allow_none=True))
+            counters=check_callable("counters", counters, allow_none=True),
+            optimizer=check_choice("optimizer", optimizer, OPTIMIZERS))
         paths = {name: check_writable_file(getattr(opts, name), name)   # a real write test
                  for name in ("checkpoint", "history_path") if getattr(opts, name) is not None}
         return x0, dataclasses.replace(opts, **paths)

@@ -1,0 +1,220 @@
+"""NLopt's MMA against ours (`topopt.optimize.mma`) serially: seconds per iteration, bytes per variable.
+
+The separable test problem of ``scripts/benchmark_mma_scale.py``, shaped like
+compliance with one volume constraint, values and gradients blockwise::
+
+    minimize   f(x) = sum_i c_i / x_i^3,  c_i = 0.027 (1 + (i mod 10) / 10) / n
+    subject to g(x) = mean(x) - 0.3 <= 0,  1e-3 <= x_i <= 1,  x0 = 0.3
+
+Each optimizer runs `--evals` evaluations with the same settings (NLopt:
+``LD_MMA`` with the SLSQP dual and Svanberg's ``rho_init``, as `minimize`
+sets it; ours: `MMA` with the same ``rho_init``), in two modes:
+
+* ``raw``: the optimizer alone. NLopt's callbacks fill NLopt's arrays; ours
+  returns fresh ``(2, n)`` gradients per call (what `minimize`'s evaluator
+  hands it), which it keeps by reference;
+* ``driver``: through `topopt.optimize.minimize` (``optimizer="nlopt"`` or
+  ``"mma"``), the problem as two `topopt.ad` primitives.
+
+Each size, optimizer and mode runs in a fresh subprocess, its peak resident
+memory (``VmHWM``, reset through ``/proc/self/clear_refs`` just before the
+run) its own. Per run:
+
+* ``optimizer_s``: the optimizer's own time per iteration, the median over
+  evaluations 2.. of the gap between the end of one design's last callback
+  and the start of the next design's first (the dual solve and the updates);
+* ``peak_bytes_per_var``: (peak RSS of the run - RSS just before it) / n,
+  with the problem's ``c`` and ``x0`` allocated before;
+* ``objectives``: the objective per evaluation (ours and NLopt's agree to
+  ~1e-9 while NLopt's SLSQP dual is accurate).
+
+Writes ``results/benchmark_mma.json`` (with the machine and the commit) and
+prints a table. Sizes above 1e6 are refused (a shared machine).
+
+    PYTHONPATH=. python scripts/benchmark_mma.py [--sizes 1e5,1e6] [--evals 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, ROOT)
+
+from benchmark_mma_scale import (LOWER, VOLUME, Problem, _gaps, _primitives,  # noqa: E402
+                                 _reset_peak, _status_kb)
+
+MAX_N = 1_000_000
+
+
+def _raw_nlopt(prob: Problem, evals: int, calls: list, objectives: list):
+    import nlopt
+    import numpy as np
+    n, x0 = prob.n, np.full(prob.n, VOLUME)
+    rho = prob.rho_init(x0)
+    _reset_peak()
+    before = _status_kb("VmRSS")
+    opt = nlopt.opt(nlopt.LD_MMA, n)
+    opt.set_lower_bounds(LOWER)
+    opt.set_upper_bounds(1.0)
+    opt.set_maxeval(evals)
+    opt.set_ftol_rel(1e-12)
+    opt.set_param("dual_algorithm", nlopt.LD_SLSQP)
+    opt.set_param("rho_init", rho)
+
+    def objective(x, grad):
+        t0 = time.perf_counter()
+        f = prob.objective(x, grad if grad.size else None)
+        objectives.append(f)
+        calls.append((t0, time.perf_counter(), len(objectives)))
+        return f
+
+    def constraint(result, x, grad):
+        t0 = time.perf_counter()
+        result[0] = prob.volume(x, grad[0] if grad.size else None)
+        calls.append((t0, time.perf_counter(), len(objectives)))
+
+    opt.set_min_objective(objective)
+    opt.add_inequality_mconstraint(constraint, [1e-8])
+    opt.optimize(x0)
+    return before
+
+
+def _raw_mma(prob: Problem, evals: int, calls: list, objectives: list):
+    import numpy as np
+    from topopt.optimize.mma import MMA
+    x0 = np.full(prob.n, VOLUME)
+    rho = prob.rho_init(x0)
+    _reset_peak()
+    before = _status_kb("VmRSS")
+
+    def fun(x, need_grad):
+        t0 = time.perf_counter()
+        grads = np.empty((2, prob.n)) if need_grad else None
+        values = np.array([prob.objective(x, None if grads is None else grads[0]),
+                           prob.volume(x, None if grads is None else grads[1])])
+        objectives.append(float(values[0]))
+        calls.append((t0, time.perf_counter(), len(objectives)))
+        return values, grads
+
+    MMA(LOWER, 1.0, maxeval=evals, ftol_rel=1e-12, rho_init=rho,
+        constraint_tol=1e-8).minimize(fun, x0)
+    return before
+
+
+def run_raw(prob: Problem, optimizer: str, evals: int) -> dict:
+    calls, objectives = [], []
+    before = (_raw_nlopt if optimizer == "nlopt" else _raw_mma)(prob, evals, calls, objectives)
+    peak = _status_kb("VmHWM")
+    gaps = _gaps(calls, sorted({d for (_, _, d) in calls}))
+    return {"optimizer_s": statistics.median(gaps), "gaps_s": gaps,
+            "evaluations": len(objectives), "objectives": objectives,
+            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+
+
+def run_driver(prob: Problem, optimizer: str, evals: int) -> dict:
+    import numpy as np
+    from topopt.optimize import minimize
+    from topopt.optimize.run import _Run
+    compliance, volume = _primitives(prob)
+    calls, evaluate = [], _Run.evaluate
+
+    def timed_evaluate(self, x, gradients=True):
+        t0 = time.perf_counter()
+        out = evaluate(self, x, gradients)
+        calls.append((t0, time.perf_counter(), len(self.history)))
+        return out
+
+    _Run.evaluate = timed_evaluate
+    x0 = np.full(prob.n, VOLUME)
+    _reset_peak()
+    before = _status_kb("VmRSS")
+    res = minimize(lambda x: (compliance(x), volume(x)), x0, bounds=(LOWER, 1.0),
+                   maxeval=evals, ftol_rel=1e-12, verbose=False, optimizer=optimizer)
+    peak = _status_kb("VmHWM")
+    gaps = _gaps(calls, sorted({c[2] for c in calls}))
+    return {"optimizer_s": statistics.median(gaps), "gaps_s": gaps,
+            "evaluations": res.evaluations, "objectives": [h["objective"] for h in res.history],
+            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+
+
+def child(optimizer: str, mode: str, n: int, evals: int, out: str) -> None:
+    """One run in this (fresh) process; the record as JSON in `out`."""
+    import nlopt  # noqa: F401  (imported before the baseline)
+    import numpy as np  # noqa: F401
+    import topopt.optimize  # noqa: F401
+    prob = Problem(n)
+    rec = (run_raw if mode == "raw" else run_driver)(prob, optimizer, evals)
+    rec.update(optimizer=optimizer, mode=mode, n=n,
+               peak_bytes_per_var=(rec["peak_bytes"] - rec["rss_before_bytes"]) / n)
+    with open(out, "w") as fh:
+        json.dump(rec, fh)
+
+
+def _table(records: list) -> str:
+    rows = [f"{'n':>9} {'optimizer':>9} {'mode':>6} {'s/iteration':>11} {'peak B/var':>10} "
+            f"{'final objective':>16}"]
+    for r in records:
+        rows.append(f"{r['n']:>9} {r['optimizer']:>9} {r['mode']:>6} {r['optimizer_s']:11.4f} "
+                    f"{r['peak_bytes_per_var']:10.1f} {r['objectives'][-1]:16.10g}")
+    return "\n".join(rows)
+
+
+def _machine() -> dict:
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
+            "commit": commit}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e5,1e6", help="numbers of variables, comma-separated")
+    ap.add_argument("--evals", type=int, default=8, help="MMA evaluations per run")
+    ap.add_argument("--modes", default="raw,driver")
+    ap.add_argument("--out", default="results/benchmark_mma.json")
+    ap.add_argument("--child", nargs=4, metavar=("OPT", "MODE", "N", "OUT"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        opt, mode, n, out = args.child
+        return child(opt, mode, int(n), args.evals, out)
+    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    if max(sizes) > MAX_N:
+        raise SystemExit(f"--sizes: at most {MAX_N} variables here (a shared machine)")
+    records = []
+    with tempfile.TemporaryDirectory() as folder:
+        for n in sizes:
+            for mode in args.modes.split(","):
+                for opt in ("nlopt", "mma"):
+                    out = os.path.join(folder, f"{opt}-{mode}-{n}.json")
+                    subprocess.run([sys.executable, __file__, "--evals", str(args.evals),
+                                    "--child", opt, mode, str(n), out], check=True)
+                    with open(out) as fh:
+                        records.append(json.load(fh))
+                    print(_table(records[-1:]).splitlines()[-1], flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump({"machine": _machine(), "evals": args.evals, "records": records}, fh,
+                  indent=1)
+    print(_table(records))
+
+
+if __name__ == "__main__":
+    main()
