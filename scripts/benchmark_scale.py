@@ -43,8 +43,8 @@ when named. ``--smallest`` runs every part at its smallest size in seconds
 iterations each; the triad on 3 x 32 MB, 3 repeats; the baseline when
 asked), into a temporary file unless ``--out`` names one.
 
-    python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26[,100]] [--evals 3] [--reference]
-        [--spmv] [--crossover] [--baseline REF] [--smallest] [--out PATH]
+    python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26[,100]] [--evals 3] [--optimizer mma]
+        [--reference] [--spmv] [--crossover] [--baseline REF] [--smallest] [--out PATH]
 
 writes ``results/benchmark_scale.json`` with the machine (CPU, cores, caches,
 memory, versions) and the commit (each case carries its own). The figures
@@ -105,14 +105,25 @@ def _timed_responses(problem) -> list:
     return starts
 
 
-def run_case(kind: str, shape: tuple, evals: int) -> dict:
-    """One cantilever run; its setup, per-iteration seconds, phases and memory."""
+def run_case(kind: str, shape: tuple, evals: int, optimizer: str = "nlopt") -> dict:
+    """One cantilever run; its setup, per-iteration seconds, phases and memory.
+
+    `optimizer` other than NLopt's goes to the problem's ``run`` where that knows
+    it (a baseline's may not: then it is dropped, and said in ``options_dropped``).
+    """
     cantilever3d = _problem()
     from topopt.formulations.compliance import ComplianceProblem
     from topopt.io.folder import run_compliance
     t0 = time.perf_counter()
     voxel = kind == "voxel"
     options, dropped = _known_options(SOLVER_OPTIONS if voxel else MESH_OPTIONS)
+    run_options = {}
+    if optimizer != "nlopt":
+        import inspect
+        if "optimizer" in inspect.signature(ComplianceProblem.run).parameters:
+            run_options["optimizer"] = optimizer
+        else:
+            dropped = dropped + ["optimizer"]
     mesh, model, f = cantilever3d.setup(*shape, voxel=voxel)
     problem = ComplianceProblem(model, f, 0.3, 1.5, solver="voxel" if voxel else "mg-cg",
                                 solver_options=options)
@@ -129,7 +140,7 @@ def run_case(kind: str, shape: tuple, evals: int) -> dict:
         t1 = time.perf_counter()
         res = run_compliance("cantilever3d", problem, title="benchmark", notes={},
                              sizes=dict(zip(("nelx", "nely", "nelz"), shape)), out=out,
-                             maxeval=evals, verbose=False)
+                             maxeval=evals, verbose=False, **run_options)
         total = time.perf_counter() - t1
         files = {name: os.path.getsize(os.path.join(out, name)) for name in os.listdir(out)}
     n = res["evaluations"]
@@ -160,7 +171,7 @@ def run_case(kind: str, shape: tuple, evals: int) -> dict:
             "compliance": res["compliance"], "peak_rss_bytes": peak,
             "bytes_per_dof": peak / ndof, "files_bytes": files,
             "levels": [list(g.shape) for g in S._iterative.grids] if voxel else None,
-            "options_dropped": dropped,
+            "options_dropped": dropped, "optimizer": run_options.get("optimizer", "nlopt"),
             "fine_product": fine_product(S._iterative.fine, 7 if ndof < 3e7 else 3)
             if voxel else None}
 
@@ -259,7 +270,8 @@ def _child(argv) -> None:
         result = triad(int(argv[1]), int(argv[2]))
     else:
         shape = tuple(int(s) for s in argv[1].split("x"))
-        result = spmv_case(shape) if kind == "spmv" else run_case(kind, shape, int(argv[2]))
+        result = (spmv_case(shape) if kind == "spmv"
+                  else run_case(kind, shape, int(argv[2]), *argv[3:-1]))
     # which checkout ran it, without a machine's absolute path
     here = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
     result["library"] = "this checkout" if here == ROOT else "the baseline's worktree"
@@ -286,6 +298,8 @@ def _parse(argv):
     parser.add_argument("--sizes", default=DEFAULT_SIZES,
                         help=f"labels of {sorted(SIZES)} or grids NXxNYxNZ, comma-separated")
     parser.add_argument("--evals", type=int, default=3)
+    parser.add_argument("--optimizer", choices=("nlopt", "mma"), default="nlopt",
+                        help="the voxel cases' MMA: NLopt's or ours (a baseline without it: NLopt's)")
     parser.add_argument("--reference", action="store_true")
     parser.add_argument("--spmv", action="store_true")
     parser.add_argument("--crossover", action="store_true")
@@ -337,8 +351,8 @@ def main(argv=None) -> dict:
 def _case(args, label: str, triad_gb_s: float, library: str = ROOT) -> dict:
     """One voxel case in its own process; its fine product as a fraction of `triad_gb_s`."""
     shape = _shape(label)
-    case = _spawn(["voxel", "x".join(map(str, shape)), str(EVALS.get(label, args.evals))],
-                  library)
+    case = _spawn(["voxel", "x".join(map(str, shape)), str(EVALS.get(label, args.evals)),
+                   args.optimizer], library)
     case["label"] = label
     fine = case.get("fine_product")
     if fine:

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from topopt.formulations import base
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.optimize import MMA, OPTIMIZERS, SerialReduce, minimize
 from topopt.optimize.mma_dual import _Approximation
@@ -134,11 +133,18 @@ def test_mma_refuses_a_start_outside_its_bounds():
 
 
 def _mbb(monkeypatch, optimizer: str, maxeval: int, x0=None):
-    monkeypatch.setattr(base, "minimize", functools.partial(minimize, optimizer=optimizer))
     _, model, f = mbb_beam.setup(60, 20)
     problem = ComplianceProblem(model, f, 0.5, 2.4)
-    return problem.run(maxeval=maxeval, verbose=False,
+    return problem.run(maxeval=maxeval, verbose=False, optimizer=optimizer,
                        x0=None if x0 is None else np.full(problem.n, x0))
+
+
+def test_a_formulation_refuses_an_unknown_optimizer_before_solving():
+    _, model, f = mbb_beam.setup(6, 2)
+    problem = ComplianceProblem(model, f, 0.5, 1.5)
+    with pytest.raises(ValueError, match=r"optimizer 'ccsaq'.*\('nlopt', 'mma'\)"):
+        problem.run(maxeval=2, verbose=False, optimizer="ccsaq")
+    assert problem.solves() == 0
 
 
 def _to_1pct(res) -> int:

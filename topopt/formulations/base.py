@@ -32,6 +32,7 @@ from ..grid.filters import GridDensityFilter, GridHelmholtzFilter
 from ..grid.model import GridModel
 from ..io.result import RunResult, run_record
 from ..optimize.driver import Result, Stage, minimize
+from ..optimize.options import OPTIMIZERS
 from ..optimize.progress import show
 from ..responses.structural import volume
 
@@ -389,7 +390,8 @@ class DensityProblem:
     def run(self, maxeval: int = 200, x0=None, stages: Sequence[Stage] | None = None,
             ftol_rel: float = 0.0, xtol_abs: float = 0.0, verbose: bool = True,
             checkpoint: str | None = None, resume: str | None = None,
-            mma_params: dict | None = None, callback: Callable | None = None) -> RunResult:
+            mma_params: dict | None = None, callback: Callable | None = None,
+            optimizer: str = "nlopt") -> RunResult:
         """Optimize from `x0` (uniform `volfrac` by default); returns a `RunResult`.
 
         It says how the run ended (`topopt.io.run_record`: ``status``,
@@ -400,10 +402,13 @@ class DensityProblem:
         with the formulation's `mma_defaults` updated by `mma_params`.
         ``callback(record, x)`` follows each evaluation, as in `minimize`
         (`with_callback`: a `topopt.plot.live` is started and finished).
+        ``optimizer="mma"`` runs our MMA (`topopt.optimize.mma`) instead of
+        NLopt's, as in `minimize`.
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
         check_callable("callback", callback, allow_none=True)     # before the first solve
+        check_choice("optimizer", optimizer, OPTIMIZERS)
 
         def drive(z0):
             return with_callback(callback, self, stages, lambda cb: minimize(
@@ -412,7 +417,7 @@ class DensityProblem:
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
                 resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
                 objective_scale=self.objective_scale, objective_name=self.objective_name,
-                counters=self.counters,
+                counters=self.counters, optimizer=optimizer,
                 initial_step=self.initial_step))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
