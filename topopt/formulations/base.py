@@ -398,12 +398,10 @@ class DensityProblem:
         ``signal``, ``evaluations``, ``checkpoint``, ``resume``) and holds the
         formulation's metrics (`metrics`), the design ``x`` (the full element
         vector), ``x_phys`` and the history; an interrupted run
-        (``status="interrupted"``) returns the last good design. MMA runs
-        with the formulation's `mma_defaults` updated by `mma_params`.
-        ``callback(record, x)`` follows each evaluation, as in `minimize`
-        (`with_callback`: a `topopt.plot.live` is started and finished).
-        ``optimizer="mma"`` runs our MMA (`topopt.optimize.mma`) instead of
-        NLopt's, as in `minimize`.
+        (``status="interrupted"``) returns the last good design. MMA (NLopt's, or
+        ours with ``optimizer="mma"``) runs with the formulation's `mma_defaults`
+        updated by `mma_params`. ``callback(record, x)`` follows each evaluation,
+        as in `minimize` (`with_callback`: a `topopt.plot.live` is started and finished).
         """
         x0 = self.start(x0)
         options = {**self.mma_defaults, **check_mapping("mma_params", mma_params)}
@@ -417,8 +415,7 @@ class DensityProblem:
                 ftol_rel=ftol_rel, xtol_abs=xtol_abs, verbose=verbose, checkpoint=checkpoint,
                 resume=resume, mma_params=options, count_solves=self.solves, callback=cb,
                 objective_scale=self.objective_scale, objective_name=self.objective_name,
-                counters=self.counters, optimizer=optimizer,
-                initial_step=self.initial_step))
+                counters=self.counters, optimizer=optimizer, initial_step=self.initial_step))
 
         res, seconds, solves0 = timed_run(self, checkpoint, verbose, drive,
                                           lambda: self.prepare(x0, stages))
