@@ -277,7 +277,7 @@ class GridMultigrid:
                              self.options["max_levels"], self.grid_options["first_factor"])[1]:
             self.grids.append(self.grids[-1].coarsened(f))
             self.factors.append(f)
-        self.free = [np.asarray(free, dtype=float)]
+        self.free = [np.asarray(free, dtype=np.float32)]       # masks, 0/1: exact in float32
         self.springs = [None if springs is None or not np.any(springs)
                         else np.asarray(springs, dtype=float)]
         for g, f in zip(self.grids[1:], self.factors):

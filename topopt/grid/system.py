@@ -72,7 +72,7 @@ class GridSystem:
         self.ndof = grid.n_nodes * self.components
         self.n_el = grid.n_el
         self.fixed = np.unique(check_indices("fixed", fixed, self.ndof, "dofs"))
-        free = np.ones(self.ndof)
+        free = np.ones(self.ndof, dtype=np.float32)       # the mask: 0/1 exact, half the bytes
         free[self.fixed] = 0.0
         if not free.any():
             raise ValueError(f"fixed: every one of the {self.ndof} dofs is fixed, nothing is "
