@@ -24,7 +24,7 @@ import scipy.sparse as sps
 
 from ..._validate import check_bool, check_choice, check_int, check_keywords, check_range
 from ..errors import ConvergenceError, SingularSystemError
-from .vectors import cg_direction, cg_update
+from .vectors import cg_direction, cg_update, residual
 
 __all__ = ["RTOL", "MAXITER", "pcg", "pcg_energy", "cg_steps", "ResidualNorm", "EnergyNorm",
            "IterativeFactor"]
@@ -111,6 +111,7 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
     Parameters
     ----------
     A : sparse matrix or LinearOperator
+        ``A @ v`` returns a new array each time (CG updates the products in place).
     b : (n,) array
     M : callable, optional
         Symmetric positive definite preconditioner ``r -> M r``.
@@ -144,23 +145,17 @@ def _pcg(A, b: np.ndarray, M, x: np.ndarray | None, rtol: float, maxiter: int):
     if not np.isfinite(bnorm):
         raise ValueError("the right-hand side contains NaN or inf")
     rule = ResidualNorm(rtol, bnorm)
-    r = b.copy() if x is None else _residual(A, b, x)
+    r = b.copy() if x is None else residual(A, b, x)
     x = np.zeros_like(b) if x is None else x
     it = 0
     while True:                                   # restarts when the true residual drifts
         it = cg_steps(A, b, M, x, r, rule, maxiter, it)
         r = None                                  # freed before the true residual is made
-        r = _residual(A, b, x)
+        r = residual(A, b, x)
         if _norm(r) <= rule.tol:
             return x, it
         if it >= maxiter:
             raise rule.exhausted(maxiter, _norm(r))
-
-
-def _residual(A, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``b - A x`` in the product's array (one allocation)."""
-    r = A @ x
-    return np.subtract(b, r, out=r) if r.dtype == b.dtype else b - r
 
 
 def pcg_energy(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray], rtol: float,

@@ -359,6 +359,7 @@ class _VCycle:
         smooth = self.smoothers[level]
         x, r = smooth(b)
         rc = self.R[level] @ r
+        r = None                        # not kept through the coarser levels
         e = self(rc, level + 1)
         if self.gamma == 2 and level + 2 < len(self.A):
             e += self(rc - self.A[level + 1] @ e, level + 1)

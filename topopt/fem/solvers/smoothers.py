@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from .direct import factorize_spd
+from . import vectors
 from .vectors import chebyshev_step
 from ..errors import SingularSystemError
 
@@ -116,10 +117,11 @@ class _Chebyshev:
             r = b.copy()
             x = np.zeros_like(b)
         else:
-            r = b - A @ x
+            r = vectors.residual(A, b, x)
         sigma = self.theta / self.delta
         rho = 1.0 / sigma
-        d = (dinv * r) / self.theta
+        d = dinv * r
+        d /= self.theta
         for k in range(self.degree - 1):
             rho_new = 1.0 / (2.0 * sigma - rho)
             self._step(x, r, d, A @ d, rho_new * rho, 2.0 * rho_new / self.delta)

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-__all__ = ["enabled", "cg_update", "cg_direction", "chebyshev_step"]
+__all__ = ["enabled", "residual", "cg_update", "cg_direction", "chebyshev_step"]
 
 _KERNELS: dict = {}
 
@@ -59,6 +59,25 @@ def _kernels(*arrays: np.ndarray):
         from . import _vectors_jit
         _KERNELS.update(vars(_vectors_jit))
     return _KERNELS
+
+
+def residual(A, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``b - A x`` made in the array of the product ``A x`` (one allocation, not two).
+
+    ``A @ x`` must return a new array (scipy's sparse products and the
+    library's operators do): the result is written into it and returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topopt.fem.solvers.vectors import residual
+    >>> residual(np.diag([1.0, 2.0]), np.ones(2), np.ones(2))
+    array([ 0., -1.])
+    """
+    r = A @ x
+    if r.dtype == np.result_type(b, r) and r.shape == np.shape(b):
+        return np.subtract(b, r, out=r)
+    return b - r
 
 
 def cg_update(x: np.ndarray, r: np.ndarray, p: np.ndarray, q: np.ndarray,
