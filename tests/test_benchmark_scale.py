@@ -38,3 +38,17 @@ def test_accepted_options():
     """A baseline library gets only the solver options it knows."""
     assert parts.accepted({"warm_start": True, "kernel": "numba"}, ["warm_start", "rtol"]) == (
         {"warm_start": True}, ["kernel"])
+
+
+def test_study_smoothing_smallest(tmp_path):
+    """`scripts/study_smoothing.py` on a small grid: every schedule solves to rtol and is
+    recorded with the machine and commit."""
+    import study_smoothing
+    out = study_smoothing.main(["--shape", "32x16x16", "--repeats", "1",
+                                "--out", str(tmp_path / "s.json")])
+    assert json.loads((tmp_path / "s.json").read_text())["schedules"] == out["schedules"]
+    assert [(s["degree"], s["eig_ratio"]) for s in out["schedules"]] == study_smoothing.SCHEDULES
+    its = {s["degree"]: s["cg_iterations"] for s in out["schedules"] if s["eig_ratio"] == 30}
+    assert its[1] > its[2] > its[4] >= 1                # a stronger smoother, fewer iterations
+    low, p5, _, p95, high = out["E_percentiles_0_5_50_95_100"]
+    assert 0 < low < p5 < 0.05 and 0.3 < p95 < high <= 1.0 and len(out["commit"]["sha"]) == 40
