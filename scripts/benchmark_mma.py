@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -51,42 +50,10 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 sys.path.insert(0, ROOT)
 
 from benchmark_mma_scale import (LOWER, VOLUME, Problem, _gaps, _primitives,  # noqa: E402
-                                 _reset_peak, _status_kb)
+                                 _reset_peak, _status_kb, raw_nlopt)
+from benchmark_scale_parts import commit, machine  # noqa: E402
 
 MAX_N = 1_000_000
-
-
-def _raw_nlopt(prob: Problem, evals: int, calls: list, objectives: list):
-    import nlopt
-    import numpy as np
-    n, x0 = prob.n, np.full(prob.n, VOLUME)
-    rho = prob.rho_init(x0)
-    _reset_peak()
-    before = _status_kb("VmRSS")
-    opt = nlopt.opt(nlopt.LD_MMA, n)
-    opt.set_lower_bounds(LOWER)
-    opt.set_upper_bounds(1.0)
-    opt.set_maxeval(evals)
-    opt.set_ftol_rel(1e-12)
-    opt.set_param("dual_algorithm", nlopt.LD_SLSQP)
-    opt.set_param("rho_init", rho)
-
-    def objective(x, grad):
-        t0 = time.perf_counter()
-        f = prob.objective(x, grad if grad.size else None)
-        objectives.append(f)
-        calls.append((t0, time.perf_counter(), len(objectives)))
-        return f
-
-    def constraint(result, x, grad):
-        t0 = time.perf_counter()
-        result[0] = prob.volume(x, grad[0] if grad.size else None)
-        calls.append((t0, time.perf_counter(), len(objectives)))
-
-    opt.set_min_objective(objective)
-    opt.add_inequality_mconstraint(constraint, [1e-8])
-    opt.optimize(x0)
-    return before
 
 
 def _raw_mma(prob: Problem, evals: int, calls: list, objectives: list):
@@ -113,7 +80,10 @@ def _raw_mma(prob: Problem, evals: int, calls: list, objectives: list):
 
 def run_raw(prob: Problem, optimizer: str, evals: int) -> dict:
     calls, objectives = [], []
-    before = (_raw_nlopt if optimizer == "nlopt" else _raw_mma)(prob, evals, calls, objectives)
+    if optimizer == "nlopt":
+        before, _ = raw_nlopt(prob, evals, calls, objectives)
+    else:
+        before = _raw_mma(prob, evals, calls, objectives)
     peak = _status_kb("VmHWM")
     gaps = _gaps(calls, sorted({d for (_, _, d) in calls}))
     return {"optimizer_s": statistics.median(gaps), "gaps_s": gaps,
@@ -169,20 +139,6 @@ def _table(records: list) -> str:
     return "\n".join(rows)
 
 
-def _machine() -> dict:
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next(line.split(":", 1)[1].strip() for line in fh
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
-            "commit": commit}
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e5,1e6", help="numbers of variables, comma-separated")
@@ -211,7 +167,8 @@ def main(argv=None) -> None:
                     print(_table(records[-1:]).splitlines()[-1], flush=True)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
-        json.dump({"machine": _machine(), "evals": args.evals, "records": records}, fh,
+        json.dump({"machine": machine(), "commit": commit(ROOT), "evals": args.evals,
+                   "records": records}, fh,
                   indent=1)
     print(_table(records))
 

@@ -109,11 +109,13 @@ def _gaps(calls: list, designs: list) -> list:
     return out
 
 
-def run_raw(prob: Problem, evals: int) -> dict:
-    """Raw ``nlopt.opt(LD_MMA)``: callbacks fill NLopt's arrays in place."""
+def raw_nlopt(prob: Problem, evals: int, calls: list, objectives: list) -> tuple[int, float]:
+    """Raw ``nlopt.opt(LD_MMA)`` with `minimize`'s parameters, its callbacks timed into
+    `calls` and `objectives`: the RSS before it (kB, after the peak's reset) and the wall
+    seconds of ``optimize`` (also `scripts/benchmark_mma.py`'s NLopt run)."""
     import nlopt
     import numpy as np
-    n, calls, objectives = prob.n, [], []
+    n = prob.n
     x0 = np.full(n, VOLUME)
     rho = prob.rho_init(x0)
     _reset_peak()                            # NLopt's own bounds (2 n) count
@@ -142,7 +144,13 @@ def run_raw(prob: Problem, evals: int) -> dict:
     opt.add_inequality_mconstraint(constraint, [1e-8])
     t0 = time.perf_counter()
     opt.optimize(x0)
-    wall = time.perf_counter() - t0
+    return before, time.perf_counter() - t0
+
+
+def run_raw(prob: Problem, evals: int) -> dict:
+    """Raw ``nlopt.opt(LD_MMA)``: callbacks fill NLopt's arrays in place."""
+    calls, objectives = [], []
+    before, wall = raw_nlopt(prob, evals, calls, objectives)
     peak = _status_kb("VmHWM")
     in_callbacks = sum(t1 - t0 for (t0, t1, d) in calls)
     designs = sorted({d for (_, _, d) in calls})

@@ -22,8 +22,6 @@ import argparse
 import importlib
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 
@@ -31,6 +29,9 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from benchmark_scale_parts import commit, machine  # noqa: E402
 
 FEASIBLE = 1e-3
 
@@ -91,21 +92,6 @@ def compare(name: str, kwargs: dict) -> dict:
             "histories": {opt: r["objective"] for opt, r in runs.items()}}
 
 
-def _machine() -> dict:
-    """The CPU, its cores and the commit, as ``scripts/benchmark_mma.py`` writes them."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as fh:
-            model = next(line.split(":", 1)[1].strip() for line in fh
-                         if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(),
-            "commit": commit}
-
-
 def _value(text: str):
     try:
         return int(text)
@@ -133,7 +119,7 @@ def main(argv=None) -> None:
         with open(args.out) as fh:
             data = json.load(fh)
     data.setdefault("problems", {})
-    data["machine"] = _machine()
+    data["machine"], data["commit"] = machine(), commit(ROOT)
     for name in args.problems:
         row = compare(name, kwargs)
         data["problems"][name] = row

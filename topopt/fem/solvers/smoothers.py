@@ -23,7 +23,6 @@ import scipy.sparse as sps
 
 from .direct import factorize_spd
 from . import vectors
-from .vectors import chebyshev_step
 from ..errors import SingularSystemError
 
 __all__ = ["scaled_lmax_bound", "element_lmax_bound"]
@@ -135,7 +134,7 @@ class _Chebyshev:
     def _step(self, x, r, d, Ad, c1: float, c2: float) -> None:
         """One step of the recurrence in place: ``x += d; r -= A d; d = c1 d + c2 D^-1 r``
         (one compiled pass where numba runs: `topopt.fem.solvers.vectors`)."""
-        chebyshev_step(x, r, d, Ad, self.dinv, c1, c2)
+        vectors.chebyshev_step(x, r, d, Ad, self.dinv, c1, c2)
 
 
 class _CoarseSolver:

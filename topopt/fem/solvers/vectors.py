@@ -57,7 +57,8 @@ def _kernels(*arrays: np.ndarray):
         return None
     if "cg_update" not in _KERNELS:
         from . import _vectors_jit
-        _KERNELS.update(vars(_vectors_jit))
+        _KERNELS.update(cg_update=_vectors_jit.cg_update, cg_direction=_vectors_jit.cg_direction,
+                        chebyshev_step=_vectors_jit.chebyshev_step)
     return _KERNELS
 
 
