@@ -133,10 +133,10 @@ def _allreduce(x, comm, op: str):
     if comm.size == 1:              # any communicator of one rank: the identity
         return x.copy()
     from mpi4py import MPI         # the communicator's own library (lazily)
-    send = np.ascontiguousarray(x)
+    send = np.ascontiguousarray(x)            # (1,) for a 0-d x
     out = np.empty_like(send)
     comm.Allreduce(send, out, op={"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op])
-    return out
+    return out.reshape(x.shape)
 
 
 def _plain(x, where: str):
