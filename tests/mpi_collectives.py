@@ -1,4 +1,6 @@
-"""The collectives of `topopt.ad.collectives` under MPI: ``mpirun -n P python tests/mpi_collectives.py OUT.json``.
+"""The collectives of `topopt.ad.collectives` under MPI.
+
+``mpirun -n P python tests/mpi_collectives.py OUT.json``.
 
 Each rank holds its part of a vector (4 + rank entries; 3 for the entry-wise
 collectives, whose argument has one shape everywhere), drawn from a seeded
@@ -81,6 +83,7 @@ def smooth(x):
 CASES = {   # name: (function of this rank's part, part size)
     "allsum": (lambda x: ad.allsum(x, COMM), 3),
     "allsum_scalar": (lambda x: ad.allsum(np.sum(x ** 2), COMM), None),
+    "allsum_complex": (lambda x: ad.allsum(x * np.exp(1j * x), COMM), 3),
     "alldot": (lambda x: ad.alldot(x, np.sin(x), COMM), None),
     "allmax": (lambda x: ad.allmax(x, COMM), 3),
     "allmax_scalar": (lambda x: ad.allmax(np.max(x), COMM), None),
@@ -101,6 +104,8 @@ def rule_checks(fun, x, seed) -> dict:
     d = r.standard_normal(x.shape)
     y, back = ad.pullback(fun, x)
     ybar = r.standard_normal(np.shape(y))       # this rank's share
+    if np.iscomplexobj(y):
+        ybar = ybar + 1j * r.standard_normal(np.shape(y))
     xbar = back(ybar)[0]
     jd = central(fun, x, d)
     lhs, rhs = ginner(ybar, jd), ginner(xbar, d)

@@ -97,7 +97,7 @@ def test_the_gradient_helpers_equal_the_serial_ones_on_one_rank():
 
 
 def test_allgradient_nests():
-    """Reverse over reverse through the helpers: the gradient of ``|grad f|^2 / 2`` is ``H grad f``."""
+    """Reverse over reverse through the helpers: ``grad |grad f|^2 / 2 = H grad f``."""
     x = X["v5"]
     nested = ad.allgradient(lambda y: 0.5 * ad.alldot(*[ad.allgradient(_pnorm_volume, y,
                                                                         comm=S)] * 2, S),
@@ -187,7 +187,7 @@ def runs(tmp_path_factory):
     return out
 
 
-RULE_CASES = ("allsum", "allsum_scalar", "alldot", "allmax", "allmax_scalar",
+RULE_CASES = ("allsum", "allsum_scalar", "allsum_complex", "alldot", "allmax", "allmax_scalar",
               "local_after_replicated", "variance", "pnorm_volume", "smooth")
 
 
