@@ -1,0 +1,87 @@
+"""The voxel path split across MPI ranks (`topopt.grid.slab_system`) against the serial one.
+
+``mpirun -n P python tests/mpi_voxel.py OUT.json CASE [CASE ...]``; rank 0
+writes the numbers as JSON and tests/test_slabs.py asserts them.
+
+* ``solve``: the 3-D cantilever (problems/cantilever3d.py, voxel) at
+  32 x 8 x 8 with a graded design: the slab solution against the serial
+  `GridSystem`'s, the compliance, the CG iterations, and the design gradient
+  of the compliance (reverse through `fem.solve` and `ad.allsum`) and its
+  forward derivative, each against the serial one.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from topopt import ad, fem
+from topopt.grid.slab_system import SlabSystem, slab_align
+from topopt.grid.slabs import Slabs
+from topopt_problems.cantilever3d import setup
+
+COMM = MPI.COMM_WORLD
+SHAPE = (32, 8, 8)
+OPTIONS = {"rtol": 1e-10, "coarse_size": 500, "precision": "mixed"}
+
+
+def _design(grid, seed=3):
+    """A graded design in [0.05, 1]: smooth along x, noisy across."""
+    c = grid.element_centers()
+    rng = np.random.default_rng(seed)
+    return np.clip(0.4 + 0.4 * np.sin(c[:, 0] / 5) * np.cos(c[:, 1] / 3)
+                   + 0.1 * rng.standard_normal(grid.n_el), 0.05, 1.0)
+
+
+def _slab_model(grid, model, f, options):
+    """This rank's slab, system, load (additive) and the slab's element range."""
+    comps = model.components
+    slabs = Slabs(grid, COMM, slab_align(grid.shape, comps, options))
+    fixed = np.zeros(model.ndof)
+    fixed[model.fixed] = 1.0
+    fixed_local = np.flatnonzero(slabs.take(fixed, comps))
+    S = SlabSystem(slabs, model.Ke, comps, fixed_local, dict(options))
+    f_local = slabs.additive(slabs.take(f, comps), comps)
+    plane = grid.shape[1] * grid.shape[2]
+    return slabs, S, f_local, slice(slabs.e0 * plane, slabs.e1 * plane)
+
+
+def case_solve():
+    grid, model, f = setup(*SHAPE, voxel=True)
+    comps = model.components
+    E = 1e-9 + _design(grid) ** 3
+    serial = model.system("voxel", solver_options=dict(OPTIONS))
+    u_serial = fem.solve(serial, E, f)
+    its_serial = serial._iterative.log[-1]
+    slabs, S, f_local, own = _slab_model(grid, model, f, OPTIONS)
+    E_local = E[own]
+    u = fem.solve(S, E_local, f_local)
+    err_u = slabs.max(float(np.max(np.abs(u - slabs.take(u_serial, comps)))))
+
+    def c_local(E_part):
+        return ad.allsum(f_local @ fem.solve(S, E_part, f_local), COMM)
+
+    def c_serial(E_all):
+        return f @ fem.solve(serial, E_all, f)
+    c, g = ad.value_and_allgradient(c_local, E_local, comm=COMM)
+    c_ref, g_ref = ad.value_and_gradient(c_serial, E)
+    err_g = slabs.max(float(np.max(np.abs(g - g_ref[own]))))
+    d = np.random.default_rng(7).standard_normal(grid.n_el)
+    _, cdot = ad.jvp(c_local, (E_local,), (d[own],))
+    _, cdot_ref = ad.jvp(c_serial, (E,), (d,))
+    return {"u_scale": float(np.max(np.abs(u_serial))), "u_error": err_u,
+            "compliance": float(c), "compliance_serial": float(c_ref),
+            "gradient_scale": float(np.max(np.abs(g_ref))), "gradient_error": err_g,
+            "tangent": float(cdot), "tangent_serial": float(cdot_ref),
+            "cg_iterations": int(S._iterative.log[0]), "cg_iterations_serial": its_serial,
+            "levels": [list(g.shape) for g in S._iterative.grids]}
+
+
+CASES = {"solve": case_solve}
+
+if __name__ == "__main__":
+    out = {name: CASES[name]() for name in sys.argv[2:]}
+    if COMM.rank == 0:
+        with open(sys.argv[1], "w") as fh:
+            json.dump(out, fh, indent=1)
