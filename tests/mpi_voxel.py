@@ -17,6 +17,9 @@ import numpy as np
 from mpi4py import MPI
 
 from topopt import ad, fem
+from topopt.formulations.slab_compliance import SlabCompliance
+from topopt.grid import Grid
+from topopt.grid.element import elasticity_matrix
 from topopt.grid.slab_system import SlabSystem, slab_align
 from topopt.grid.slabs import Slabs
 from topopt_problems.cantilever3d import setup
@@ -24,6 +27,10 @@ from topopt_problems.cantilever3d import setup
 COMM = MPI.COMM_WORLD
 SHAPE = (32, 8, 8)
 OPTIONS = {"rtol": 1e-10, "coarse_size": 500, "precision": "mixed"}
+#: the run case: problems/cantilever3d.py's setup, volfrac 0.3, rmin 1.5 (tests/test_slabs.py
+#: runs the serial reference with the same options)
+RUN_SHAPE = (32, 8, 8)
+RUN_OPTIONS = {"rtol": 1e-10, "coarse_size": 3000, "precision": "mixed", "warm_start": True}
 
 
 def _design(grid, seed=3):
@@ -78,7 +85,34 @@ def case_solve():
             "levels": [list(g.shape) for g in S._iterative.grids]}
 
 
-CASES = {"solve": case_solve}
+def _slab_cantilever(shape, options, volfrac=0.3, rmin=1.5):
+    """problems/cantilever3d.py's voxel setup built on this rank's slab alone (no global array)."""
+    nelx, nely, nelz = shape
+    grid = Grid(shape)
+    slabs = Slabs(grid, COMM, slab_align(shape, 3, options))
+    fixed = slabs.dofs_where(lambda x: np.isclose(x[0], 0.0), 3)              # clamped face
+    edge = slabs.local.nodes_where(slabs.where(
+        lambda x: np.isclose(x[0], nelx) & np.isclose(x[1], 0.0)))
+    z = slabs.local.node_coordinates(edge)[2]
+    f = np.zeros(3 * slabs.local.n_nodes)
+    weight = np.full(edge.size, 1.0 / nelz)
+    weight[np.isclose(z, 0.0) | np.isclose(z, nelz)] *= 0.5
+    f[slabs.local.n_nodes + edge] = -weight
+    S = SlabSystem(slabs, elasticity_matrix(slabs.local, nu=0.3), 3, fixed, dict(options))
+    return slabs, SlabCompliance(S, slabs.additive(f, 3), volfrac, rmin)
+
+
+def case_run(shape=RUN_SHAPE, maxeval=10):
+    """10 MMA evaluations on the slabs; rank 0 gathers the design (a test's gather)."""
+    slabs, problem = _slab_cantilever(shape, RUN_OPTIONS)
+    run = problem.run(maxeval)
+    x = COMM.gather(run.x, root=0)
+    x_phys = COMM.gather(np.asarray(run.x_phys), root=0)
+    return {"compliance": run.compliance, "volume": run.volume, "status": run.status,
+            "x": None if x is None else np.concatenate(x).tolist(),
+            "x_phys": None if x_phys is None else np.concatenate(x_phys).tolist(),
+            "cg_iterations": run.cg_iterations}
+CASES = {"solve": case_solve, "run": case_run}
 
 if __name__ == "__main__":
     out = {name: CASES[name]() for name in sys.argv[2:]}

@@ -93,6 +93,12 @@ class Slabs:
             return predicate(np.concatenate([x[:1] + shift, x[1:]]))
         return local
 
+    def dofs_where(self, predicate, components: int) -> np.ndarray:
+        """This slab's dofs (all `components` of each node) whose global coordinates satisfy
+        `predicate` (a node predicate, `Grid.nodes_where`); empty where none do."""
+        nodes = self.local.nodes_where(self.where(predicate))
+        return (np.arange(components)[:, None] * self.local.n_nodes + nodes).ravel()
+
     def planes(self, v: np.ndarray, components: int) -> np.ndarray:
         """`v` as ``(components, local node planes, plane)`` (a view)."""
         return v.reshape(components, self.local.nodes_shape[0], -1)
