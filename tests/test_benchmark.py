@@ -1,4 +1,4 @@
-"""`scripts/benchmark.py` on a small mesh: the JSON contract of issue 4."""
+"""`scripts/benchmarks/benchmark.py` on a small mesh: the JSON contract of issue 4."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
 import benchmark  # noqa: E402
 
@@ -33,7 +33,7 @@ def test_bad_sizes():
 
 
 def test_convergence_quick(tmp_path):
-    """`scripts/benchmark_convergence.py --quick`: the JSON of issue 16, finite numbers."""
+    """`scripts/benchmarks/benchmark_convergence.py --quick`: the JSON of issue 16, finite numbers."""
     import json
     import math
 
@@ -66,7 +66,7 @@ def test_convergence_quick(tmp_path):
 
 
 def test_reanalysis_quick(tmp_path):
-    """`scripts/benchmark_reanalysis.py --quick`: on and off reach the same design."""
+    """`scripts/benchmarks/benchmark_reanalysis.py --quick`: on and off reach the same design."""
     import json
 
     import benchmark_reanalysis as br
@@ -82,7 +82,7 @@ def test_reanalysis_quick(tmp_path):
 
 
 def test_auto_quick(tmp_path, capsys):
-    """`scripts/benchmark_auto.py --quick`: every installed backend timed, auto among them."""
+    """`scripts/benchmarks/benchmark_auto.py --quick`: every installed backend timed, auto among them."""
     import json
 
     import benchmark_auto as ba

@@ -1,4 +1,4 @@
-"""`scripts/benchmark_scale.py --smallest`: every part of issue 37's benchmark runs and records."""
+"""`scripts/benchmarks/benchmark_scale.py --smallest`: every part of issue 37's benchmark runs and records."""
 
 import json
 import os
@@ -6,14 +6,14 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path[:0] = [os.path.join(ROOT, "scripts", "benchmarks"), os.path.join(ROOT, "scripts", "studies")]
 
 import benchmark_scale_parts as parts  # noqa: E402
 
 
 def test_smallest(tmp_path):
     out = tmp_path / "scale.json"
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmark_scale.py"),
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmarks", "benchmark_scale.py"),
                           "--smallest", "--out", str(out)], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg"), timeout=600)
     assert run.returncode == 0, run.stderr
@@ -41,7 +41,7 @@ def test_accepted_options():
 
 
 def test_study_smoothing_smallest(tmp_path):
-    """`scripts/study_smoothing.py` on a small grid: every schedule solves to rtol and is
+    """`scripts/studies/study_smoothing.py` on a small grid: every schedule solves to rtol and is
     recorded with the machine and commit."""
     import study_smoothing
     out = study_smoothing.main(["--shape", "32x16x16", "--repeats", "1",

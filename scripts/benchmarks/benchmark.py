@@ -1,12 +1,13 @@
 """Time per design iteration, split by phase, and the linear-solver floor.
 
-    python scripts/benchmark.py [--problem mbb|cantilever3d] [--nelx 240 --nely 80]
+    python scripts/benchmarks/benchmark.py [--problem mbb|cantilever3d] [--nelx 240 --nely 80]
                                 [--nelz 40] [--solver all|auto|cholmod|superlu|...]
                                 [--reanalysis off|on|both]
-                                [--iters 20] [--repeat 3] [--json] [--no-pymoto]
+                                [--iters 20] [--repeats 3] [--json] [--no-pymoto]
+                                [--smallest] [--out FILE]
 
 For each solver backend: MMA on the compliance problem for ``--iters``
-designs, ``--repeat`` times; prints medians over the repeats of the seconds
+designs, ``--repeats`` times; prints medians over the repeats of the seconds
 per design iteration in assembly (``K.data = P @ E``), solve (factorization
 + forward solve, or the forward MG-CG solve), adjoint (adjoint solve +
 element sensitivities), filter (F and F^T), optimizer (the rest: MMA, the
@@ -22,7 +23,9 @@ and ``reanalyses`` counts the designs solved by CG on an earlier factor).
 With pyMOTO importable, its equivalent MBB problem
 runs at the same size (`pymoto_mbb.py`, one fresh process per run because
 pyMOTO re-evaluates every network a process has built) and the speed
-ratios are reported.
+ratios are reported. ``--out`` writes the rows with the machine, the commit and each
+number's spread over the repeats (`harness`); ``--smallest`` runs 30 x 10 (3-D: 6 x 3 x 3)
+for 5 iterations once, without pyMOTO.
 """
 
 from __future__ import annotations
@@ -39,12 +42,13 @@ import time
 
 import numpy as np
 
+import harness
 import topopt
 from topopt_problems import cantilever3d, mbb_beam
 from topopt import fem
 from topopt.formulations.compliance import ComplianceProblem
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def make_problem(args, solver):
@@ -68,19 +72,18 @@ def floor_seconds(problem, x, repeat: int = 3) -> float:
     """One factorization (or MG setup) + solve of the matrix at `x`, timed alone."""
     S = problem.system
     E = np.asarray(problem.stiffness(x))
-    times = []
     warm = S.solver_options.get("warm_start")
     S.solver_options["warm_start"] = False                    # MG-CG from zero
-    for _ in range(repeat):
+
+    def once():
         S._cache = None
-        t0 = time.perf_counter()
-        F = S.factorize(E, exact=True)
-        S.free_solve(F, problem.f[S.free])
-        times.append(time.perf_counter() - t0)
+        S.free_solve(S.factorize(E, exact=True), problem.f[S.free])
+
+    seconds, _ = harness.timed(once, repeat)
     S.solver_options.pop("warm_start")
     if warm is not None:
         S.solver_options["warm_start"] = warm
-    return float(np.median(times))
+    return seconds["median"]
 
 
 @contextlib.contextmanager
@@ -150,14 +153,12 @@ def cg_iterations(S) -> dict:
 
 def median_runs(args, solver) -> dict:
     runs = []
-    for _ in range(args.repeat):
+    for _ in range(args.repeats):
         gc.collect()            # scikit-fem meshes sit in reference cycles: free the last run
         runs.append(one_run(args, solver))
-    out = {k: (float(np.median([r[k] for r in runs])) if isinstance(runs[0][k], float)
-               else runs[0][k]) for k in runs[0]}
+    out = harness.combine(runs)
     out["ratio_to_floor"] = out["per_iteration_s"] / out["floor_s"]
     out["steady_ratio_to_floor"] = out["steady_iteration_s"] / out["floor_s"]
-    out["repeats"] = args.repeat
     return out
 
 
@@ -172,14 +173,17 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--solver", default="all",
                         help="a backend name, 'auto', or 'all' installed backends")
     parser.add_argument("--iters", type=int, default=20, help="design iterations per run")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per median")
+    harness.options(parser, repeats=3, smallest="30 x 10 (3-D: 6 x 3 x 3), 5 iterations")
     parser.add_argument("--reanalysis", choices=("off", "on", "both"), default="off",
                         help="direct backends without or with reanalysis, or both")
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--no-pymoto", action="store_true", help="skip the pyMOTO comparison")
     args = parser.parse_args(argv)
-    if min(args.nelx, args.nely, args.nelz, args.iters, args.repeat) < 1:
-        parser.error("sizes, --iters and --repeat must be positive")
+    if args.smallest:
+        args.nelx, args.nely, args.nelz = (30, 10, 4) if args.problem == "mbb" else (6, 3, 3)
+        args.iters, args.repeats, args.no_pymoto = 5, 1, True
+    if min(args.nelx, args.nely, args.nelz, args.iters, args.repeats) < 1:
+        parser.error("sizes, --iters and --repeats must be positive")
     topopt.tune_malloc()                 # as the problem scripts (topopt.cli)
     solvers = fem.available_solvers() if args.solver == "all" else [args.solver]
     if args.problem == "cantilever3d" and args.solver == "all":
@@ -196,12 +200,15 @@ def main(argv=None) -> list[dict]:
         except ImportError:
             pymoto = None
         else:
-            pymoto = pymoto_per_iteration(args.nelx, args.nely, args.iters, args.repeat)
+            pymoto = pymoto_per_iteration(args.nelx, args.nely, args.iters, args.repeats)
         if pymoto:
             for row in rows:
                 row["pymoto"] = pymoto
                 row["speedup_vs_pymoto"] = {k: v / row["per_iteration_s"]
                                             for k, v in pymoto.items()}
+    if args.out:
+        harness.write(args.out, harness.record(
+            {"command": harness.command(), "iters": args.iters, "rows": rows}, args.repeats))
     if args.json:
         print(json.dumps(rows if len(rows) > 1 else rows[0], indent=1))
         return rows

@@ -21,8 +21,12 @@ reference is top88's published 233.71 for 60x20 (Andreassen et al. 2011)
 and otherwise the final compliance of our long run (its length is in
 the JSON). Evaluation 1 is the uniform start for all three.
 
-    python scripts/benchmark_convergence.py --out results/benchmark_convergence.json
-    python scripts/benchmark_convergence.py --quick --out /tmp/quick.json
+    python scripts/benchmarks/benchmark_convergence.py --out results/benchmark_convergence.json
+    python scripts/benchmarks/benchmark_convergence.py --quick --out /tmp/quick.json
+
+One run per method (the histories are the measurement; no repeats): the JSON records
+the machine and the commit (`harness.record`, spread: one measurement). ``--smallest``
+is ``--quick``.
 """
 
 from __future__ import annotations
@@ -35,8 +39,9 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "crosscheck"))
+import harness  # noqa: E402
 import pymoto_bridge  # noqa: E402
 
 CHECKPOINTS = (10, 20, 30, 50, 100)
@@ -232,7 +237,8 @@ def table(results: dict) -> str:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="JSON file to write")
-    parser.add_argument("--quick", action="store_true", help="small meshes, few evaluations")
+    parser.add_argument("--quick", "--smallest", action="store_true",
+                        help="small meshes, few evaluations")
     parser.add_argument("--cases", nargs="*", default=None, help="case names to run")
     parser.add_argument("--no-pymoto", action="store_true", help="skip pyMOTO")
     pymoto_bridge.add_arguments(parser)
@@ -247,8 +253,9 @@ def main(argv=None) -> dict:
             parser.error(f"--cases: unknown {sorted(unknown)}; known "
                          f"{[c['name'] for c in chosen]}")
         chosen = [c for c in chosen if c["name"] in args.cases]
-    results = dict(checkpoints=list(CHECKPOINTS), tolerances=list(TOLERANCES),
-                   volume_tol=VOLUME_TOL, cases={})
+    results = harness.record(dict(command=harness.command(), checkpoints=list(CHECKPOINTS),
+                                  tolerances=list(TOLERANCES), volume_tol=VOLUME_TOL,
+                                  cases={}), repeats=1)
     if args.out and args.cases and os.path.exists(args.out):
         with open(args.out) as fh:              # --cases: replace those, keep the others
             results["cases"] = {k: v for k, v in json.load(fh)["cases"].items()
@@ -256,8 +263,7 @@ def main(argv=None) -> dict:
     for case in chosen:
         results["cases"][case["name"]] = run_case(case, args.python, not args.no_pymoto)
         if args.out:
-            with open(args.out, "w") as fh:
-                json.dump(results, fh, indent=1)
+            harness.write(args.out, results)
     print(table(results))
     return results
 

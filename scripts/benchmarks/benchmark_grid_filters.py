@@ -15,7 +15,7 @@ mesh already there), in bytes per element. Cases:
 
 Prints a table and writes ``results/benchmark_grid_filters.json``.
 
-    PYTHONPATH=. python scripts/benchmark_grid_filters.py [--full]
+    PYTHONPATH=. python scripts/benchmarks/benchmark_grid_filters.py [--full]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "results", "benchmark_grid_filters.json")
 REPEATS = 3
 

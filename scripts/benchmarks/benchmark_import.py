@@ -2,8 +2,8 @@
 
 ::
 
-    python scripts/benchmark_import.py          # 5 processes, prints the median
-    python scripts/benchmark_import.py -n 9 --module topopt.reliability
+    python scripts/benchmarks/benchmark_import.py          # 5 processes, prints the median
+    python scripts/benchmarks/benchmark_import.py -n 9 --module topopt.reliability
 
 Each process is timed around the import alone (``time.perf_counter`` inside
 the child, so the interpreter's own start-up is not counted). The heavy
@@ -34,7 +34,7 @@ print(json.dumps({{"seconds": dt, "heavy": [m for m in {heavy!r} if m in sys.mod
 
 def time_import(module: str = "topopt", n: int = 5) -> dict:
     """Import `module` in `n` fresh processes; the times, their median, heavy modules seen."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p))
     runs = []

@@ -11,9 +11,9 @@ compliance problem (warm-started MG-CG, as `problems/cantilever3d.py`).
 
 Usage::
 
-    python scripts/benchmark_iterative.py                   # both cases below
-    python scripts/benchmark_iterative.py --case cantilever3d
-    python scripts/benchmark_iterative.py --case mbb --json
+    python scripts/benchmarks/benchmark_iterative.py                   # both cases below
+    python scripts/benchmarks/benchmark_iterative.py --case cantilever3d
+    python scripts/benchmarks/benchmark_iterative.py --case mbb --json
 
 Cases: the 3-D cantilever 40 x 20 x 20 (55 k dofs) and the MBB beam 600 x 200
 (241 k dofs).
@@ -32,7 +32,7 @@ import time
 import numpy as np
 import scipy.sparse.linalg as spla
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "problems"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "problems"))
 
 from topopt.fem.solvers.krylov import pcg  # noqa: E402
 from topopt.formulations.compliance import ComplianceProblem  # noqa: E402

@@ -11,7 +11,7 @@ elasticity grid of `SHAPE` (6.9 M dofs), float64 and float32, median of 5,
 with its flop rate (1 152 flops per element) and its difference from the
 kernel's result.
 
-    python scripts/benchmark_kernel_variants.py [--out results/benchmark_kernel_variants.json]
+    python scripts/benchmarks/benchmark_kernel_variants.py [--out results/benchmark_kernel_variants.json]
 
 Needs numba (the `fast` extra). Measured on 2 EPYC cores (AVX-512), idle
 machine, float64 / float32 ms: the kernel 88.7 / 69.9; blocks of 16, 32,
@@ -34,7 +34,8 @@ import numpy as np
 from numba import prange
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, ROOT)
 from benchmark_scale_parts import commit, machine  # noqa: E402
 
 SHAPE = (208, 104, 104)
@@ -90,7 +91,7 @@ def variant(chunk: int, rows: int, fastmath):
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(HERE), "results",
+    parser.add_argument("--out", default=os.path.join(ROOT, "results",
                                                       "benchmark_kernel_variants.json"))
     args = parser.parse_args(argv)
     from topopt.grid import Grid
@@ -103,7 +104,7 @@ def main(argv=None) -> dict:
             variants[f"blocks of {chunk}, {rows} row(s) per pass"] = variant(chunk, rows, False)
     variants["blocks of 32, 4 rows, contraction"] = variant(32, 4, {"contract"})
     rng = np.random.default_rng(0)
-    out = {"shape": SHAPE, "machine": machine(), "commit": commit(os.path.dirname(HERE)),
+    out = {"shape": SHAPE, "machine": machine(), "commit": commit(ROOT),
            "cases": []}
     for dtype in (np.float64, np.float32):
         E = rng.random(g.n_el).astype(dtype)

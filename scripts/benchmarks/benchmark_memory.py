@@ -15,9 +15,9 @@ its largest size, where the fixed costs are spread thinnest; a direct one's at
 its smallest, as its fill grows faster than the dofs): no run that fits is
 refused.
 
-    python scripts/benchmark_memory.py                    # every case (the 25.9 M-dof one: most of it)
-    python scripts/benchmark_memory.py --cases voxel-3d   # some cases, by label
-    python scripts/benchmark_memory.py --quick            # small sizes: checks the script
+    python scripts/benchmarks/benchmark_memory.py                    # every case (the 25.9 M-dof one: most of it)
+    python scripts/benchmarks/benchmark_memory.py --cases voxel-3d   # some cases, by label
+    python scripts/benchmarks/benchmark_memory.py --quick            # small sizes: checks the script
 
 The rows are merged into ``results/benchmark_memory.json`` by label (``--json``
 elsewhere, ``--no-json`` not at all), so a case can be measured again alone.
@@ -32,7 +32,7 @@ seconds are not timings; peak less the baseline of a tiny run, 0.09-0.14 GB;
   interpreter, 258 without (``/usr/bin/time -v``: 6 659 900 kB), 520 s per
   design iteration and 52 min the command with the cores shared (34 % of a
   core; 919 s user, 151 s system); through the API
-  (``scripts/benchmark_scale.py``, 336 x 160 x 160, 26.2 M dofs) 6.07 GB, 232 B
+  (``scripts/benchmarks/benchmark_scale.py``, 336 x 160 x 160, 26.2 M dofs) 6.07 GB, 232 B
   per dof with the baseline;
 * ``voxel-2d``, the MBB beam on a 2-D `topopt.grid.Grid` 2400 x 1200 (5.8 M
   dofs, through the API): 1.58 GB, 258 B per dof;
@@ -48,13 +48,13 @@ and by earlier sessions, the rows ``mg-cg-3d``, ``direct-3d``, ``mg-cg-2d`` and
 ``direct-2d`` of this script, or the scripts named:
 
 * ``mg-cg-3d``, ``cantilever3d`` 128 x 64 x 64 (1.64 M dofs): 15.4 GB, 9.4 kB
-  per dof (``scripts/benchmark_scale.py --reference`` and
-  ``scripts/petsc_scaling.py``: 9.42 and 9.44 kB; 12.9 kB at 60 x 30 x 30);
+  per dof (``scripts/benchmarks/benchmark_scale.py --reference`` and
+  ``scripts/benchmarks/petsc_scaling.py``: 9.42 and 9.44 kB; 12.9 kB at 60 x 30 x 30);
 * ``direct-3d``, CHOLMOD at 60 x 30 x 30 (176 k dofs): 6.23 GB, 34.7 kB (a 3-D
   factor's fill grows faster than the dofs: the least per dof is at the
   smallest size, a lower bound for the larger ones);
 * PETSc PCMG on 1 rank at 128 x 64 x 64: 12 666 MiB, 8.1 kB per dof
-  (``scripts/toip_compare.py``, ``results/toip_compare.json``; on 2 ranks 9.7 kB
+  (``scripts/benchmarks/toip_compare.py``, ``results/toip_compare.json``; on 2 ranks 9.7 kB
   in all); PETSc in 2-D is not measured (the least of the other 2-D paths);
 * ``mg-cg-2d`` and ``direct-2d``, ``mbb_beam --nelx 1200 --nely 400``: mg-cg
   2.58 / 2.64 GB, 2.5 / 2.6 kB per dof; CHOLMOD 3.72 / 3.87 GB, 3.7 / 3.9 kB
@@ -71,7 +71,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "results", "benchmark_memory.json")
 
 CHILD = """
@@ -164,7 +164,7 @@ def merge(path: str, rows: list) -> None:
     order = [c[0] for c in CASES + QUICK]
     runs.sort(key=lambda row: order.index(row["label"]) if row["label"] in order else 99)
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"script": "scripts/benchmark_memory.py", "runs": runs}, fh, indent=1)
+        json.dump({"script": "scripts/benchmarks/benchmark_memory.py", "runs": runs}, fh, indent=1)
         fh.write("\n")
 
 

@@ -1,6 +1,6 @@
 """NLopt's MMA against ours (`topopt.optimize.mma`) serially: seconds per iteration, bytes per variable.
 
-The separable test problem of ``scripts/benchmark_mma_scale.py``, shaped like
+The separable test problem of ``scripts/benchmarks/benchmark_mma_scale.py``, shaped like
 compliance with one volume constraint, values and gradients blockwise::
 
     minimize   f(x) = sum_i c_i / x_i^3,  c_i = 0.027 (1 + (i mod 10) / 10) / n
@@ -31,7 +31,7 @@ run) its own. Per run:
 Writes ``results/benchmark_mma.json`` (with the machine and the commit) and
 prints a table. Sizes above 1e6 are refused (a shared machine).
 
-    PYTHONPATH=. python scripts/benchmark_mma.py [--sizes 1e5,1e6] [--evals 8]
+    PYTHONPATH=. python scripts/benchmarks/benchmark_mma.py [--sizes 1e5,1e6] [--evals 8]
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 sys.path.insert(0, ROOT)
 
 from benchmark_mma_scale import (LOWER, VOLUME, Problem, _gaps, _primitives,  # noqa: E402

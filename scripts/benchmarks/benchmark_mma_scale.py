@@ -30,7 +30,7 @@ are in ``docs/notes/mma.md`` ("At millions of variables").
 
 Usage::
 
-    PYTHONPATH=. python scripts/benchmark_mma_scale.py [--sizes 1,4,8] [--evals 6]
+    PYTHONPATH=. python scripts/benchmarks/benchmark_mma_scale.py [--sizes 1,4,8] [--evals 6]
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _gaps(calls: list, designs: list) -> list:
 def raw_nlopt(prob: Problem, evals: int, calls: list, objectives: list) -> tuple[int, float]:
     """Raw ``nlopt.opt(LD_MMA)`` with `minimize`'s parameters, its callbacks timed into
     `calls` and `objectives`: the RSS before it (kB, after the peak's reset) and the wall
-    seconds of ``optimize`` (also `scripts/benchmark_mma.py`'s NLopt run)."""
+    seconds of ``optimize`` (also `scripts/benchmarks/benchmark_mma.py`'s NLopt run)."""
     import nlopt
     import numpy as np
     n = prob.n

@@ -12,7 +12,7 @@ value, gradient or Hessian evaluation through ``topopt.ad``), the wall time of
 - ``orthogonal``: ``theta_1 >= 3`` or ``theta_2 >= 3.5 + theta_1^2/2`` (two
   MPPs; the mirror start returns to the first).
 
-Run from the repository root: ``python scripts/benchmark_multistart.py``.
+Run from the repository root: ``python scripts/benchmarks/benchmark_multistart.py``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from topopt import reliability as rel  # noqa: E402
 
 CALLS = [0]

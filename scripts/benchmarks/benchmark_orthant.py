@@ -2,7 +2,7 @@
 """Accuracy and time of topopt's first-order system pf against scipy's multinormal cdf.
 
 For every case of the system table (``tests/reliability_cases.py``, references
-from ``scripts/crosscheck_systems.py``): the relative error and the time per
+from ``scripts/crosscheck/crosscheck_systems.py``): the relative error and the time per
 call of
 
 - topopt: ``topopt.reliability.systems._ln_first_order`` (orthant
@@ -13,9 +13,9 @@ call of
   system, ``Phi_K(-beta)`` for a parallel one (``maxpts = 200000 K, abseps =
   1e-12, releps = 1e-8``; scipy's own bivariate routine for ``K = 2``).
 
-Run from the repository root: ``python scripts/benchmark_orthant.py`` (about a minute).
+Run from the repository root: ``python scripts/benchmarks/benchmark_orthant.py`` (about a minute).
 
-Measured (one core, both orders; the references of ``scripts/crosscheck_systems.py``):
+Measured (one core, both orders; the references of ``scripts/crosscheck/crosscheck_systems.py``):
 
 ======  ===============  ===========  ===============  ============
 K       ours: worst rel  ours: median scipy: worst rel scipy: median
@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 import scipy.stats  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Mixed precision in the voxel multigrid: the same answers, the CG iterations, the solve time.
 
 The 3-D cantilever of ``problems/cantilever3d.py`` on the voxel path (as
-``scripts/benchmark_scale.py`` builds it: volfrac 0.3, rmin 1.5, warm-started
+``scripts/benchmarks/benchmark_scale.py`` builds it: volfrac 0.3, rmin 1.5, warm-started
 CG) runs `--evals` MMA iterations with ``precision="double"``; its designs are
 then replayed, in order and from a fresh problem each, with ``"double"`` and
 ``"mixed"`` (`topopt.grid.multigrid`: the V-cycle in float32), so both see
@@ -15,7 +15,7 @@ iterations, and the coarse cells' bytes. The replay's seconds per design
 include the first call's compile of the numba kernels (float32 ones for
 mixed) where numba is installed; the cold solves come after it.
 
-    python scripts/benchmark_precision.py [--shapes 80x40x40,128x64x64] [--evals 4]
+    python scripts/benchmarks/benchmark_precision.py [--shapes 80x40x40,128x64x64] [--evals 4]
         [--repeats 5] [--rtol 1e-8]
 
 writes ``results/benchmark_precision.json``.
@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 
 

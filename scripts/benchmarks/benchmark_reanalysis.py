@@ -9,8 +9,8 @@ compliances and their relative difference, and how the designs were
 solved (factorizations, reanalysed designs, fallbacks, CG iterations per
 reanalysed design).
 
-    python scripts/benchmark_reanalysis.py --out results/benchmark_reanalysis.json
-    python scripts/benchmark_reanalysis.py --quick
+    python scripts/benchmarks/benchmark_reanalysis.py --out results/benchmark_reanalysis.json
+    python scripts/benchmarks/benchmark_reanalysis.py --quick
 
 Needs the ``fast`` extra for CHOLMOD.
 """
@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from topopt_problems import cantilever3d, mbb_beam  # noqa: E402
@@ -44,7 +44,7 @@ def one_run(kind: str, sizes: tuple, solver: str, on: bool, evals: int,
     """One optimization; its time per evaluation and how its designs were solved."""
     if kind == "mbb":
         _, model, f = mbb_beam.setup(*sizes)
-        volfrac, rmin = 0.5, 2.4                         # as scripts/benchmark.py
+        volfrac, rmin = 0.5, 2.4                         # as scripts/benchmarks/benchmark.py
     else:
         _, model, f = cantilever3d.setup(*sizes)
         volfrac, rmin = 0.3, 1.5

@@ -23,7 +23,7 @@ from which ``solver="auto"`` takes the voxel path (`VOXEL_MIN_DOFS`).
 Each run also measures the machine's memory bandwidth, STREAM's triad
 ``a = b + s c`` (3 arrays of 200 MB, 10 repeats, best and median; counted as
 3 arrays x 8 B per element, write-allocate not counted:
-``scripts/benchmark_scale_parts.py``), with numpy (one thread) and with numba
+``scripts/benchmarks/benchmark_scale_parts.py``), with numpy (one thread) and with numba
 (``prange`` on all its threads) when numba is importable; and, per case, the
 fine-level product `GridOperator.apply` of the solver alone (median of 7, 3
 from 30 M dofs) against the least traffic it needs: the nodal vector read,
@@ -43,7 +43,7 @@ when named. ``--smallest`` runs every part at its smallest size in seconds
 iterations each; the triad on 3 x 32 MB, 3 repeats; the baseline when
 asked), into a temporary file unless ``--out`` names one.
 
-    python scripts/benchmark_scale.py [--sizes 0.4,1.6,6.9,26[,100]] [--evals 3] [--optimizer mma]
+    python scripts/benchmarks/benchmark_scale.py [--sizes 0.4,1.6,6.9,26[,100]] [--evals 3] [--optimizer mma]
         [--reference] [--spmv] [--crossover] [--baseline REF] [--smallest] [--out PATH]
 
 writes ``results/benchmark_scale.json`` with the machine (CPU, cores, caches,
@@ -67,7 +67,7 @@ import numpy as np
 from benchmark_scale_parts import accepted, commit, machine, triad, worktree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 #: `--crossover`: where the voxel path starts to win over the mesh path (``solver="auto"``).
 CROSSOVER = [(16, 8, 8), (24, 12, 12), (32, 16, 16), (48, 24, 24)]

@@ -1,4 +1,4 @@
-"""Helpers of ``scripts/benchmark_scale.py``: the triad, the machine, git and the baseline tree.
+"""Helpers of ``scripts/benchmarks/benchmark_scale.py``: the triad, the machine, git and the baseline tree.
 
 The triad is STREAM's (McCalpin 1995, "Memory bandwidth and machine balance
 in current high performance computers", IEEE TCCA newsletter): ``a = b + s c``

@@ -18,7 +18,7 @@ the solves per gradient; then the growth exponent of the extra bytes from
 N = 50 to 800 (sqrt: 0.5; all: 1). JSON to
 ``results/benchmark_transient_memory.json``.
 
-    python scripts/benchmark_transient_memory.py [--repeats 3] [--steps 50 200 800]
+    python scripts/benchmarks/benchmark_transient_memory.py [--repeats 3] [--steps 50 200 800]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "results", "benchmark_transient_memory.json")
 
 CHILD = """

@@ -8,7 +8,7 @@ displacement field of 3 float64 per node for the VTI. Writes
 ``results/benchmark_voxel_outputs.json``; the median of 3 runs only where
 one run takes under a minute.
 
-    python scripts/benchmark_voxel_outputs.py [--shape 320 160 160]
+    python scripts/benchmarks/benchmark_voxel_outputs.py [--shape 320 160 160]
 """
 
 import argparse
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _hwm_bytes() -> int:

@@ -18,7 +18,7 @@ blocks. ``--dask`` times the same on a Dask ``LocalCluster`` of ``--workers``
 processes (after the others; its speed-up is against the serial median).
 Prints the JSON record (and writes it with ``--out``).
 
-    python scripts/benchmark_workers.py [--n 40] [--samples 2000] [--workers 2]
+    python scripts/benchmarks/benchmark_workers.py [--n 40] [--samples 2000] [--workers 2]
                                         [--repeat 3] [--chunk N] [--dask] [--out FILE.json]
 """
 

@@ -10,8 +10,8 @@ the last stage whose feasible objective is within 1 % of the run's own final
 objective), the evaluations, the wall time. Issue 38 asks: ours within
 0.5 % of NLopt's final objective, and ``to_1pct`` at most 1.2x NLopt's.
 
-    python scripts/compare_mma.py --problems mbb_beam cantilever --out results/compare_mma.json
-    python scripts/compare_mma.py --problems mbb_beam --set nelx=120 nely=40 --maxeval 100
+    python scripts/benchmarks/compare_mma.py --problems mbb_beam cantilever --out results/compare_mma.json
+    python scripts/benchmarks/compare_mma.py --problems mbb_beam --set nelx=120 nely=40 --maxeval 100
 
 ``--out`` is updated per problem (a rerun replaces that problem's entry).
 """
@@ -27,9 +27,9 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
 from benchmark_scale_parts import commit, machine  # noqa: E402
 

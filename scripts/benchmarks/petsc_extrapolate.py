@@ -1,9 +1,9 @@
 """Extrapolate the measured ``"petsc"`` iteration to 64-1,024 ranks (a cost model).
 
-    python scripts/petsc_extrapolate.py [--scaling results/petsc_scaling.json]
+    python scripts/benchmarks/petsc_extrapolate.py [--scaling results/petsc_scaling.json]
         [--pc mg] [--alpha 2e-6] [--beta 1e10] [--out results/petsc_extrapolation.json]
 
-Inputs are measurements of `scripts/petsc_scaling.py` (the medians in its
+Inputs are measurements of `scripts/benchmarks/petsc_scaling.py` (the medians in its
 ``summary``) on the largest size it ran with 1 and 2 ranks:
 
 * the parallel part (assembly, preconditioner setup, CG, the element
@@ -44,7 +44,7 @@ import json
 import math
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 HALO_EXCHANGES = 5        # 1 product + 2 x 2 SOR sweeps (Richardson, 2 steps, pre and post)
 LEVEL_FACTOR = 4 / 3      # coarser levels' halos: 1 + 1/4 + 1/16 + ...
@@ -139,7 +139,7 @@ def main(argv=None) -> None:
               f"{q['parallel'] / q['root_serial']:.0f} (Amdahl: speed-up < "
               f"{(q['parallel'] + q['root_serial']) / q['root_serial']:.0f} at any P)")
     with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/petsc_extrapolate.py " + " ".join(
+        json.dump({"command": "python scripts/benchmarks/petsc_extrapolate.py " + " ".join(
             argv if argv is not None else []), "measured": {
                 "size": m["size"], "cg_per_solve": m["cg"],
                 "one_rank": m["one"]["split_per_iteration_s"],

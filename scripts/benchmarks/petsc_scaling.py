@@ -1,6 +1,6 @@
 """Strong scaling of the ``"petsc"`` state solve, 1 -> 2 ranks, and where the time goes.
 
-    python scripts/petsc_scaling.py [--sizes 40x20x20,80x40x40] [--ranks 1,2]
+    python scripts/benchmarks/petsc_scaling.py [--sizes 40x20x20,80x40x40] [--ranks 1,2]
         [--pcs gamg,mg] [--serial mg-cg] [--iterations 3] [--repeats 1]
         [--out results/petsc_scaling.json]
 
@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 
@@ -235,7 +235,7 @@ def main(argv=None) -> None:
     for line in summary:
         print(line["text"])
     with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),
+        json.dump({"command": "python scripts/benchmarks/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),
                    "summary": summary, "runs": rows}, fh, indent=1)
     print(f"-> {args.out}")
 

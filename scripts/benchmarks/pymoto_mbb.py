@@ -1,4 +1,4 @@
-"""pyMOTO's equivalent of our MBB benchmark, for `scripts/benchmark.py`.
+"""pyMOTO's equivalent of our MBB benchmark, for `scripts/benchmarks/benchmark.py`.
 
 The half MBB beam of top88 (unit elements, E = 1, nu = 0.3 plane stress,
 SIMP p = 3 with Emin = 1e-9, density filter rmin = 2.4, volume fraction 0.5,
@@ -6,14 +6,18 @@ MMA) in pyMOTO's module network, timed per MMA iteration with each of its
 sparse solvers that is installed. pyMOTO is not a dependency of topopt: this
 module imports it only when called.
 
-    python scripts/pymoto_mbb.py --nelx 240 --nely 80 --iters 10
+    python scripts/benchmarks/pymoto_mbb.py --nelx 240 --nely 80 --iters 10 [--out FILE]
+
+Each run in a fresh process (`harness.child`); the median and spread of ``--repeats``
+runs per solver, and with ``--out`` the machine and commit (`harness.record`).
+``--smallest``: 30 x 10, 5 iterations, one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import subprocess
 import sys
 import time
 
@@ -22,7 +26,11 @@ import time
 os.environ.setdefault("KMP_BLOCKTIME", "0")
 
 import numpy as np
-from pymoto_bridge import quiet
+
+import harness
+
+sys.path.insert(0, os.path.join(harness.ROOT, "scripts", "crosscheck"))
+from pymoto_bridge import quiet  # noqa: E402
 
 
 def _network(pym, nelx: int, nely: int, solver):
@@ -68,8 +76,9 @@ def _one(name: str, nelx: int, nely: int, iters: int) -> float:
         return (time.perf_counter() - t0) / iters
 
 
-def pymoto_per_iteration(nelx: int, nely: int, iters: int = 10, repeat: int = 3) -> dict:
-    """Median seconds per MMA iteration for each installed pyMOTO solver; {} without pyMOTO.
+def pymoto_runs(nelx: int, nely: int, iters: int = 10, repeat: int = 3) -> dict:
+    """`harness.spread` of the seconds per MMA iteration for each installed pyMOTO solver;
+    {} without pyMOTO.
 
     Each run is a fresh Python process: pyMOTO keeps the modules of every
     network built in a process and evaluates them all in later runs (a
@@ -79,17 +88,15 @@ def pymoto_per_iteration(nelx: int, nely: int, iters: int = 10, repeat: int = 3)
         import pymoto as pym
     except ImportError:
         return {}
-    results = {}
-    for name in _solvers(pym):
-        times = []
-        for _ in range(repeat):
-            out = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--single", name, "--nelx",
-                 str(nelx), "--nely", str(nely), "--iters", str(iters)],
-                capture_output=True, text=True, check=True)
-            times.append(float(out.stdout.split()[-1]))
-        results[name] = float(np.median(times))
-    return results
+    argv = [sys.executable, os.path.abspath(__file__), "--nelx", str(nelx), "--nely",
+            str(nely), "--iters", str(iters), "--single"]
+    return {name: harness.spread(harness.child(argv + [name])["seconds_per_iteration"]
+                                 for _ in range(repeat)) for name in _solvers(pym)}
+
+
+def pymoto_per_iteration(nelx: int, nely: int, iters: int = 10, repeat: int = 3) -> dict:
+    """Median seconds per MMA iteration for each installed pyMOTO solver; {} without pyMOTO."""
+    return {k: v["median"] for k, v in pymoto_runs(nelx, nely, iters, repeat).items()}
 
 
 def main(argv=None) -> dict:
@@ -97,17 +104,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--nelx", type=int, default=240)
     parser.add_argument("--nely", type=int, default=80)
     parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=3)
+    harness.options(parser, repeats=3, smallest="30 x 10, 5 iterations")
     parser.add_argument("--single", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.single:
-        print(_one(args.single, args.nelx, args.nely, args.iters))
+        print(json.dumps({"seconds_per_iteration": _one(args.single, args.nelx, args.nely,
+                                                        args.iters)}))
         return {}
-    out = pymoto_per_iteration(args.nelx, args.nely, args.iters, args.repeat)
+    if args.smallest:
+        args.nelx, args.nely, args.iters, args.repeats = 30, 10, 5, 1
+    out = pymoto_runs(args.nelx, args.nely, args.iters, args.repeats)
     for k, v in out.items():
-        print(f"pyMOTO {k}: {v * 1e3:.1f} ms per iteration")
+        print(f"pyMOTO {k}: {v['median'] * 1e3:.1f} ms per iteration")
     if not out:
         print("pyMOTO is not installed")
+    if args.out:
+        harness.write(args.out, harness.record(
+            {"command": harness.command(), "nelx": args.nelx, "nely": args.nely,
+             "iters": args.iters, "seconds_per_iteration": out}, args.repeats))
     return out
 
 

@@ -1,6 +1,6 @@
 """Time per design iteration against TopOpt_in_PETSc on the same machine, 1 and 2 ranks.
 
-    python scripts/toip_compare.py --toip /path/to/TopOpt_in_PETSc/topopt \\
+    python scripts/benchmarks/toip_compare.py --toip /path/to/TopOpt_in_PETSc/topopt \\
         [--sizes 64x32x32,128x64x64] [--ranks 1,2] [--iterations 6] \\
         [--out results/toip_compare.json]
 
@@ -29,7 +29,7 @@ What each side runs, per size ``NX x NY x NZ`` elements:
   multigrid with GMRES/SOR smoothers) for ``--iterations`` design iterations;
   its own per-iteration wall time (assembly, solve, filter, MMA), first
   iteration dropped (setup).
-* ours: `scripts/petsc_scaling.py`'s child (3-D cantilever of
+* ours: `scripts/benchmarks/petsc_scaling.py`'s child (3-D cantilever of
   `problems/cantilever3d.py`, volfrac 0.3, CG to 1e-8 preconditioned by PCMG
   on the lattice hierarchy, NLopt's MMA on rank 0), wall time per
   factorization over the whole run.
@@ -50,8 +50,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
 from petsc_scaling import _launch, _row, _size  # noqa: E402
 
@@ -114,7 +114,7 @@ def main(argv=None) -> None:
             rows.append(_launch(size, p, args.iterations, "petsc", "mg"))
             print(_row(rows[-1]), flush=True)
     with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/toip_compare.py " + " ".join(argv or sys.argv[1:]),
+        json.dump({"command": "python scripts/benchmarks/toip_compare.py " + " ".join(argv or sys.argv[1:]),
                    "runs": rows}, fh, indent=1)
     print(f"-> {args.out}")
 

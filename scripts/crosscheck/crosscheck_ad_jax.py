@@ -11,7 +11,7 @@ mode and the counts right / refused (a TypeError, ValueError or NoRuleError)
 
     python3 -m venv /tmp/jaxvenv        # a scratch environment: JAX is no dependency
     /tmp/jaxvenv/bin/pip install jax jaxlib numpy scipy scikit-fem nlopt matplotlib
-    PYTHONPATH=. /tmp/jaxvenv/bin/python scripts/crosscheck_ad_jax.py   # x64, CPU
+    PYTHONPATH=. /tmp/jaxvenv/bin/python scripts/crosscheck/crosscheck_ad_jax.py   # x64, CPU
 
 The round-two forms (casts, fills, sequences, builtins, methods with keywords,
 composites) are in `crosscheck_ad_cases2.py`, the round-three forms of issue

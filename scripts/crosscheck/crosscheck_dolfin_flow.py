@@ -3,15 +3,15 @@
 Two modes, two Python environments:
 
     # 1. the peer side, in a scratch environment (never a dependency of topopt)
-    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py \\
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck/crosscheck_dolfin_flow.py \\
         --dolfin results/crosscheck/dolfin_flow.json [--n 24]
     # 1b. (optional) time dolfin-adjoint's J + dJ on the demo's own 100x100 mesh
-    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py --time-demo-mesh
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck/crosscheck_dolfin_flow.py --time-demo-mesh
     # 1c. (optional) J at the demo's final design, from the run's last .vtu
-    /work/scratch/dolfin-venv/bin/python scripts/crosscheck_dolfin_flow.py --demo-final \
+    /work/scratch/dolfin-venv/bin/python scripts/crosscheck/crosscheck_dolfin_flow.py --demo-final \
         output/control_iterations_final000123.vtu results/crosscheck/dolfin_demo_final.json
     # 2. our side, with the project's environment; prints relative differences
-    PYTHONPATH=$PWD /work/main/.ci-venv/bin/python scripts/crosscheck_dolfin_flow.py \\
+    PYTHONPATH=$PWD /work/main/.ci-venv/bin/python scripts/crosscheck/crosscheck_dolfin_flow.py \\
         [--json results/crosscheck/dolfin_flow.json]     # --time-demo-mesh: ours at 100x100
 
 The setup is dolfin-adjoint 2023.0.0's ``examples/stokes-topology/stokes-topology.py``
@@ -156,7 +156,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_JSON = os.path.join(ROOT, "results", "crosscheck", "dolfin_flow.json")
 DEFAULT_FINAL = os.path.join(ROOT, "results", "crosscheck", "dolfin_demo_final.json")
 
@@ -309,7 +309,7 @@ def dolfin_side(out: str, n: int) -> dict:
     nv = mesh.num_vertices()
     X, Wq = _fiat_rule(QUADRATURE_DEGREE)
     data = {
-        "about": "dolfin-adjoint side of scripts/crosscheck_dolfin_flow.py (its docstring)",
+        "about": "dolfin-adjoint side of scripts/crosscheck/crosscheck_dolfin_flow.py (its docstring)",
         "versions": {"dolfin": df.__version__, "ffc": ffc.__version__,
                      "pyadjoint": getattr(pyadjoint, "__version__", "2023.0.0"),
                      "numpy": np.__version__},
@@ -476,7 +476,7 @@ def time_demo_mesh(path: str | None = None, n: int = 100, repeat: int = 3) -> di
     """Seconds of one J and one dJ on the demo's mesh, the demo's forward (unpinned),
     q = 0.01, rho = 1/3; the replay (`ReducedFunctional`) as the optimizer calls it.
     Stored in the JSON at `path` (if it exists) as ``demo_mesh_timing``, beside the
-    demo's run (``demo_run``, `DEMO`): scripts/benchmark_flow.py reads them."""
+    demo's run (``demo_run``, `DEMO`): scripts/benchmarks/benchmark_flow.py reads them."""
     import dolfin as df
     import dolfin_adjoint as da
     df.set_log_level(df.LogLevel.WARNING)

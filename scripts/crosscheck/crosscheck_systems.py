@@ -20,7 +20,7 @@ Prints, per case, both references, their relative difference and topopt's
 first-order value (``system_failure_probability(..., "form")``) with its
 relative error against ``ref_a``. Run from the repository root:
 
-    python scripts/crosscheck_systems.py           # about 5 minutes
+    python scripts/crosscheck/crosscheck_systems.py           # about 5 minutes
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import numpy as np
 import scipy.integrate as si
 import scipy.special as sp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from reliability_cases import SYSTEM_CASES  # noqa: E402
 

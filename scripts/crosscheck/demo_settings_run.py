@@ -1,6 +1,6 @@
 """Our optimization with dolfin-adjoint's Stokes demo settings, beside the demo's final value.
 
-    python scripts/demo_settings_run.py [--n 100] [--out results/crosscheck/demo_settings_run.json]
+    python scripts/crosscheck/demo_settings_run.py [--n 100] [--out results/crosscheck/demo_settings_run.json]
 
 The demo (dolfin-adjoint 2023.0.0, ``examples/stokes-topology``; Borrvall & Petersson's
 example 4): [0, 1.5] x [0, 1] on its ``RectangleMesh`` of n x n squares (two triangles
@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402

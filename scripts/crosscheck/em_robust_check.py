@@ -10,7 +10,7 @@
    reliability objective (``ln pf`` by FORM and SORM, `FocusReliability`).
 3. ``pf`` of that design by FORM, SORM and Monte Carlo (N solves).
 
-    python scripts/em_robust_check.py [N]        (default 1000)
+    python scripts/crosscheck/em_robust_check.py [N]        (default 1000)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from topopt_problems import em_focus, em_robust  # noqa: E402
 from topopt import ad  # noqa: E402

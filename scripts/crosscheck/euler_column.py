@@ -16,7 +16,7 @@ second order), for ``ny = 1, 2, 4, 8, 16``; and the Richardson extrapolation
 of the last two, the continuum's 2-D elasticity value, which lies between
 ``P_T`` and ``P_E`` minus the shear correction.
 
-    python scripts/euler_column.py
+    python scripts/crosscheck/euler_column.py
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from topopt import fem                                                   # noqa: E402
 from topopt.fem.buckling import BucklingSystem, buckling_factors         # noqa: E402

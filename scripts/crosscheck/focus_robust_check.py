@@ -10,7 +10,7 @@
    enhancement of each one's eroded / intermediate / dilated realizations,
    projected and as blueprints.
 
-    python scripts/focus_robust_check.py [h] [maxeval]      (defaults 8, 40)
+    python scripts/crosscheck/focus_robust_check.py [h] [maxeval]      (defaults 8, 40)
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "tests"))
 
 from topopt import ad  # noqa: E402

@@ -9,7 +9,7 @@ finite-width factor is about 3.03. Printed: the largest element-centre von
 Mises stress (`topopt.responses.ElementStress`), where it sits and its error
 against 3.
 
-    python scripts/kirsch.py
+    python scripts/crosscheck/kirsch.py
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def peak(n_theta: int, n_radial: int, growth: float, a: float = 1.0, L: float = 
 
 
 def main() -> list:
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     rows = []
     for n_theta, n_radial, growth in MESHES:
         t0 = time.perf_counter()

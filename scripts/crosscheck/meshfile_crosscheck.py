@@ -21,7 +21,7 @@ projection) it prints the relative differences of the compliance and of
 the gradient (max norm) against ``ComplianceProblem.compliance`` and its
 reverse-mode gradient::
 
-    PYTHONPATH=. python scripts/meshfile_crosscheck.py [--seeds 0 1 2]
+    PYTHONPATH=. python scripts/crosscheck/meshfile_crosscheck.py [--seeds 0 1 2]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 import skfem
 from skfem.helpers import ddot, sym_grad, trace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from topopt_problems import mesh_bracket as mb  # noqa: E402

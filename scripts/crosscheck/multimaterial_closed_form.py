@@ -3,7 +3,7 @@ against the closed forms of the rule of mixtures.
 
 ::
 
-    python scripts/multimaterial_closed_form.py
+    python scripts/crosscheck/multimaterial_closed_form.py
 
 A bar of length L = ``nelx`` and height H = ``nely`` (unit square bilinear
 elements, plane stress, unit thickness) is split into layers of the solid
@@ -33,7 +33,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from topopt import fem                                         # noqa: E402
 from topopt.design.multimaterial import ordered_simp           # noqa: E402

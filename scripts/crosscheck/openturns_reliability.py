@@ -4,7 +4,7 @@ Not part of topopt and never imported by it: OpenTURNS lives in a scratch
 environment::
 
     python3 -m venv /tmp/ot-venv && /tmp/ot-venv/bin/pip install openturns numpy scipy
-    /tmp/ot-venv/bin/python scripts/openturns_reliability.py
+    /tmp/ot-venv/bin/python scripts/crosscheck/openturns_reliability.py
 
 Prints, per case, OpenTURNS' Hasofer-Lind beta, the FORM probability and the
 SORM probabilities of Breitung, Hohenbichler and Tvedt, the design point and
@@ -24,7 +24,7 @@ import numpy as np
 import openturns as ot
 
 # the reliability test cases (numpy only): the case analysed here is the tests' own
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 from reliability_cases import P0, quadratic_coefficients  # noqa: E402
 
 ot.RandomGenerator.SetSeed(0)

@@ -1,4 +1,4 @@
-"""The two-interpreter plumbing of the pyMOTO comparison scripts (``scripts/pymoto_*.py``).
+"""The two-interpreter plumbing of the pyMOTO comparison scripts (``scripts/crosscheck/pymoto_*.py``).
 
 pyMOTO is not a dependency of topopt: a comparison script computes topopt's
 numbers in topopt's interpreter and runs *itself* a second time under an
@@ -77,7 +77,7 @@ def case_main(doc: str, argv, side) -> str | None:
         serve(src, dst, lambda inputs: side(case, inputs))
         return None
     python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     return python
 
 

@@ -29,7 +29,7 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 (``--python``, by default ``$PYMOTO_PYTHON`` or
 ``/tmp/pymoto-venv/bin/python``), which needs numpy and pymoto only.
 
-    python scripts/pymoto_eigen.py [--python /path/to/python-with-pymoto]
+    python scripts/crosscheck/pymoto_eigen.py [--python /path/to/python-with-pymoto]
 """
 
 from __future__ import annotations

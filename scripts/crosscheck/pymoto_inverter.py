@@ -24,7 +24,7 @@ passing the designs in an ``.npz`` file. It prints the largest
 relative difference of each value and of each gradient (max norm) and exits
 with status 1 if one exceeds ``--rtol`` (1e-6).
 
-    python scripts/pymoto_inverter.py [--nelx 40 --nely 80 --rmin 2.4 --seed 0]
+    python scripts/crosscheck/pymoto_inverter.py [--nelx 40 --nely 80 --rmin 2.4 --seed 0]
 """
 
 from __future__ import annotations

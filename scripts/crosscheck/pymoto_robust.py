@@ -20,7 +20,7 @@ pyMOTO is never imported by topopt: the pyMOTO half runs in a subprocess of
 ``/tmp/pymoto-venv/bin/python``; see ``pymoto_bridge.py``). Elements are
 matched by their centres.
 
-    python scripts/pymoto_robust.py [--nelx 20 --nely 10 --designs 5]
+    python scripts/crosscheck/pymoto_robust.py [--nelx 20 --nely 10 --designs 5]
 
 prints, per design, both E[c], std[c] and J and the relative differences of J
 and of its gradient (max-norm); fails (exit status 1) above ``--rtol`` (1e-8).
@@ -79,7 +79,7 @@ def _pymoto_outputs(d: dict) -> dict:
 
 def ours(nelx: int, nely: int, n_designs: int):
     """Designs (seeds 0, 1, ...), E[c], std[c], J, dJ/dx and element centres of topopt."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from topopt_problems.robust_cantilever import RobustCompliance, setup
     from topopt import ad, fem
     from topopt.formulations.compliance import ComplianceProblem

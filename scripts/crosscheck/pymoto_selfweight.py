@@ -15,7 +15,7 @@ never imported by topopt: this script runs the pyMOTO half in a subprocess of
 see ``pymoto_bridge.py``) and compares.
 Elements and nodes are matched by their coordinates.
 
-    python scripts/pymoto_selfweight.py [--nelx 20 --nely 12 --designs 5]
+    python scripts/crosscheck/pymoto_selfweight.py [--nelx 20 --nely 12 --designs 5]
 
 prints, per design, both compliances and the relative differences of the
 compliance and of the gradient (max-norm), and fails (exit status 1) above
@@ -74,7 +74,7 @@ def _pymoto_outputs(d: dict) -> dict:
 
 def ours(nelx: int, nely: int, n_designs: int):
     """Designs (seeds 0, 1, ...), compliances, gradients and element centres of topopt."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from topopt_problems.arch import setup
     from topopt import ad, fem
     from topopt.formulations.selfweight import SelfWeightProblem

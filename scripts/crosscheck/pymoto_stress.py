@@ -31,7 +31,7 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 (``--python``, by default ``$PYMOTO_PYTHON`` or
 ``/tmp/pymoto-venv/bin/python``), which needs numpy and pymoto only.
 
-    python scripts/pymoto_stress.py [--python /path/to/python-with-pymoto]
+    python scripts/crosscheck/pymoto_stress.py [--python /path/to/python-with-pymoto]
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def main(argv=None) -> dict:
         serve(src, dst, lambda inputs: _pymoto_side(case, inputs))
         return {}
     python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     if args.shear_check:
         theirs = run_pymoto_side(__file__, python, {}, "shear")["shear"]
         print(f"mean shear, 4 x 2 cantilever, unit end load (beam theory F/A = 0.5): topopt "

@@ -30,7 +30,7 @@ pyMOTO is not a dependency of topopt: its side runs in another interpreter
 (``--python``, by default ``$PYMOTO_PYTHON`` or
 ``/tmp/pymoto-venv/bin/python``; see ``pymoto_bridge.py``).
 
-    python scripts/pymoto_thermoelastic.py [--python /path/to/python-with-pymoto]
+    python scripts/crosscheck/pymoto_thermoelastic.py [--python /path/to/python-with-pymoto]
 
 prints per design both compliances, the share of ours that the thermal load
 does (``1 - f_mech^T u / c``), and the relative errors of ``c`` and ``dc/dx``

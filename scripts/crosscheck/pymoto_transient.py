@@ -21,7 +21,7 @@ skips a step's solve when earlier solutions reproduce its right-hand side to
 here); the comparison gives it ``LDAWrapper(SolverSparseLU(), tol=0)``,
 which solves every step.
 
-    python scripts/pymoto_transient.py [--python /path/to/python-with-pymoto] [--steps 200]
+    python scripts/crosscheck/pymoto_transient.py [--python /path/to/python-with-pymoto] [--steps 200]
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main(argv=None) -> dict:
         serve(src, dst, lambda inputs: pymoto_side(float(theta), int(n_steps), inputs["grids"]))
         return {}
     python = require_python(parser, "--python", args.python)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     results, worst = {}, 0.0
     for case in CASES:
         rows = results[case] = compare(case, python, args.steps)

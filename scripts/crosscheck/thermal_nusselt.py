@@ -5,7 +5,7 @@ T = 1 at the inlet and 0 on the walls; Nu = k dT/dy|wall D_h / (k T_bulk)
 at the wall's quadrature points with 3 < x < 4.5. References: 7.5407 (Shah
 & London 1978, no axial conduction) and 7.5457 (the same eigenproblem with
 axial conduction at Pe = 50, tests/test_flow_thermal.py::developed_nusselt).
-Run: ``PYTHONPATH=. python scripts/thermal_nusselt.py``.
+Run: ``PYTHONPATH=. python scripts/crosscheck/thermal_nusselt.py``.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Check the internal links of the built site: ``python scripts/check_links.py [HTML_DIR]``.
+"""Check the internal links of the built site: ``python scripts/site/check_links.py [HTML_DIR]``.
 
 Every relative ``href`` / ``src`` of every ``.html`` page under HTML_DIR (default
 ``docs/_build/html``) must name a file there, and a ``#anchor`` an ``id`` (or ``name``)

@@ -1,6 +1,6 @@
 """Check the relative links of the Markdown files as GitHub reads them.
 
-``python scripts/check_md_links.py [ROOT]``: every ``.md`` file under ROOT
+``python scripts/site/check_md_links.py [ROOT]``: every ``.md`` file under ROOT
 (default: the checkout; the build folders, virtual environments and ``.git``
 left out) and the Markdown cells of every ``.ipynb`` under ``docs/``. A link
 ``[text](path)``, ``![alt](path)``, ``<a href="path">`` or ``<img src="path">``
@@ -11,7 +11,7 @@ GitHub's slug (lower case, punctuation dropped, spaces as ``-``, ``-1``, ``-2``
 for repeats) or an explicit ``(anchor)=`` / ``<a id>`` / ``<a name>``. Code
 blocks and inline code are not links. Prints each broken link with its page
 and line; exits with status 1 when there is one, 2 when ROOT has no page.
-``scripts/check_links.py`` checks the built site's links the same way.
+``scripts/site/check_links.py`` checks the built site's links the same way.
 """
 
 import json
@@ -123,7 +123,7 @@ def broken_links(root: str) -> tuple:
 
 
 def main(argv) -> int:
-    root = argv[0] if argv else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = argv[0] if argv else os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     count, broken = broken_links(root)
     if count == 0:
         print(f"no Markdown page under {root}", file=sys.stderr)

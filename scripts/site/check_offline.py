@@ -1,4 +1,4 @@
-"""Check that the built site reads off-line: ``python scripts/check_offline.py [HTML_DIR]``.
+"""Check that the built site reads off-line: ``python scripts/site/check_offline.py [HTML_DIR]``.
 
 Over every ``.html`` page under HTML_DIR (default ``docs/_build/html``):
 

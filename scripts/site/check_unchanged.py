@@ -2,8 +2,8 @@
 
 ::
 
-    python scripts/check_unchanged.py --write results/unchanged.json   # record (before a change)
-    python scripts/check_unchanged.py --compare results/unchanged.json # after it: exit 1 on a difference
+    python scripts/site/check_unchanged.py --write results/unchanged.json   # record (before a change)
+    python scripts/site/check_unchanged.py --compare results/unchanged.json # after it: exit 1 on a difference
 
 Each problem of ``topopt_problems.__all__`` runs with its defaults (``--out`` a scratch
 folder, ``--quiet``), one after the other; every number in its ``result.json``
@@ -14,9 +14,9 @@ paths (``checkpoint``, ``resume``) are left out. The 14 default runs take about
 6 minutes on 2 cores. Issue 24 (the package restructuring) was checked this way:
 the record made on the code before it, the comparison on the code after it::
 
-    git worktree add /tmp/before 20afe20 && cp scripts/check_unchanged.py /tmp/before/scripts/
-    PYTHONPATH=/tmp/before python /tmp/before/scripts/check_unchanged.py --write /tmp/before.json
-    python scripts/check_unchanged.py --compare /tmp/before.json     # "unchanged: ... of 14 problems"
+    git worktree add /tmp/before 20afe20 && cp scripts/site/check_unchanged.py /tmp/before/scripts/
+    PYTHONPATH=/tmp/before python /tmp/before/scripts/site/check_unchanged.py --write /tmp/before.json
+    python scripts/site/check_unchanged.py --compare /tmp/before.json     # "unchanged: ... of 14 problems"
 
 (the record, 0.8 MB, is not committed: it is remade in 6 minutes).
 """
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP = {"seconds", "total_seconds", "checkpoint", "resume"}
 RTOL, ATOL = 1e-12, 1e-300
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Headless screenshots of the built site (docs/_build/html), to look at what a browser
 # shows: the home page, a gallery page, an API page and a tutorial page.
-#   bash scripts/docs_screenshots.sh [HTML_DIR] [OUT_DIR]
+#   bash scripts/site/docs_screenshots.sh [HTML_DIR] [OUT_DIR]
 # (apt-get install -y chromium; defaults: docs/_build/html and results/docs).
 # The site carries its own MathJax (docs/conf.py: _static/mathjax/), so the browser runs
 # with no network: in a network namespace of its own (unshare -n, as root) where there is
@@ -9,7 +9,7 @@
 # the scripts (theme, MathJax) time to run. reliability.png is the reliability tutorial,
 # the page with the most formulas.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 HTML="$(realpath "${1:-docs/_build/html}")"
 OUT="${2:-results/docs}"
 mkdir -p "$OUT"

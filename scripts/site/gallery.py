@@ -2,9 +2,9 @@
 
 ::
 
-    python scripts/gallery.py                    # every problem (1.5 hours on 2 cores)
-    python scripts/gallery.py mbb_beam inverter  # some of them
-    python scripts/gallery.py --list             # the commands, without running them
+    python scripts/site/gallery.py                    # every problem (1.5 hours on 2 cores)
+    python scripts/site/gallery.py mbb_beam inverter  # some of them
+    python scripts/site/gallery.py --list             # the commands, without running them
 
 A problem script writes to ``results/<name>/`` under the working directory
 by default (`topopt.cli`); the gallery's pictures (docs/gallery/) are the committed
@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALLERY = os.path.join(ROOT, "results", "gallery")
 
 #: Extra runs beyond the defaults: (folder under results/gallery/, problem, its options).

@@ -4,7 +4,7 @@ gmsh is not a dependency of topopt (nor of its tests): the mesh is committed,
 and this script is how it was made. Run it in a scratch environment::
 
     python3 -m venv /tmp/meshfile-venv && /tmp/meshfile-venv/bin/pip install gmsh
-    /tmp/meshfile-venv/bin/python scripts/mesh_bracket_gmsh.py [--h 3.0] [--out PATH]
+    /tmp/meshfile-venv/bin/python scripts/site/mesh_bracket_gmsh.py [--h 3.0] [--out PATH]
 
 (gmsh's wheel may need system libraries: libGLU, libXcursor, libXinerama,
 libXft.) The part, lengths in mm: a base plate ``[0, 30] x [0, 80]`` with two
@@ -21,7 +21,7 @@ import os
 
 import gmsh
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BOLTS = ((12.0, 15.0, 6.0), (12.0, 65.0, 6.0))     # (x, y, radius)
 PIN = (110.0, 40.0, 8.0)
 CUTOUT = (58.0, 53.0, 9.0)

@@ -2,12 +2,12 @@
 
 ::
 
-    python scripts/reproduce_gallery.py                  # every problem but em_robust (~45 min)
-    python scripts/reproduce_gallery.py buckling_column  # some; the others' rows are kept
-    python scripts/reproduce_gallery.py --check          # exit 1 if a committed figure is
+    python scripts/site/reproduce_gallery.py                  # every problem but em_robust (~45 min)
+    python scripts/site/reproduce_gallery.py buckling_column  # some; the others' rows are kept
+    python scripts/site/reproduce_gallery.py --check          # exit 1 if a committed figure is
                                                          # outside its stated spread
 
-Each problem's default command (`scripts/gallery.py`: ``python problems/<name>.py
+Each problem's default command (`scripts/site/gallery.py`: ``python problems/<name>.py
 --out <tmp>``, here with ``--quiet``) runs once as typed and once for each seed
 ``k = 1 .. 5`` with ``TOPOPT_PERTURB=1e-12:k`` (`topopt.optimize.perturb`: the
 start moved by ``1e-12 U(-1, 1)``, far below any meaning, of the order of two
@@ -44,10 +44,10 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALLERY = os.path.join(ROOT, "results", "gallery")
 RECORD = os.path.join(ROOT, "results", "reproduce_gallery.json")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "site"))
 
 #: The start perturbation and the seeds of the perturbed runs.
 AMPLITUDE = 1e-12
@@ -256,7 +256,7 @@ def main(argv=None) -> int:
                              f"{os.path.relpath(RECORD, ROOT)}; none with --check)")
     parser.add_argument("--refresh", action="store_true",
                         help="run nothing: read each row's committed figure again from "
-                             "results/gallery/ (after scripts/gallery.py remade it) and "
+                             "results/gallery/ (after scripts/site/gallery.py remade it) and "
                              "judge it against the recorded runs")
     args = parser.parse_args(argv)
     if args.refresh:

@@ -16,7 +16,7 @@ Measured (h = 8, 40 per stage, ratio form, 2 shared cores: 19 s and 56 s):
     nominal           15.33    16.65    13.67    13.67
     band              16.51    18.40    16.52    16.51
 
-    python scripts/em_band.py [--h 8] [--maxeval 15] [--band 500 532 560] [--index jc]
+    python scripts/studies/em_band.py [--h 8] [--maxeval 15] [--band 500 532 560] [--index jc]
                               [--form ratio] [--t-max 1000]
 """
 
@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from topopt_problems import em_focus  # noqa: E402
 from topopt.design.materials import silver_index, silver_index_jc  # noqa: E402

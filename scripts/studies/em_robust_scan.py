@@ -8,10 +8,10 @@ few wavelengths, for the designs of a finished run's checkpoints
 (``OUT/checkpoint.nominal.npz``, ``checkpoint.robust.npz``,
 ``checkpoint.npz``), and marks ``d`` where ``E < E_t``.
 
-    python scripts/em_robust_scan.py OUT [--h 4] [--wavelengths 517,532,547]
+    python scripts/studies/em_robust_scan.py OUT [--h 4] [--wavelengths 517,532,547]
 
 For the committed run (``OUT = results/gallery/em_robust`` after
-``python scripts/gallery.py em_robust``; 4 nm, ``E_t`` = 5.77, 2 shared
+``python scripts/site/gallery.py em_robust``; 4 nm, ``E_t`` = 5.77, 2 shared
 cores, about a minute per design): the robust design is below ``E_t`` for
 ``d`` = +0.2 ... +0.9 nm at all three wavelengths (2.0 at +0.3 nm, 532 nm),
 between its training shifts 0 and 1 nm: P(0.15 < d < 0.95) = 0.27 of its
@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from topopt_problems import em_focus, em_robust  # noqa: E402

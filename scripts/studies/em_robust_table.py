@@ -9,7 +9,7 @@ grid GRID_SHIFTS x GRID_WAVELENGTHS (projected with beta = 32, cubic Johnson
 & Christy silver). Writes ``results/em_robust_<h>nm.json`` and prints
 the two tables.
 
-    python scripts/em_robust_table.py [h] [maxeval] [robust_maxeval] [--nominal DIR]
+    python scripts/studies/em_robust_table.py [h] [maxeval] [robust_maxeval] [--nominal DIR]
                                       [--robust CHECKPOINT] [--samples N]
 
 ``--nominal DIR`` takes the nominal design from ``DIR/design.npz`` (a run of
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from topopt_problems import em_focus, em_robust  # noqa: E402

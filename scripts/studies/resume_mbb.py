@@ -10,7 +10,7 @@ the compliance after N evaluations both ways and the evaluations needed to
 come within 0.5 % of top88's published 233.71 (Andreassen et al. 2011,
 Fig. 4).
 
-    python scripts/resume_mbb.py [--nelx 60 --nely 20] [--n 20 40 60 80 120 200] [--json]
+    python scripts/studies/resume_mbb.py [--nelx 60 --nely 20] [--n 20 40 60 80 120 200] [--json]
 """
 
 from __future__ import annotations

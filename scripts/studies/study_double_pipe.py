@@ -11,7 +11,7 @@ seconds. One run at a time; a rerun skips the cases the JSON already holds
 (rows recorded before the ``cells`` option are triangles, 120 evaluations);
 ``--table`` prints the JSON's table and runs nothing.
 
-    python scripts/study_double_pipe.py [--out results/study_double_pipe.json --n 24 30
+    python scripts/studies/study_double_pipe.py [--out results/study_double_pipe.json --n 24 30
                                          --cells tri --maxeval 120]
 """
 
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 

@@ -14,9 +14,9 @@ relative to the best final over the settings (1.0 = the best; > 1 worse for
 a minimized objective); ``to_1pct``, the first evaluation of the last stage
 whose feasible objective is within 1 % of that best final (None: never).
 
-    python scripts/study_mma.py --out /tmp/study_mma.json --table results/study_mma.json
-    python scripts/study_mma.py --problems mbb_beam inverter --settings rho_init=1 rho_init=1e-4
-    python scripts/study_mma.py --summary /tmp/study_mma.json   # print the table only
+    python scripts/studies/study_mma.py --out /tmp/study_mma.json --table results/study_mma.json
+    python scripts/studies/study_mma.py --problems mbb_beam inverter --settings rho_init=1 rho_init=1e-4
+    python scripts/studies/study_mma.py --summary /tmp/study_mma.json   # print the table only
 
 ``--out`` keeps every run's history (about 1 MB; a rerun with the same file
 skips the runs it holds), ``--table`` the summary that is committed.
@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 FEASIBLE = 1e-3

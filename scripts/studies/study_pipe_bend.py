@@ -8,8 +8,8 @@ both J relative to his Table 5 (Stokes: his Fig. 17 / Table 3 setup, 9.1862).
 One run at a time; a rerun skips the cases the JSON already holds; ``--table``
 prints the JSON's table and runs nothing.
 
-    python scripts/study_pipe_bend.py [--out results/study_pipe_bend.json]
-    python scripts/study_pipe_bend.py --cases 0:30:300 0:50:300 100:30:300
+    python scripts/studies/study_pipe_bend.py [--out results/study_pipe_bend.json]
+    python scripts/studies/study_pipe_bend.py --cases 0:30:300 0:50:300 100:30:300
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from study_double_pipe import record  # noqa: E402  (this folder: the script's own)

@@ -13,7 +13,7 @@ on the coarser ones) and its interval ratio, the V-cycle in float32
 solves (a new factor each, the first compiling nothing: a solve before the
 timing warms the kernels), CG iterations, and the seconds in fine products.
 
-    python scripts/study_smoothing.py [--shape 128x64x64] [--repeats 3] [--out PATH]
+    python scripts/studies/study_smoothing.py [--shape 128x64x64] [--repeats 3] [--out PATH]
 
 writes ``results/study_smoothing.json`` (machine, commit, schedules); the
 notes of docs/notes/grids.md quote it. Needs numba for the kernels'
@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 from benchmark_scale_parts import commit, machine  # noqa: E402
 
