@@ -13,9 +13,11 @@ mesh already there), in bytes per element. Cases:
   whose SuperLU factor of ``Kf`` dominates, up to 48x24x24; ``--full`` adds
   64x32x32: about 65 s and 4 GB for its factor alone).
 
-Prints a table and writes ``results/benchmark_grid_filters.json``.
+Prints a table and writes ``results/benchmark_grid_filters.json`` (``--out``) with the
+machine, the commit and each time's min and max over the repeats (`harness`).
+``--smallest``: the grid and mesh density filters at 16 x 8 x 8, one repeat.
 
-    PYTHONPATH=. python scripts/benchmarks/benchmark_grid_filters.py [--full]
+    PYTHONPATH=. python scripts/benchmarks/benchmark_grid_filters.py [--full] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -23,24 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness
+
+ROOT = harness.ROOT
 OUT = os.path.join(ROOT, "results", "benchmark_grid_filters.json")
 REPEATS = 3
-
-
-def _status(field: str) -> int:
-    """``VmRSS`` or ``VmHWM`` of this process in bytes (``/proc/self/status``)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status (Linux only)")
 
 
 def _build(case: dict, grid):
@@ -55,13 +49,12 @@ def _build(case: dict, grid):
     else:
         make = {"density": lambda: GridDensityFilter(grid, rmin),
                 "helmholtz": lambda: GridHelmholtzFilter.from_rmin(grid, rmin)}[case["filter"]]
-    base = _status("VmRSS")
-    t0 = time.perf_counter()
-    flt = make()
-    return flt, time.perf_counter() - t0, base
+    base = harness.rss_bytes()
+    setup, flt = harness.timed(make, 1)
+    return flt, setup["median"], base
 
 
-def measure(case: dict) -> dict:
+def measure(case: dict, repeats: int = REPEATS) -> dict:
     """One case in this process: setup, median forward / transpose seconds, peak memory."""
     import topopt
     from topopt.grid import Grid
@@ -69,22 +62,20 @@ def measure(case: dict) -> dict:
     grid = Grid(tuple(case["shape"]))
     x = np.random.default_rng(0).uniform(0.0, 1.0, grid.n_el)
     flt, setup, base = _build(case, grid)
-    fwd, trans = [], []
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        y = flt._forward(x)
-        t1 = time.perf_counter()
-        z = flt._transpose(y)
-        trans.append(time.perf_counter() - t1)
-        fwd.append(t1 - t0)
-        del y, z
-    peak = _status("VmHWM")
-    return dict(case, n_el=grid.n_el, setup_s=setup, forward_s=float(np.median(fwd)),
-                transpose_s=float(np.median(trans)), peak_rss_bytes=peak,
-                rss_before_bytes=base, bytes_per_element=(peak - base) / grid.n_el)
+    fwd, y = harness.timed(lambda: flt._forward(x), repeats)
+    trans, _ = harness.timed(lambda: flt._transpose(y), repeats)
+    del y
+    peak = harness.peak_bytes()
+    return dict(case, n_el=grid.n_el, setup_s=setup, forward_s=fwd["median"],
+                transpose_s=trans["median"], spread={"forward_s": fwd, "transpose_s": trans},
+                peak_rss_bytes=peak, rss_before_bytes=base,
+                bytes_per_element=(peak - base) / grid.n_el)
 
 
-def cases(full: bool) -> list:
+def cases(full: bool, smallest: bool = False) -> list:
+    if smallest:
+        return [dict(filter="density", path=p, shape=(16, 8, 8), rmin_h=1.5)
+                for p in ("grid", "mesh")]
     big = [(160, 80, 80), (320, 160, 160)]
     small = [(16, 8, 8), (32, 16, 16), (48, 24, 24), (64, 32, 32)]
     out = [dict(filter=f, path="grid", shape=s, rmin_h=r)
@@ -97,14 +88,10 @@ def cases(full: bool) -> list:
     return out
 
 
-def run(case: dict) -> dict:
+def run(case: dict, repeats: int = REPEATS) -> dict:
     """`measure` of `case` in a fresh interpreter."""
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, __file__, "--case", json.dumps(case)], env=env,
-                          capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise RuntimeError(f"case {case} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.child([sys.executable, __file__, "--case", json.dumps(case),
+                          "--repeats", str(repeats)])
 
 
 def table(rows: list) -> str:
@@ -124,21 +111,25 @@ def main(argv=None) -> None:
     parser.add_argument("--full", action="store_true",
                         help="also the mesh Helmholtz filter at 64x32x32 (about 65 s, 4 GB)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
+    harness.options(parser, repeats=REPEATS, out=OUT,
+                    smallest="the density filters at 16 x 8 x 8")
     args = parser.parse_args(argv)
     if args.case:
-        print(json.dumps(measure(json.loads(args.case))))
+        print(json.dumps(measure(json.loads(args.case), args.repeats)))
         return
+    if args.smallest:
+        args.repeats = 1
     t0 = time.perf_counter()
     rows = []
-    for case in cases(args.full):
-        rows.append(run(case))
+    for case in cases(args.full, args.smallest):
+        rows.append(run(case, args.repeats))
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     print(table(rows))
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
-        json.dump({"repeats": REPEATS, "statistic": "median", "cores": os.cpu_count(),
-                   "wall_s": time.perf_counter() - t0, "rows": rows}, f, indent=1)
-    print(f"wrote {OUT} ({time.perf_counter() - t0:.0f} s)")
+    harness.write(args.out, harness.record(
+        {"command": harness.command(), "repeats": args.repeats, "statistic": "median",
+         "cores": os.cpu_count(), "wall_s": time.perf_counter() - t0, "rows": rows},
+        args.repeats))
+    print(f"wrote {args.out} ({time.perf_counter() - t0:.0f} s)")
 
 
 if __name__ == "__main__":

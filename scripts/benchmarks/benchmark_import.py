@@ -3,23 +3,22 @@
 ::
 
     python scripts/benchmarks/benchmark_import.py          # 5 processes, prints the median
-    python scripts/benchmarks/benchmark_import.py -n 9 --module topopt.reliability
+    python scripts/benchmarks/benchmark_import.py -n 9 --module topopt.reliability [--out FILE]
 
 Each process is timed around the import alone (``time.perf_counter`` inside
 the child, so the interpreter's own start-up is not counted). The heavy
 modules a bare ``import topopt`` must not pull in (``scipy.stats``,
 matplotlib) are listed when they appear. ``python -X importtime -c 'import
-topopt'`` gives the per-module breakdown.
+topopt'`` gives the per-module breakdown. ``--out`` writes the median with its spread,
+the machine and the commit (`harness`); ``--smallest``: 2 processes.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import subprocess
 import sys
+
+import harness
 
 HEAVY = ("scipy.stats", "matplotlib", "topopt.reliability", "topopt.plot")
 
@@ -34,24 +33,21 @@ print(json.dumps({{"seconds": dt, "heavy": [m for m in {heavy!r} if m in sys.mod
 
 def time_import(module: str = "topopt", n: int = 5) -> dict:
     """Import `module` in `n` fresh processes; the times, their median, heavy modules seen."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    runs = []
-    for _ in range(n):
-        out = subprocess.run([sys.executable, "-c", CHILD.format(module=module, heavy=HEAVY)],
-                             capture_output=True, text=True, env=env, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    argv = [sys.executable, "-c", CHILD.format(module=module, heavy=HEAVY)]
+    runs = [harness.child(argv) for _ in range(n)]
     times = [r["seconds"] for r in runs]
-    return {"module": module, "n": n, "seconds": times, "median": statistics.median(times),
-            "heavy": sorted({m for r in runs for m in r["heavy"]})}
+    stats = harness.spread(times)
+    return {"module": module, "n": n, "seconds": times, "median": stats["median"],
+            "spread": stats, "heavy": sorted({m for r in runs for m in r["heavy"]})}
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("-n", type=int, default=5, help="fresh processes (default: %(default)s)")
     parser.add_argument("--module", default="topopt", help="module to import (default: %(default)s)")
+    harness.options(parser, repeats=5, smallest="2 processes")
+    parser.add_argument("-n", dest="repeats", type=int, help="fresh processes (--repeats)")
     args = parser.parse_args(argv)
+    args.n = 2 if args.smallest else args.repeats
     if args.n < 1:
         parser.error(f"argument -n: must be an integer >= 1, got {args.n}")
     record = time_import(args.module, args.n)
@@ -59,6 +55,9 @@ def main(argv=None) -> dict:
           f"processes ({', '.join(f'{t:.3f}' for t in record['seconds'])})")
     if record["heavy"]:
         print(f"heavy modules imported: {', '.join(record['heavy'])}")
+    if args.out:
+        harness.write(args.out, harness.record(dict(command=harness.command(), **record),
+                                               args.n))
     return record
 
 

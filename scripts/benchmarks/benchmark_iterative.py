@@ -3,7 +3,7 @@
 Both on the same matrix with the same geometric-multigrid V-cycle as
 preconditioner (scipy's through a `LinearOperator`), from zero, to the same
 relative residual ``rtol`` (default 1e-8). Reported: CG iterations, the
-median (and least) time of `--repeat` solves and the true relative
+median (with least and largest: `harness.timed`) time of `--repeats` solves and the true relative
 residual, per design; ``--busy N`` keeps N other processes spinning on the
 CPUs meanwhile (a shared machine). The designs are the uniform
 start (``x = volfrac``) and the iterate after `--iterations` MMA steps of the
@@ -16,7 +16,8 @@ Usage::
     python scripts/benchmarks/benchmark_iterative.py --case mbb --json
 
 Cases: the 3-D cantilever 40 x 20 x 20 (55 k dofs) and the MBB beam 600 x 200
-(241 k dofs).
+(241 k dofs). ``--out`` writes them with the machine and the commit; ``--smallest``: the
+cantilever at 8 x 4 x 4, 2 MMA steps, one solve each.
 """
 
 from __future__ import annotations
@@ -27,23 +28,24 @@ import json
 import multiprocessing
 import os
 import sys
-import time
 
 import numpy as np
 import scipy.sparse.linalg as spla
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "problems"))
 
+import harness  # noqa: E402
 from topopt.fem.solvers.krylov import pcg  # noqa: E402
 from topopt.formulations.compliance import ComplianceProblem  # noqa: E402
 
 CASES = {"cantilever3d": dict(nelx=40, nely=20, nelz=20, volfrac=0.3, rmin=1.5),
          "mbb": dict(nelx=600, nely=200, volfrac=0.5, rmin=2.4)}
+SMALLEST = {"cantilever3d": dict(nelx=8, nely=4, nelz=4, volfrac=0.3, rmin=1.5)}
 
 
-def make_problem(case: str) -> ComplianceProblem:
+def make_problem(case: str, sizes: dict = CASES) -> ComplianceProblem:
     """The compliance problem of `case` with the MG-CG solver."""
-    c = CASES[case]
+    c = sizes[case]
     if case == "mbb":
         import mbb_beam
         mesh, model, f = mbb_beam.setup(c["nelx"], c["nely"])
@@ -95,20 +97,17 @@ def compare(problem: ComplianceProblem, x, repeat: int, rtol: float) -> dict:
     out = {}
     for name, fun in (("pcg", lambda: pcg(A, b, F.M, rtol=rtol, maxiter=1000)),
                       ("scipy_cg", lambda: scipy_cg(A, b, F.M, rtol, 1000))):
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            u, its = fun()
-            times.append(time.perf_counter() - t0)
-        out[name] = dict(iterations=int(its), seconds=float(np.median(times)),
-                         min_seconds=float(np.min(times)),
+        seconds, (u, its) = harness.timed(fun, repeat)
+        out[name] = dict(iterations=int(its), seconds=seconds["median"],
+                         min_seconds=seconds["min"], spread=seconds,
                          residual=float(np.linalg.norm(A @ u - b) / np.linalg.norm(b)))
     return out
 
 
-def run(case: str, iterations: int, repeat: int, rtol: float, n_busy: int = 0) -> dict:
-    problem = make_problem(case)
-    designs = {"uniform": np.full(problem.system.n_el, CASES[case]["volfrac"])}
+def run(case: str, iterations: int, repeat: int, rtol: float, n_busy: int = 0,
+        sizes: dict = CASES) -> dict:
+    problem = make_problem(case, sizes)
+    designs = {"uniform": np.full(problem.system.n_el, sizes[case]["volfrac"])}
     if iterations:
         problem.system.solver_options.update(warm_start=True)
         designs[f"after {iterations} MMA steps"] = np.asarray(
@@ -124,17 +123,23 @@ def main(argv=None) -> list:
     parser.add_argument("--case", choices=sorted(CASES) + ["all"], default="all")
     parser.add_argument("--iterations", type=int, default=10,
                         help="MMA steps before the second design (0: uniform only)")
-    parser.add_argument("--repeat", type=int, default=3)
+    harness.options(parser, repeats=3, smallest="the cantilever at 8 x 4 x 4, 2 MMA steps")
     parser.add_argument("--rtol", type=float, default=1e-8)
     parser.add_argument("--busy", type=int, default=0,
                         help="processes spinning on the CPUs during the timed solves")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    if args.iterations < 0 or args.repeat < 1 or args.busy < 0 or not 0 < args.rtol < 1:
-        parser.error("--iterations >= 0, --repeat >= 1, --busy >= 0 and 0 < --rtol < 1 "
+    sizes = SMALLEST if args.smallest else CASES
+    if args.smallest:
+        args.case, args.iterations, args.repeats = "cantilever3d", 2, 1
+    if args.iterations < 0 or args.repeats < 1 or args.busy < 0 or not 0 < args.rtol < 1:
+        parser.error("--iterations >= 0, --repeats >= 1, --busy >= 0 and 0 < --rtol < 1 "
                      "required")
     cases = sorted(CASES) if args.case == "all" else [args.case]
-    out = [run(c, args.iterations, args.repeat, args.rtol, args.busy) for c in cases]
+    out = [run(c, args.iterations, args.repeats, args.rtol, args.busy, sizes) for c in cases]
+    if args.out:
+        harness.write(args.out, harness.record(
+            {"command": harness.command(), "cases": out}, args.repeats))
     if args.json:
         print(json.dumps(out, indent=1))
     else:

@@ -24,10 +24,8 @@ pass 136 / 103, 114 / 86, 104 / 83; with contraction (32, four rows)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 
 import numba
 import numpy as np
@@ -36,7 +34,7 @@ from numba import prange
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
-from benchmark_scale_parts import commit, machine  # noqa: E402
+import harness  # noqa: E402
 
 SHAPE = (208, 104, 104)
 CHUNKS = (16, 32, 56)
@@ -89,45 +87,52 @@ def variant(chunk: int, rows: int, fastmath):
     return apply3
 
 
+def variants(smallest: bool) -> dict:
+    """The whole-line kernel and the block variants (``smallest``: one of them)."""
+    from topopt.grid._jit import apply3
+    out = {"kernel (whole line)": apply3}
+    for chunk in CHUNKS[:1] if smallest else CHUNKS:
+        for rows in (4,) if smallest else (1, 4):
+            out[f"blocks of {chunk}, {rows} row(s) per pass"] = variant(chunk, rows, False)
+    if not smallest:
+        out["blocks of 32, 4 rows, contraction"] = variant(32, 4, {"contract"})
+    return out
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=os.path.join(ROOT, "results",
-                                                      "benchmark_kernel_variants.json"))
+    harness.options(parser, repeats=5, smallest="16 x 8 x 8, float64, two variants",
+                    out=os.path.join(ROOT, "results", "benchmark_kernel_variants.json"))
     args = parser.parse_args(argv)
     from topopt.grid import Grid
-    from topopt.grid._jit import apply3
     from topopt.grid.element import elasticity_matrix
-    g = Grid(SHAPE)
-    variants = {"kernel (whole line)": apply3}
-    for chunk in CHUNKS:
-        for rows in (1, 4):
-            variants[f"blocks of {chunk}, {rows} row(s) per pass"] = variant(chunk, rows, False)
-    variants["blocks of 32, 4 rows, contraction"] = variant(32, 4, {"contract"})
+    shape = (16, 8, 8) if args.smallest else SHAPE
+    g = Grid(shape)
     rng = np.random.default_rng(0)
-    out = {"shape": SHAPE, "machine": machine(), "commit": commit(ROOT),
-           "cases": []}
-    for dtype in (np.float64, np.float32):
+    out = harness.record({"command": harness.command(), "shape": shape, "cases": []},
+                         args.repeats)
+    for dtype in (np.float64,) if args.smallest else (np.float64, np.float32):
         E = rng.random(g.n_el).astype(dtype)
         u = rng.normal(size=(3,) + g.nodes_shape).astype(dtype)
         K0, ref = elasticity_matrix(g).astype(dtype), None
-        for name, fun in variants.items():
-            y, times = np.zeros_like(u), []
-            for _ in range(6):                      # the first compiles
+        for name, fun in variants(args.smallest).items():
+            y = np.zeros_like(u)
+
+            def product():
                 y[...] = 0.0
-                t = time.perf_counter()
                 fun(K0, E, u, y, 0)
                 fun(K0, E, u, y, 1)
-                times.append(time.perf_counter() - t)
+
+            seconds, _ = harness.timed(product, args.repeats, warmup=1)   # the first compiles
             ref = y.copy() if ref is None else ref
-            s = float(np.median(times[1:]))
+            s = seconds["median"]
             case = {"dtype": np.dtype(dtype).name, "variant": name, "ms": 1e3 * s,
-                    "gflop_s": g.n_el * 1152 / s / 1e9,
+                    "gflop_s": g.n_el * 1152 / s / 1e9, "seconds": seconds,
                     "difference": float(np.max(np.abs(y - ref)) / np.max(np.abs(ref)))}
             out["cases"].append(case)
             print(f"{case['dtype']:8s} {name:36s} {case['ms']:7.1f} ms "
                   f"{case['gflop_s']:5.1f} Gflop/s  {case['difference']:.1e}", flush=True)
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
+    harness.write(args.out, out)
     return out
 
 

@@ -4,7 +4,7 @@
 
 Each case is a problem script's command line, ``python problems/<problem>.py
 --nelx .. --nely .. [--nelz ..] --solver <solver> --maxeval 2 --quiet``, in a
-fresh process that reports its own peak resident memory (``ru_maxrss``) and
+fresh process that reports its own peak resident memory (`harness.peak_bytes`) and
 wall time when it ends; a tiny run of the same script gives the interpreter's
 and the libraries' baseline, which is subtracted for the bytes per dof. The 2-D
 voxel case has no script (``solver="auto"`` takes the voxel path in 3-D only):
@@ -19,8 +19,11 @@ refused.
     python scripts/benchmarks/benchmark_memory.py --cases voxel-3d   # some cases, by label
     python scripts/benchmarks/benchmark_memory.py --quick            # small sizes: checks the script
 
-The rows are merged into ``results/benchmark_memory.json`` by label (``--json``
-elsewhere, ``--no-json`` not at all), so a case can be measured again alone.
+The rows are merged into ``results/benchmark_memory.json`` by label (``--out``
+elsewhere, ``--no-json`` not at all; ``--quick`` and ``--smallest``, its first case, write
+only to an ``--out`` given), so a case can be measured again alone; each row records its machine and
+commit (`harness`), the file the machine and commit of its last write. One run per case:
+no spread.
 
 Measured here (2 cores and 24 GB shared with six other sessions, load 15: the
 seconds are not timings; peak less the baseline of a tiny run, 0.09-0.14 GB;
@@ -67,15 +70,21 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RESULTS = os.path.join(ROOT, "results", "benchmark_memory.json")
+import harness
 
+ROOT = harness.ROOT
+RESULTS = os.path.join(ROOT, "results", "benchmark_memory.json")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: A problem script's run, then its peak memory and seconds (`harness.peak_bytes`) as
+#: the last line of output.
 CHILD = """
-import resource, runpy, sys, time
+import json, runpy, sys, time
+sys.path.insert(0, {here!r})
+import harness
 sys.argv = {argv!r}
 t0 = time.perf_counter()
 try:
@@ -83,14 +92,14 @@ try:
 except SystemExit as e:
     if e.code not in (0, None):
         raise
-finally:
-    print("MAXRSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
-    print("SECONDS", time.perf_counter() - t0, file=sys.stderr)
+print(json.dumps({{"peak_bytes": harness.peak_bytes(), "seconds": time.perf_counter() - t0}}))
 """
 
 #: The 2-D voxel case through the API: the MBB beam of problems/mbb_beam.py on a Grid.
 CHILD_GRID = """
-import resource, sys, time
+import json, sys, time
+sys.path.insert(0, {here!r})
+import harness
 import numpy as np
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.grid import Grid, grid_elasticity
@@ -103,8 +112,7 @@ f = model.point_load((0.0, nely), (0.0, -1.0))
 problem = ComplianceProblem(model, f, 0.5, 1.5, solver={solver!r},
                             solver_options={{"warm_start": True}})
 problem.run(maxeval=2, verbose=False)
-print("MAXRSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
-print("SECONDS", time.perf_counter() - t0, file=sys.stderr)
+print(json.dumps({{"peak_bytes": harness.peak_bytes(), "seconds": time.perf_counter() - t0}}))
 """
 
 #: (label, problem, grid, solver): the runs behind `topopt.fem.budget.BYTES_PER_DOF`
@@ -125,19 +133,14 @@ QUICK = [("quick-direct-2d", "mbb_beam", (120, 40), "cholmod"),
 def measure(problem: str, grid: tuple, solver: str, out: str) -> tuple[int, float]:
     """Peak resident bytes and wall seconds of one ``--maxeval 2`` run in a fresh process."""
     if problem == "grid-mbb":
-        code = CHILD_GRID.format(grid=tuple(grid), solver=solver)
+        code = CHILD_GRID.format(here=HERE, grid=tuple(grid), solver=solver)
     else:
         sizes = [f"--{k}={n}" for k, n in zip(("nelx", "nely", "nelz"), grid)]
         argv = [os.path.join(ROOT, "problems", f"{problem}.py"), *sizes, "--solver", solver,
                 "--maxeval", "2", "--quiet", "--out", out]
-        code = CHILD.format(argv=argv)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env=dict(os.environ, MPLBACKEND="Agg"))
-    found = dict(ln.split()[:2] for ln in done.stderr.splitlines()
-                 if ln.startswith(("MAXRSS_KB", "SECONDS")))
-    if done.returncode or "MAXRSS_KB" not in found:
-        raise RuntimeError(f"{problem} {grid} {solver} failed:\n{done.stderr[-2000:]}")
-    return int(found["MAXRSS_KB"]) * 1024, float(found["SECONDS"])
+        code = CHILD.format(here=HERE, argv=argv)
+    found = harness.child([sys.executable, "-c", code], env=dict(os.environ, MPLBACKEND="Agg"))
+    return int(found["peak_bytes"]), float(found["seconds"])
 
 
 def run_record(out: str) -> dict:
@@ -163,22 +166,26 @@ def merge(path: str, rows: list) -> None:
     runs = [row for row in old if row["label"] not in labels] + rows
     order = [c[0] for c in CASES + QUICK]
     runs.sort(key=lambda row: order.index(row["label"]) if row["label"] in order else 99)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"script": "scripts/benchmarks/benchmark_memory.py", "runs": runs}, fh, indent=1)
-        fh.write("\n")
+    harness.write(path, harness.record(
+        {"script": "scripts/benchmarks/benchmark_memory.py", "runs": runs}, repeats=1))
 
 
 def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (a check)")
+    parser.add_argument("--smallest", action="store_true",
+                        help="the first --quick case alone: a few seconds (the tests)")
     parser.add_argument("--cases", default=None,
                         help="comma-separated labels: " + ", ".join(c[0] for c in CASES))
-    parser.add_argument("--out", default="/tmp/topopt_benchmark_memory",
+    parser.add_argument("--runs", default="/tmp/topopt_benchmark_memory",
                         help="folder for the runs' outputs")
-    parser.add_argument("--json", default=RESULTS, help="the results file (merged by label)")
+    parser.add_argument("--out", "--json", dest="out", default=None,
+                        help=f"the results file, merged by label (default "
+                        f"{harness.relative(RESULTS)}; with --quick none)")
     parser.add_argument("--no-json", action="store_true", help="write no results file")
     args = parser.parse_args(argv)
-    cases = QUICK if args.quick else CASES
+    args.quick = args.quick or args.smallest
+    cases = QUICK[:1] if args.smallest else QUICK if args.quick else CASES
     if args.cases:
         wanted = args.cases.split(",")
         unknown = set(wanted) - {c[0] for c in CASES + QUICK}
@@ -190,8 +197,8 @@ def main(argv=None) -> list:
     for label, problem, grid, solver in cases:
         tiny = (10, 5) if len(grid) == 2 else (4, 2, 2)
         base, _ = measure(problem, tiny, "cholmod" if problem != "grid-mbb" else solver,
-                          os.path.join(args.out, "base"))
-        out = os.path.join(args.out, label)
+                          os.path.join(args.runs, "base"))
+        out = os.path.join(args.runs, label)
         peak, seconds = measure(problem, grid, solver, out)
         components = len(grid)
         dofs = components * math.prod(n + 1 for n in grid)
@@ -202,24 +209,17 @@ def main(argv=None) -> list:
                    + f" --solver {solver} --maxeval 2",
                    peak_bytes=peak, peak_gb=peak / 1e9, baseline_gb=base / 1e9,
                    peak_bytes_per_dof=peak / dofs, bytes_per_dof=(peak - base) / dofs,
-                   seconds=seconds, **run_record(out),
-                   machine=f"{os.cpu_count()} cores, {_memory_gb():.0f} GB",
-                   date=time.strftime("%Y-%m-%d"))
+                   seconds=seconds, **run_record(out), machine=harness.machine(),
+                   commit=harness.commit(), date=time.strftime("%Y-%m-%d"))
         rows.append(row)
         print(f"{label:10s} {problem:13s} {'x'.join(map(str, grid)):11s} {solver:8s} "
               f"{dofs:9d} dofs  peak {peak / 1e9:5.2f} GB (baseline {base / 1e9:4.2f})  "
               f"{(peak - base) / dofs:7.0f} B per dof  {seconds:7.1f} s", flush=True)
-    if not args.no_json and not args.quick:
-        merge(args.json, rows)
+    out = args.out or (None if args.quick else RESULTS)
+    if out and not args.no_json:
+        merge(out, rows)
     print(json.dumps(rows))
     return rows
-
-
-def _memory_gb() -> float:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (AttributeError, ValueError, OSError):
-        return float("nan")
 
 
 if __name__ == "__main__":
