@@ -16,20 +16,22 @@ sets it; ours: `MMA` with the same ``rho_init``), in two modes:
 * ``driver``: through `topopt.optimize.minimize` (``optimizer="nlopt"`` or
   ``"mma"``), the problem as two `topopt.ad` primitives.
 
-Each size, optimizer and mode runs in a fresh subprocess, its peak resident
-memory (``VmHWM``, reset through ``/proc/self/clear_refs`` just before the
+Each size, optimizer and mode runs in a fresh subprocess (`harness.child`), its peak
+resident memory (`harness.peak_bytes`, reset by `harness.reset_peak` just before the
 run) its own. Per run:
 
 * ``optimizer_s``: the optimizer's own time per iteration, the median over
   evaluations 2.. of the gap between the end of one design's last callback
-  and the start of the next design's first (the dual solve and the updates);
+  and the start of the next design's first (the dual solve and the updates), its
+  spread beside it;
 * ``peak_bytes_per_var``: (peak RSS of the run - RSS just before it) / n,
   with the problem's ``c`` and ``x0`` allocated before;
 * ``objectives``: the objective per evaluation (ours and NLopt's agree to
   ~1e-9 while NLopt's SLSQP dual is accurate).
 
 Writes ``results/benchmark_mma.json`` (with the machine and the commit) and
-prints a table. Sizes above 1e6 are refused (a shared machine).
+prints a table. Sizes above 1e6 are refused (a shared machine). ``--smallest``: 10 000
+variables, 4 evaluations.
 
     PYTHONPATH=. python scripts/benchmarks/benchmark_mma.py [--sizes 1e5,1e6] [--evals 8]
 """
@@ -39,19 +41,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 sys.path.insert(0, ROOT)
 
-from benchmark_mma_scale import (LOWER, VOLUME, Problem, _gaps, _primitives,  # noqa: E402
-                                 _reset_peak, _status_kb, raw_nlopt)
-from benchmark_scale_parts import commit, machine  # noqa: E402
+import harness  # noqa: E402
+from benchmark_mma_scale import LOWER, VOLUME, Problem, _gaps, _primitives, raw_nlopt  # noqa: E402
 
 MAX_N = 1_000_000
 
@@ -61,8 +59,8 @@ def _raw_mma(prob: Problem, evals: int, calls: list, objectives: list):
     from topopt.optimize.mma import MMA
     x0 = np.full(prob.n, VOLUME)
     rho = prob.rho_init(x0)
-    _reset_peak()
-    before = _status_kb("VmRSS")
+    harness.reset_peak()
+    before = harness.rss_bytes()
 
     def fun(x, need_grad):
         t0 = time.perf_counter()
@@ -78,17 +76,24 @@ def _raw_mma(prob: Problem, evals: int, calls: list, objectives: list):
     return before
 
 
+def _record(calls: list, objectives: list, before: int) -> dict:
+    """The optimizer's seconds per iteration (median and spread of the gaps), the
+    objectives and the memory of a run whose callbacks were timed into `calls`."""
+    peak = harness.peak_bytes()
+    gaps = _gaps(calls, sorted({c[2] for c in calls}))
+    seconds = harness.spread(gaps)
+    return {"optimizer_s": seconds["median"], "gaps_s": gaps, "spread": seconds,
+            "evaluations": len(objectives), "objectives": objectives,
+            "rss_before_bytes": before, "peak_bytes": peak}
+
+
 def run_raw(prob: Problem, optimizer: str, evals: int) -> dict:
     calls, objectives = [], []
     if optimizer == "nlopt":
         before, _ = raw_nlopt(prob, evals, calls, objectives)
     else:
         before = _raw_mma(prob, evals, calls, objectives)
-    peak = _status_kb("VmHWM")
-    gaps = _gaps(calls, sorted({d for (_, _, d) in calls}))
-    return {"optimizer_s": statistics.median(gaps), "gaps_s": gaps,
-            "evaluations": len(objectives), "objectives": objectives,
-            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+    return _record(calls, objectives, before)
 
 
 def run_driver(prob: Problem, optimizer: str, evals: int) -> dict:
@@ -106,19 +111,15 @@ def run_driver(prob: Problem, optimizer: str, evals: int) -> dict:
 
     _Run.evaluate = timed_evaluate
     x0 = np.full(prob.n, VOLUME)
-    _reset_peak()
-    before = _status_kb("VmRSS")
+    harness.reset_peak()
+    before = harness.rss_bytes()
     res = minimize(lambda x: (compliance(x), volume(x)), x0, bounds=(LOWER, 1.0),
                    maxeval=evals, ftol_rel=1e-12, verbose=False, optimizer=optimizer)
-    peak = _status_kb("VmHWM")
-    gaps = _gaps(calls, sorted({c[2] for c in calls}))
-    return {"optimizer_s": statistics.median(gaps), "gaps_s": gaps,
-            "evaluations": res.evaluations, "objectives": [h["objective"] for h in res.history],
-            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+    return _record(calls, [h["objective"] for h in res.history], before)
 
 
-def child(optimizer: str, mode: str, n: int, evals: int, out: str) -> None:
-    """One run in this (fresh) process; the record as JSON in `out`."""
+def child(optimizer: str, mode: str, n: int, evals: int) -> None:
+    """One run in this (fresh) process; the record as JSON on the last line."""
     import nlopt  # noqa: F401  (imported before the baseline)
     import numpy as np  # noqa: F401
     import topopt.optimize  # noqa: F401
@@ -126,8 +127,7 @@ def child(optimizer: str, mode: str, n: int, evals: int, out: str) -> None:
     rec = (run_raw if mode == "raw" else run_driver)(prob, optimizer, evals)
     rec.update(optimizer=optimizer, mode=mode, n=n,
                peak_bytes_per_var=(rec["peak_bytes"] - rec["rss_before_bytes"]) / n)
-    with open(out, "w") as fh:
-        json.dump(rec, fh)
+    print(json.dumps(rec))
 
 
 def _table(records: list) -> str:
@@ -145,31 +145,28 @@ def main(argv=None) -> None:
     ap.add_argument("--evals", type=int, default=8, help="MMA evaluations per run")
     ap.add_argument("--modes", default="raw,driver")
     ap.add_argument("--out", default="results/benchmark_mma.json")
-    ap.add_argument("--child", nargs=4, metavar=("OPT", "MODE", "N", "OUT"),
-                    help=argparse.SUPPRESS)
+    ap.add_argument("--smallest", action="store_true",
+                    help="10 000 variables, 4 evaluations: a few seconds (the tests)")
+    ap.add_argument("--child", nargs=3, metavar=("OPT", "MODE", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        opt, mode, n, out = args.child
-        return child(opt, mode, int(n), args.evals, out)
+        opt, mode, n = args.child
+        return child(opt, mode, int(n), args.evals)
+    if args.smallest:
+        args.sizes, args.evals = "1e4", 4
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     if max(sizes) > MAX_N:
         raise SystemExit(f"--sizes: at most {MAX_N} variables here (a shared machine)")
     records = []
-    with tempfile.TemporaryDirectory() as folder:
-        for n in sizes:
-            for mode in args.modes.split(","):
-                for opt in ("nlopt", "mma"):
-                    out = os.path.join(folder, f"{opt}-{mode}-{n}.json")
-                    subprocess.run([sys.executable, __file__, "--evals", str(args.evals),
-                                    "--child", opt, mode, str(n), out], check=True)
-                    with open(out) as fh:
-                        records.append(json.load(fh))
-                    print(_table(records[-1:]).splitlines()[-1], flush=True)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump({"machine": machine(), "commit": commit(ROOT), "evals": args.evals,
-                   "records": records}, fh,
-                  indent=1)
+    for n in sizes:
+        for mode in args.modes.split(","):
+            for opt in ("nlopt", "mma"):
+                records.append(harness.child([sys.executable, __file__, "--evals",
+                                              str(args.evals), "--child", opt, mode, str(n)]))
+                print(_table(records[-1:]).splitlines()[-1], flush=True)
+    harness.write(args.out, harness.record(
+        {"command": harness.command(), "evals": args.evals, "records": records},
+        repeats=args.evals - 1, statistic="median over the evaluations 2.."))
     print(_table(records))
 
 

@@ -10,8 +10,8 @@ run for a few evaluations (a) by raw ``nlopt.opt(LD_MMA)`` with the
 driver's parameters (the SLSQP dual, Svanberg's ``rho_init``) and (b)
 through `topopt.optimize.minimize` with a checkpoint written after every
 evaluation. Each size and mode runs in a fresh subprocess, so its peak
-resident memory (``VmHWM`` of ``/proc/self/status``, reset before the run
-through ``/proc/self/clear_refs``) is its own. Per mode:
+resident memory (`harness.peak_bytes`, reset before the run by `harness.reset_peak`)
+is its own. Per mode (medians: `harness.spread`, its min and max beside them):
 
 * ``nlopt_s``: NLopt's own time per evaluation, the median over the
   evaluations 2.. of the gap between the last callback of one design and the
@@ -25,8 +25,9 @@ through ``/proc/self/clear_refs``) is its own. Per mode:
   ``nlopt.opt``, whose bounds count);
 * ``objectives``: the objective of each evaluation (raw and driver must agree).
 
-Writes ``results/benchmark_mma_scale.json`` and prints a table; the figures
-are in ``docs/notes/mma.md`` ("At millions of variables").
+Writes ``results/benchmark_mma_scale.json`` (``--out``) with the machine and the commit
+and prints a table; the figures are in ``docs/notes/mma.md`` ("At millions of
+variables"). ``--smallest``: 10 000 variables, 4 evaluations.
 
 Usage::
 
@@ -38,28 +39,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+import harness
 
 BLOCK = 1 << 18          # entries per block of the test problem's loops
 LOWER, VOLUME = 1e-3, 0.3
 
 
-def _status_kb(field: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    """Reset VmHWM to the current RSS (Linux >= 4.0: ``echo 5 > clear_refs``)."""
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
+def _median(values) -> float:
+    return harness.spread(values)["median"]
 
 
 class Problem:
@@ -111,15 +102,15 @@ def _gaps(calls: list, designs: list) -> list:
 
 def raw_nlopt(prob: Problem, evals: int, calls: list, objectives: list) -> tuple[int, float]:
     """Raw ``nlopt.opt(LD_MMA)`` with `minimize`'s parameters, its callbacks timed into
-    `calls` and `objectives`: the RSS before it (kB, after the peak's reset) and the wall
+    `calls` and `objectives`: the RSS before it (bytes, after the peak's reset) and the wall
     seconds of ``optimize`` (also `scripts/benchmarks/benchmark_mma.py`'s NLopt run)."""
     import nlopt
     import numpy as np
     n = prob.n
     x0 = np.full(n, VOLUME)
     rho = prob.rho_init(x0)
-    _reset_peak()                            # NLopt's own bounds (2 n) count
-    before = _status_kb("VmRSS")
+    harness.reset_peak()                     # NLopt's own bounds (2 n) count
+    before = harness.rss_bytes()
     opt = nlopt.opt(nlopt.LD_MMA, n)
     opt.set_lower_bounds(LOWER)
     opt.set_upper_bounds(1.0)
@@ -151,14 +142,15 @@ def run_raw(prob: Problem, evals: int) -> dict:
     """Raw ``nlopt.opt(LD_MMA)``: callbacks fill NLopt's arrays in place."""
     calls, objectives = [], []
     before, wall = raw_nlopt(prob, evals, calls, objectives)
-    peak = _status_kb("VmHWM")
+    peak = harness.peak_bytes()
     in_callbacks = sum(t1 - t0 for (t0, t1, d) in calls)
     designs = sorted({d for (_, _, d) in calls})
     gaps = _gaps(calls, designs)
-    return {"nlopt_s": statistics.median(gaps), "nlopt_gaps_s": gaps,
+    return {"nlopt_s": _median(gaps), "nlopt_gaps_s": gaps,
+            "spread": {"nlopt_s": harness.spread(gaps)},
             "nlopt_total_s": wall - in_callbacks, "driver_s": 0.0,
             "evaluations": len(objectives), "objectives": objectives,
-            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+            "rss_before_bytes": before, "peak_bytes": peak}
 
 
 def _primitives(prob: Problem):
@@ -218,39 +210,40 @@ def run_driver(prob: Problem, evals: int, folder: str) -> dict:
 
     _Run.evaluate, _Run.save = timed_evaluate, timed_save
     x0 = np.full(prob.n, VOLUME)
-    _reset_peak()
-    before = _status_kb("VmRSS")
+    harness.reset_peak()
+    before = harness.rss_bytes()
     res = minimize(lambda x: (compliance(x), volume(x)), x0, bounds=(LOWER, 1.0),
                    maxeval=evals, ftol_rel=1e-12, checkpoint=path, checkpoint_every=1,
                    verbose=False)
-    peak = _status_kb("VmHWM")
+    peak = harness.peak_bytes()
     designs = sorted({c[2] for c in calls})
     driver = [sum(t1 - t0 - user - ck for (t0, t1, d, user, ck) in calls if d == k)
               for k in designs]
     gaps = _gaps([c[:3] for c in calls], designs)
-    return {"nlopt_s": statistics.median(gaps), "nlopt_gaps_s": gaps,
-            "driver_s": statistics.median(driver[1:]), "driver_first_s": driver[0],
-            "checkpoint_s": statistics.median(s for s, _ in saves),
-            "checkpoint_bytes": statistics.median(b for _, b in saves),
+    spreads = {"nlopt_s": harness.spread(gaps), "driver_s": harness.spread(driver[1:]),
+               "checkpoint_s": harness.spread(s for s, _ in saves)}
+    return {"nlopt_s": spreads["nlopt_s"]["median"], "nlopt_gaps_s": gaps,
+            "driver_s": spreads["driver_s"]["median"], "driver_first_s": driver[0],
+            "checkpoint_s": spreads["checkpoint_s"]["median"],
+            "checkpoint_bytes": _median(b for _, b in saves), "spread": spreads,
             "checkpoints": len(saves), "evaluations": res.evaluations,
             "objectives": [h["objective"] for h in res.history],
-            "rss_before_bytes": before * 1024, "peak_bytes": peak * 1024}
+            "rss_before_bytes": before, "peak_bytes": peak}
 
 
-def child(mode: str, n: int, evals: int, out: str) -> None:
-    """One size and mode in this (fresh) process; the record as JSON in `out`."""
+def child(mode: str, n: int, evals: int) -> None:
+    """One size and mode in this (fresh) process; the record as JSON on the last line."""
     import nlopt  # noqa: F401  (imported before the baseline)
     import numpy as np  # noqa: F401
     import topopt.optimize  # noqa: F401
-    base = _status_kb("VmRSS")
+    base = harness.rss_bytes()
     prob = Problem(n)
     with tempfile.TemporaryDirectory() as folder:
         rec = run_raw(prob, evals) if mode == "raw" else run_driver(prob, evals, folder)
-    rec.update(mode=mode, n=n, rss_imports_bytes=base * 1024,
+    rec.update(mode=mode, n=n, rss_imports_bytes=base,
                peak_bytes_per_var=(rec["peak_bytes"] - rec["rss_before_bytes"]) / n,
-               process_peak_bytes=_status_kb("VmHWM") * 1024)
-    with open(out, "w") as fh:
-        json.dump(rec, fh)
+               process_peak_bytes=harness.peak_bytes())
+    print(json.dumps(rec))
 
 
 def _table(records: list) -> str:
@@ -270,28 +263,28 @@ def main(argv=None) -> None:
     ap.add_argument("--sizes", default="1,4,8", help="millions of variables, comma-separated")
     ap.add_argument("--evals", type=int, default=6, help="MMA evaluations per run")
     ap.add_argument("--out", default="results/benchmark_mma_scale.json")
-    ap.add_argument("--child", nargs=3, metavar=("MODE", "N", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--smallest", action="store_true",
+                    help="10 000 variables, 4 evaluations: a few seconds (the tests)")
+    ap.add_argument("--child", nargs=2, metavar=("MODE", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        return child(args.child[0], int(args.child[1]), args.evals, args.child[2])
+        return child(args.child[0], int(args.child[1]), args.evals)
+    if args.smallest:
+        args.sizes, args.evals = "0.01", 4
     records = []
-    with tempfile.TemporaryDirectory() as folder:
-        for size in (float(s) for s in args.sizes.split(",")):
-            n = int(round(size * 1_000_000))
-            for mode in ("raw", "driver"):
-                out = os.path.join(folder, f"{mode}-{n}.json")
-                subprocess.run([sys.executable, __file__, "--evals", str(args.evals),
-                                "--child", mode, str(n), out], check=True)
-                with open(out) as fh:
-                    records.append(json.load(fh))
-                print(_table(records[-1:]).splitlines()[-1], flush=True)
+    for size in (float(s) for s in args.sizes.split(",")):
+        n = int(round(size * 1_000_000))
+        for mode in ("raw", "driver"):
+            records.append(harness.child([sys.executable, __file__, "--evals", str(args.evals),
+                                          "--child", mode, str(n)]))
+            print(_table(records[-1:]).splitlines()[-1], flush=True)
     for r in records:
         if r["mode"] == "driver":
             raw = next(q for q in records if q["mode"] == "raw" and q["n"] == r["n"])
             r["same_objectives_as_raw"] = r["objectives"] == raw["objectives"]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump({"evals": args.evals, "block": BLOCK, "records": records}, fh, indent=1)
+    harness.write(args.out, harness.record(
+        {"command": harness.command(), "evals": args.evals, "block": BLOCK, "records": records},
+        repeats=args.evals - 1, statistic="median over the evaluations 2.."))
     print(_table(records))
 
 
