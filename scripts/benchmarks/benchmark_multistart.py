@@ -12,18 +12,22 @@ value, gradient or Hessian evaluation through ``topopt.ad``), the wall time of
 - ``orthogonal``: ``theta_1 >= 3`` or ``theta_2 >= 3.5 + theta_1^2/2`` (two
   MPPs; the mirror start returns to the first).
 
-Run from the repository root: ``python scripts/benchmarks/benchmark_multistart.py``.
+Run from the repository root: ``python scripts/benchmarks/benchmark_multistart.py
+[--repeats 3] [--out FILE] [--smallest]``; the times are medians of ``--repeats`` searches
+(`harness.timed`), written with their spread, the machine and the commit by ``--out``.
+``--smallest``: m = 2, ``n_starts`` 1 and ``"auto"``.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import harness  # noqa: E402
 from topopt import reliability as rel  # noqa: E402
 
 CALLS = [0]
@@ -47,22 +51,39 @@ def orthogonal(t, d):
 CASES = [("linear", linear, 3.0), ("mirror", mirror, 9.0), ("orthogonal", orthogonal, 0.0)]
 
 
-def main():
+def search(F, z, m, ns):
+    """One `find_mpp`: the calls of ``F`` and the MPPs found (or the reason it failed)."""
+    CALLS[0] = 0
+    try:
+        r = rel.find_mpp(F, None, z, m=m, n_starts=ns)
+        found = 1 + len(r.others)
+    except rel.MPPError as err:
+        found = f"({err.reason})"
+    return CALLS[0], found
+
+
+def main(argv=None) -> list:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.options(parser, repeats=3, smallest='m = 2, n_starts 1 and "auto"')
+    args = parser.parse_args(argv)
+    if args.smallest:
+        args.repeats = 1
+    rows = []
     print(f"{'case':11s} {'m':>2s} {'n_starts':>8s} {'calls':>6s} {'ms':>7s} {'MPPs':>5s}")
     for name, F, z in CASES:
-        for m in (2, 3, 4, 6):
-            for ns in (1, 2, "auto", 2 * m + 1):
-                CALLS[0] = 0
-                t = time.perf_counter()
-                try:
-                    r = rel.find_mpp(F, None, z, m=m, n_starts=ns)
-                    found = 1 + len(r.others)
-                except rel.MPPError as err:
-                    found = f"({err.reason})"
-                dt = time.perf_counter() - t
+        for m in (2,) if args.smallest else (2, 3, 4, 6):
+            for ns in (1, "auto") if args.smallest else (1, 2, "auto", 2 * m + 1):
+                seconds, (calls, found) = harness.timed(lambda: search(F, z, m, ns),
+                                                        args.repeats)
                 label = "auto" if ns == "auto" else str(ns)
-                print(f"{name:11s} {m:2d} {label:>8s} {CALLS[0]:6d} {1e3 * dt:7.1f} "
-                      f"{found!s:>5s}")
+                rows.append(dict(case=name, m=m, n_starts=label, calls=calls, mpps=found,
+                                 seconds=seconds))
+                print(f"{name:11s} {m:2d} {label:>8s} {calls:6d} "
+                      f"{1e3 * seconds['median']:7.1f} {found!s:>5s}")
+    if args.out:
+        harness.write(args.out, harness.record({"command": harness.command(), "rows": rows},
+                                               args.repeats))
+    return rows
 
 
 if __name__ == "__main__":

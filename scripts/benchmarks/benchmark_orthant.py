@@ -13,7 +13,10 @@ call of
   system, ``Phi_K(-beta)`` for a parallel one (``maxpts = 200000 K, abseps =
   1e-12, releps = 1e-8``; scipy's own bivariate routine for ``K = 2``).
 
-Run from the repository root: ``python scripts/benchmarks/benchmark_orthant.py`` (about a minute).
+Run from the repository root: ``python scripts/benchmarks/benchmark_orthant.py`` (about a minute;
+``--repeats`` calls per median, 5 for topopt and 3 for scipy by default; ``--out`` writes
+the rows with their spread, the machine and the commit; ``--smallest``: the cases of
+K = 2, once).
 
 Measured (one core, both orders; the references of ``scripts/crosscheck/crosscheck_systems.py``):
 
@@ -39,15 +42,17 @@ such components summed in every component order agree to 1e-10.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 import scipy.stats  # noqa: E402
+
+import harness  # noqa: E402
 
 from reliability_cases import SYSTEM_CASES, SYSTEM_REFERENCE  # noqa: E402
 from topopt.reliability.systems import _ln_first_order  # noqa: E402
@@ -62,26 +67,24 @@ def scipy_pf(kind, b, R):
     return cdf if kind == "parallel" else 1.0 - cdf
 
 
-def timed(f, repeat=5):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        times.append(time.perf_counter() - t)
-    return out, float(np.median(times))
-
-
-def main():
+def main(argv=None) -> list:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.options(parser, repeats=None, smallest="the cases of K = 2")
+    args = parser.parse_args(argv)
+    ours_n, scipy_n = (1, 1) if args.smallest else (args.repeats or 5, args.repeats or 3)
     print(f"{'case':16s} {'K':>2s} {'pf':>10s} {'topopt err':>10s} {'ms':>7s} "
           f"{'scipy err':>10s} {'ms':>7s} {'in bounds':>9s}")
     from topopt.reliability.systems import _parallel_bounds, ditlevsen_bounds
-    worst = {}
+    worst, rows = {}, []
     for name, kind, R, betas, _ in SYSTEM_CASES:
+        if args.smallest and len(betas) != 2:
+            continue
         b, R = np.asarray(betas, float), np.asarray(R, float)
         exact = SYSTEM_REFERENCE[name]
-        (ln, _), t_ours = timed(lambda: _ln_first_order(kind, b, R))
+        s_ours, (ln, _) = harness.timed(lambda: _ln_first_order(kind, b, R), ours_n)
         ours = np.exp(ln)
-        theirs, t_sc = timed(lambda: scipy_pf(kind, b, R), repeat=3)
+        s_sc, theirs = harness.timed(lambda: scipy_pf(kind, b, R), scipy_n)
+        t_ours, t_sc = s_ours["median"], s_sc["median"]
         lo, hi = ditlevsen_bounds(b, R) if kind == "series" else _parallel_bounds(b, R)
         e1, e2 = abs(ours - exact) / exact, abs(theirs - exact) / exact
         k = len(b)
@@ -89,12 +92,20 @@ def main():
         w[0], w[1] = max(w[0], e1), max(w[1], e2)
         w[2].append(t_ours)
         w[3].append(t_sc)
+        rows.append(dict(case=name, kind=kind, K=k, pf=exact, topopt_error=float(e1),
+                         scipy_error=float(e2), topopt_seconds=s_ours, scipy_seconds=s_sc,
+                         in_bounds=bool(lo <= theirs <= hi)))
         print(f"{name:16s} {k:2d} {exact:10.3e} {e1:10.1e} {1e3 * t_ours:7.1f} {e2:10.1e} "
               f"{1e3 * t_sc:7.1f} {str(bool(lo <= theirs <= hi)):>9s}")
     print("\nK  topopt: worst rel. error, median ms | scipy: worst rel. error, median ms")
     for k, (e1, e2, t1, t2) in sorted(worst.items()):
-        print(f"{k}  {e1:9.1e} {1e3 * np.median(t1):8.1f}       | {e2:9.1e} "
-              f"{1e3 * np.median(t2):8.1f}")
+        print(f"{k}  {e1:9.1e} {1e3 * harness.spread(t1)['median']:8.1f}       | {e2:9.1e} "
+              f"{1e3 * harness.spread(t2)['median']:8.1f}")
+    if args.out:
+        harness.write(args.out, harness.record(
+            {"command": harness.command(), "repeats_topopt": ours_n, "repeats_scipy": scipy_n,
+             "rows": rows}, ours_n))
+    return rows
 
 
 if __name__ == "__main__":
