@@ -72,7 +72,7 @@ def test_reanalysis_quick(tmp_path):
     import benchmark_reanalysis as br
     out = tmp_path / "re.json"
     br.main(["--quick", "--out", str(out)])
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["cases"]
     assert set(data) == {"mbb_60x20", "cantilever3d_8x4x4"}
     for row in data.values():
         assert abs(row["compliance_difference"]) < 1e-4      # CG to rtol 1e-6 in energy

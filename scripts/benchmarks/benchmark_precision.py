@@ -18,7 +18,9 @@ mixed) where numba is installed; the cold solves come after it.
     python scripts/benchmarks/benchmark_precision.py [--shapes 80x40x40,128x64x64] [--evals 4]
         [--repeats 5] [--rtol 1e-8]
 
-writes ``results/benchmark_precision.json``.
+writes ``results/benchmark_precision.json`` (``--out``) with the machine, the commit and
+the cold solves' spread (`harness`). ``--smallest``: 16 x 8 x 8, 2 evaluations, one cold
+solve each.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
+
+import harness  # noqa: E402
 
 
 def _problem(shape, precision: str, rtol: float, warm: bool = True):
@@ -96,8 +100,9 @@ def solves(shape, x, rtol: float, repeats: int) -> dict:
     for p, rec in out.items():
         rec["coarse_cell_bytes"] = int(sum(c.nbytes for c in mgs[p]._cells(E)))
         rec["timers_s"] = {k: v / repeats for k, v in mgs[p].timers.items()}
-        rec["solve_s_median"] = float(np.median(rec["solve_s"]))
-        rec["setup_s_median"] = float(np.median(rec["setup_s"]))
+        rec["spread"] = {k: harness.spread(rec[k]) for k in ("solve_s", "setup_s")}
+        rec["solve_s_median"] = rec["spread"]["solve_s"]["median"]
+        rec["setup_s_median"] = rec["spread"]["setup_s"]["median"]
     out["solve_speedup"] = out["double"]["solve_s_median"] / out["mixed"]["solve_s_median"]
     return out
 
@@ -116,15 +121,19 @@ def compare(d: dict, m: dict) -> list:
     return rows
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shapes", default="80x40x40,128x64x64")
     ap.add_argument("--evals", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--rtol", type=float, default=1e-8)
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "benchmark_precision.json"))
-    args = ap.parse_args()
-    report = {"rtol": args.rtol, "evals": args.evals, "repeats": args.repeats, "cases": []}
+    harness.options(ap, repeats=5, out=os.path.join(ROOT, "results", "benchmark_precision.json"),
+                    smallest="16 x 8 x 8, 2 evaluations")
+    args = ap.parse_args(argv)
+    if args.smallest:
+        args.shapes, args.evals, args.repeats = "16x8x8", 2, 1
+    report = harness.record({"command": harness.command(), "rtol": args.rtol,
+                             "evals": args.evals, "repeats": args.repeats, "cases": []},
+                            args.repeats)
     for text in args.shapes.split(","):
         shape = tuple(int(n) for n in text.split("x"))
         designs = history(shape, args.evals, args.rtol)
@@ -139,9 +148,7 @@ def main():
                                     / case["iterations_per_solve"]["double"])
         report["cases"].append(case)
         print(json.dumps(case, indent=1), flush=True)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(report, fh, indent=1)
+    harness.write(args.out, report)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 For the MBB beam (2-D) and the 3-D cantilever with a direct backend
 (CHOLMOD when installed, else SuperLU), `ComplianceProblem.run` for
 ``--evals`` evaluations with ``solver_options={"reanalysis": False}`` and
-``True`` (`topopt.fem.solvers.reanalysis`), the two alternating, ``--repeat`` times;
+``True`` (`topopt.fem.solvers.reanalysis`), the two alternating, ``--repeats`` times;
 the table gives the median seconds per evaluation, their ratio, the final
 compliances and their relative difference, and how the designs were
 solved (factorizations, reanalysed designs, fallbacks, CG iterations per
@@ -12,22 +12,22 @@ reanalysed design).
     python scripts/benchmarks/benchmark_reanalysis.py --out results/benchmark_reanalysis.json
     python scripts/benchmarks/benchmark_reanalysis.py --quick
 
-Needs the ``fast`` extra for CHOLMOD.
+The JSON holds the cases under ``cases`` with the machine, the commit and each median's
+spread (`harness`). ``--smallest`` is ``--quick``. Needs the ``fast`` extra for CHOLMOD.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
 
-import numpy as np
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
+
+import harness  # noqa: E402
 
 from topopt_problems import cantilever3d, mbb_beam  # noqa: E402
 from topopt import fem  # noqa: E402
@@ -76,11 +76,12 @@ def run_case(kind: str, sizes: tuple, solver: str, evals: int, repeat: int,
             r = runs[on][-1]
             print(f"  {kind} {sizes} reanalysis={on}: {r['seconds_per_evaluation']:.3f} s/eval, "
                   f"c = {r['compliance']:.6g}", file=sys.stderr, flush=True)
-    med = {on: float(np.median([r["seconds_per_evaluation"] for r in runs[on]]))
-           for on in runs}
+    spread = {on: harness.spread(r["seconds_per_evaluation"] for r in runs[on]) for on in runs}
+    med = {on: s["median"] for on, s in spread.items()}
     return dict(kind=kind, sizes=list(sizes), solver=solver, evaluations=evals,
                 repeat=repeat, dofs=runs[False][0]["dofs"],
                 seconds_off=med[False], seconds_on=med[True], ratio=med[True] / med[False],
+                spread={"seconds_off": spread[False], "seconds_on": spread[True]},
                 compliance_off=runs[False][0]["compliance"],
                 compliance_on=runs[True][0]["compliance"],
                 compliance_difference=runs[True][0]["compliance"]
@@ -90,14 +91,14 @@ def run_case(kind: str, sizes: tuple, solver: str, evals: int, repeat: int,
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=None, help="JSON file to write")
     parser.add_argument("--quick", action="store_true", help="two small cases")
     parser.add_argument("--cases", nargs="*", default=None, help="case names to run")
     parser.add_argument("--evals", type=int, default=None, help="evaluations (default 100)")
-    parser.add_argument("--repeat", type=int, default=None, help="runs per median (default 3)")
     parser.add_argument("--maxiter", type=int, default=None,
                         help="CG iterations before a factorization (default: the library's)")
+    harness.options(parser, repeats=None, smallest="--quick")
     args = parser.parse_args(argv)
+    args.quick = args.quick or args.smallest
     table = QUICK if args.quick else CASES
     names = args.cases or list(table)
     unknown = sorted(set(names) - set(table))
@@ -105,15 +106,15 @@ def main(argv=None) -> dict:
         parser.error(f"unknown cases {unknown}; choose from {sorted(table)}")
     solver = "cholmod" if fem.solvers.BACKENDS["cholmod"].available() else "superlu"
     evals = args.evals or (40 if args.quick else 100)
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeats or (1 if args.quick else 3)
     out = {name: run_case(*table[name], solver, evals, repeat, args.maxiter) for name in names}
     for name, r in out.items():
         print(f"{name:24s} {r['dofs']:8d} dofs  off {r['seconds_off']:.3f} s  on "
               f"{r['seconds_on']:.3f} s  ratio {r['ratio']:.2f}  c {r['compliance_off']:.6g} / "
               f"{r['compliance_on']:.6g} ({r['compliance_difference']:+.1e})")
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(out, fh, indent=1)
+        harness.write(args.out, harness.record(
+            {"command": harness.command(), "cases": out}, repeat))
     return out
 
 
