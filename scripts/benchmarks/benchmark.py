@@ -208,7 +208,7 @@ def main(argv=None) -> list[dict]:
                                             for k, v in pymoto.items()}
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), "iters": args.iters, "rows": rows}, args.repeats))
+            {"command": harness.command(__file__, argv), "iters": args.iters, "rows": rows}, args.repeats))
     if args.json:
         print(json.dumps(rows if len(rows) > 1 else rows[0], indent=1))
         return rows

@@ -59,7 +59,7 @@ def main(argv=None) -> dict:
               "malloc_tuned": tuned}
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), **result, "seconds": spreads}, args.repeats))
+            {"command": harness.command(__file__, argv), **result, "seconds": spreads}, args.repeats))
     if args.json:
         print(json.dumps(result))
     else:

@@ -101,7 +101,7 @@ def main(argv=None) -> list[dict]:
               f"x{ratio}")
     if args.out:
         harness.write(args.out, harness.record(
-            dict(command=harness.command(), iters=iters, repeat=repeat, cases=out), repeat))
+            dict(command=harness.command(__file__, argv), iters=iters, repeat=repeat, cases=out), repeat))
     return out
 
 

@@ -253,7 +253,7 @@ def main(argv=None) -> dict:
             parser.error(f"--cases: unknown {sorted(unknown)}; known "
                          f"{[c['name'] for c in chosen]}")
         chosen = [c for c in chosen if c["name"] in args.cases]
-    results = harness.record(dict(command=harness.command(), checkpoints=list(CHECKPOINTS),
+    results = harness.record(dict(command=harness.command(__file__, argv), checkpoints=list(CHECKPOINTS),
                                   tolerances=list(TOLERANCES), volume_tol=VOLUME_TOL,
                                   cases={}), repeats=1)
     if args.out and args.cases and os.path.exists(args.out):

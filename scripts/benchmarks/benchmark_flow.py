@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.smallest:
         args.cases, args.evaluations, args.repeats = list(SMALLEST), 2, 1
-    data = harness.record({"command": harness.command()}, args.repeats)
+    data = harness.record({"command": harness.command(__file__, argv)}, args.repeats)
     rows = [measure(name, args.evaluations, args.repeats) for name in args.cases]
     rows.append(demo_mesh(args.repeats, 20 if args.smallest else 100))
     data["machine"]["load_average_after"] = list(os.getloadavg())

@@ -126,7 +126,7 @@ def main(argv=None) -> None:
         print(table(rows[-1:]).splitlines()[-1], flush=True)
     print(table(rows))
     harness.write(args.out, harness.record(
-        {"command": harness.command(), "repeats": args.repeats, "statistic": "median",
+        {"command": harness.command(__file__, argv), "repeats": args.repeats, "statistic": "median",
          "cores": os.cpu_count(), "wall_s": time.perf_counter() - t0, "rows": rows},
         args.repeats))
     print(f"wrote {args.out} ({time.perf_counter() - t0:.0f} s)")

@@ -56,7 +56,7 @@ def main(argv=None) -> dict:
     if record["heavy"]:
         print(f"heavy modules imported: {', '.join(record['heavy'])}")
     if args.out:
-        harness.write(args.out, harness.record(dict(command=harness.command(), **record),
+        harness.write(args.out, harness.record(dict(command=harness.command(__file__, argv), **record),
                                                args.n))
     return record
 

@@ -139,7 +139,7 @@ def main(argv=None) -> list:
     out = [run(c, args.iterations, args.repeats, args.rtol, args.busy, sizes) for c in cases]
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), "cases": out}, args.repeats))
+            {"command": harness.command(__file__, argv), "cases": out}, args.repeats))
     if args.json:
         print(json.dumps(out, indent=1))
     else:

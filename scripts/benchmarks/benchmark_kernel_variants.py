@@ -109,7 +109,7 @@ def main(argv=None) -> dict:
     shape = (16, 8, 8) if args.smallest else SHAPE
     g = Grid(shape)
     rng = np.random.default_rng(0)
-    out = harness.record({"command": harness.command(), "shape": shape, "cases": []},
+    out = harness.record({"command": harness.command(__file__, argv), "shape": shape, "cases": []},
                          args.repeats)
     for dtype in (np.float64,) if args.smallest else (np.float64, np.float32):
         E = rng.random(g.n_el).astype(dtype)

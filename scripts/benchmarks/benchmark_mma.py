@@ -165,7 +165,7 @@ def main(argv=None) -> None:
                                               str(args.evals), "--child", opt, mode, str(n)]))
                 print(_table(records[-1:]).splitlines()[-1], flush=True)
     harness.write(args.out, harness.record(
-        {"command": harness.command(), "evals": args.evals, "records": records},
+        {"command": harness.command(__file__, argv), "evals": args.evals, "records": records},
         repeats=args.evals - 1, statistic="median over the evaluations 2.."))
     print(_table(records))
 

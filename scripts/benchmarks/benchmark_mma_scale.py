@@ -283,7 +283,7 @@ def main(argv=None) -> None:
             raw = next(q for q in records if q["mode"] == "raw" and q["n"] == r["n"])
             r["same_objectives_as_raw"] = r["objectives"] == raw["objectives"]
     harness.write(args.out, harness.record(
-        {"command": harness.command(), "evals": args.evals, "block": BLOCK, "records": records},
+        {"command": harness.command(__file__, argv), "evals": args.evals, "block": BLOCK, "records": records},
         repeats=args.evals - 1, statistic="median over the evaluations 2.."))
     print(_table(records))
 

@@ -81,7 +81,7 @@ def main(argv=None) -> list:
                 print(f"{name:11s} {m:2d} {label:>8s} {calls:6d} "
                       f"{1e3 * seconds['median']:7.1f} {found!s:>5s}")
     if args.out:
-        harness.write(args.out, harness.record({"command": harness.command(), "rows": rows},
+        harness.write(args.out, harness.record({"command": harness.command(__file__, argv), "rows": rows},
                                                args.repeats))
     return rows
 

@@ -103,7 +103,7 @@ def main(argv=None) -> list:
               f"{1e3 * harness.spread(t2)['median']:8.1f}")
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), "repeats_topopt": ours_n, "repeats_scipy": scipy_n,
+            {"command": harness.command(__file__, argv), "repeats_topopt": ours_n, "repeats_scipy": scipy_n,
              "rows": rows}, ours_n))
     return rows
 

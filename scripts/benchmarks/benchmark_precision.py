@@ -131,7 +131,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.smallest:
         args.shapes, args.evals, args.repeats = "16x8x8", 2, 1
-    report = harness.record({"command": harness.command(), "rtol": args.rtol,
+    report = harness.record({"command": harness.command(__file__, argv), "rtol": args.rtol,
                              "evals": args.evals, "repeats": args.repeats, "cases": []},
                             args.repeats)
     for text in args.shapes.split(","):

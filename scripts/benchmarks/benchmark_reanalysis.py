@@ -114,7 +114,7 @@ def main(argv=None) -> dict:
               f"{r['compliance_on']:.6g} ({r['compliance_difference']:+.1e})")
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), "cases": out}, repeat))
+            {"command": harness.command(__file__, argv), "cases": out}, repeat))
     return out
 
 

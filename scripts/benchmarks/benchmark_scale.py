@@ -1,7 +1,7 @@
 """The 3-D cantilever at 0.4, 1.6, 6.9 and 26 M dofs on the voxel path: time, phases, memory.
 
-Each case runs in its own process (its peak resident memory, ``VmHWM``, is
-then its own): the cantilever of ``problems/cantilever3d.py`` (volfrac 0.3,
+Each case runs in its own process (its peak resident memory, ``VmHWM``:
+`harness.peak_bytes`, is then its own): the cantilever of ``problems/cantilever3d.py`` (volfrac 0.3,
 rmin 1.5, density filter, MMA) on the matrix-free path (``solver="voxel"``,
 warm-started CG to rtol 1e-8, its V-cycle in float32: ``precision="mixed"``), `--evals` design iterations, its run folder
 written (design.npz, design.vti, design.stl, pictures, checkpoint). Reported
@@ -47,7 +47,8 @@ asked), into a temporary file unless ``--out`` names one.
         [--reference] [--spmv] [--crossover] [--baseline REF] [--smallest] [--out PATH]
 
 writes ``results/benchmark_scale.json`` with the machine (CPU, cores, caches,
-memory, versions) and the commit (each case carries its own). The figures
+memory, versions), the commit (each case carries its own) and the statement of the
+spread (`harness.record`; the medians' least values beside them). The figures
 need numpy and scipy only (no extra; numba for its triad); the table of
 docs/notes/grids.md quotes them.
 """
@@ -57,14 +58,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 
-from benchmark_scale_parts import accepted, commit, machine, triad, worktree
+import harness
+from benchmark_scale_parts import accepted, triad, worktree
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -83,15 +84,6 @@ SMALLEST = {"size": "0.03", "evals": 2, "triad": (32_000_000, 3), "spmv": [(32, 
 SOLVER_OPTIONS = {"warm_start": True, "precision": "mixed"}
 #: The mesh path's (``mg-cg``: no grid options).
 MESH_OPTIONS = {"warm_start": True}
-
-
-def peak_bytes() -> int:
-    """The process's peak resident memory (``VmHWM``)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def _timed_responses(problem) -> list:
@@ -160,7 +152,7 @@ def run_case(kind: str, shape: tuple, evals: int, optimizer: str = "nlopt") -> d
                                   - flt.seconds - (mg.get("setup", 0.0) if voxel
                                                    else S.timers["factorization"])) / n
     ndof = int(model.ndof)
-    peak = peak_bytes()
+    peak = harness.peak_bytes()
     return {"kind": kind, "shape": list(shape), "elements": int(model.n_el), "dofs": ndof,
             "setup_s": setup, "setup_s_per_million_dofs": setup / (ndof / 1e6),
             "evaluations": n, "s_per_iteration_median": float(np.median(per[1:] if n > 1 else per)),
@@ -212,15 +204,11 @@ def fine_product(A, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     E, u = rng.uniform(1e-3, 1.0, A.grid.n_el), rng.standard_normal(A.ndof)
     y = np.empty(A.ndof)
-    A.apply(E, u, out=y)                                      # warm: work arrays, pages
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        A.apply(E, u, out=y)
-        times.append(time.perf_counter() - t)
+    seconds, _ = harness.timed(lambda: A.apply(E, u, out=y), repeats, warmup=1)  # work arrays
     nbytes = 8 * 3 * A.ndof + 8 * A.grid.n_el
-    median = float(np.median(times))
-    return {"seconds_median": median, "seconds_min": float(min(times)), "repeats": repeats,
+    median = seconds["median"]
+    return {"seconds_median": median, "seconds_min": seconds["min"], "repeats": repeats,
+            "seconds": seconds,
             "bytes_min": nbytes, "bytes_formula": "8 (3 ndof) + 8 n_el",
             "bytes_per_s": nbytes / median}
 
@@ -246,51 +234,38 @@ def spmv_case(shape: tuple, repeats: int = 7) -> dict:
                               shape=(A.ndof, A.ndof))
         K = part if K is None else K + part
     y = np.empty(A.ndof)
-
-    def median(fun):
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fun()
-            times.append(time.perf_counter() - t)
-        return float(np.median(times))
-    free = median(lambda: A.apply(E, u, out=y))
-    csr = median(lambda: K @ u)
+    free, _ = harness.timed(lambda: A.apply(E, u, out=y), repeats)
+    csr, _ = harness.timed(lambda: K @ u, repeats)
     assert np.allclose(A.apply(E, u), K @ u, rtol=1e-10, atol=1e-10 * abs(y).max())
-    return {"shape": list(shape), "dofs": A.ndof, "matrix_free_s": free, "csr_spmv_s": csr,
-            "ratio": free / csr, "csr_nnz": int(K.nnz), "csr_bytes": int(
+    return {"shape": list(shape), "dofs": A.ndof, "matrix_free_s": free["median"],
+            "csr_spmv_s": csr["median"], "ratio": free["median"] / csr["median"],
+            "spread": {"matrix_free_s": free, "csr_spmv_s": csr},
+            "csr_nnz": int(K.nnz), "csr_bytes": int(
                 K.data.nbytes + K.indices.nbytes + K.indptr.nbytes)}
 
 
 def _child(argv) -> None:
     import topopt
     getattr(topopt, "tune_malloc", lambda: None)()           # as the problem scripts do
-    kind, out = argv[0], argv[-1]
+    kind = argv[0]
     if kind == "triad":
         result = triad(int(argv[1]), int(argv[2]))
     else:
         shape = tuple(int(s) for s in argv[1].split("x"))
         result = (spmv_case(shape) if kind == "spmv"
-                  else run_case(kind, shape, int(argv[2]), *argv[3:-1]))
+                  else run_case(kind, shape, int(argv[2]), *argv[3:]))
     # which checkout ran it, without a machine's absolute path
     here = os.path.dirname(os.path.dirname(os.path.abspath(topopt.__file__)))
     result["library"] = "this checkout" if here == ROOT else "the baseline's worktree"
     result["load_average"] = list(os.getloadavg())           # others' work on the machine
-    with open(out, "w") as fh:
-        json.dump(result, fh)
+    print(json.dumps(result))
 
 
 def _spawn(args: list, library: str = ROOT) -> dict:
     """Run ``--child args`` in a new process importing topopt from `library`."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
-        path = tmp.name
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=library)
-    try:
-        subprocess.run([sys.executable, __file__, "--child", *args, path], check=True, env=env)
-        with open(path) as fh:
-            return json.load(fh)
-    finally:
-        os.unlink(path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return harness.child([sys.executable, __file__, "--child", *args],
+                         env=dict(env, MPLBACKEND="Agg"), library=library)
 
 
 def _parse(argv):
@@ -330,7 +305,9 @@ def main(argv=None) -> dict:
         with open(args.out) as fh:
             report.update(json.load(fh))
         report["voxel"] = [c for c in report["voxel"] if str(c.get("label")) not in args.labels]
-    report["machine"], report["commit"] = machine(), commit(ROOT)
+    report.update(harness.record(
+        {"command": harness.command(__file__, argv)}, repeats=7, statistic="median (per iteration: over "
+         "the iterations after the first; products: of 7 repeats, 3 from 30 M dofs)"))
     nbytes, repeats = SMALLEST["triad"] if args.smallest else (200_000_000, 10)
     report["triad"] = t = _spawn(["triad", str(nbytes), str(repeats)])
     print(f"triad 3 x {t['array_bytes'] / 1e6:.0f} MB: numpy (1 thread) "
@@ -373,7 +350,7 @@ def _sizes(args, report: dict, baseline: str | None) -> None:
         if baseline:
             try:
                 old = _case(args, label, gb_s, baseline)
-            except subprocess.CalledProcessError as err:
+            except RuntimeError as err:
                 old = {"label": label, "error": str(err)}
             report["baseline"]["cases"].append(old)
         case = _case(args, label, gb_s)
@@ -440,8 +417,7 @@ def _others(args, report: dict) -> None:
 
 def _write(path: str, report: dict) -> None:
     report["voxel"].sort(key=lambda c: c["dofs"])
-    with open(path, "w") as fh:
-        json.dump(report, fh, indent=1)
+    harness.write(path, report)
 
 
 if __name__ == "__main__":

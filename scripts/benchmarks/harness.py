@@ -139,12 +139,13 @@ def reset_peak() -> bool:
 
 
 # ---------------------------------------------------------------- fresh processes
-def child(argv: list, env: dict | None = None, timeout: float | None = None) -> dict:
-    """Run `argv` in a fresh process with this checkout first on ``PYTHONPATH``; the JSON
-    object it prints on its last line of output (stdout). Raises with its stderr when it
-    fails."""
+def child(argv: list, env: dict | None = None, timeout: float | None = None,
+          library: str = ROOT) -> dict:
+    """Run `argv` in a fresh process with `library` (this checkout) first on ``PYTHONPATH``;
+    the JSON object it prints on its last line of output (stdout). Raises with its stderr
+    when it fails."""
     base = dict(os.environ if env is None else env)
-    base["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, base.get("PYTHONPATH")) if p)
+    base["PYTHONPATH"] = os.pathsep.join(p for p in (library, base.get("PYTHONPATH")) if p)
     proc = subprocess.run([str(a) for a in argv], env=base, capture_output=True, text=True,
                           timeout=timeout, check=False)
     lines = proc.stdout.strip().splitlines()
@@ -194,7 +195,8 @@ def machine() -> dict:
             "load_average": list(os.getloadavg())}
 
 
-def _git(root: str, *args: str) -> str:
+def git(root: str, *args: str) -> str:
+    """``git -C root args``: its output, stripped (raises when git fails)."""
     return subprocess.run(["git", "-C", root, *args], check=True, capture_output=True,
                           text=True).stdout.strip()
 
@@ -202,17 +204,18 @@ def _git(root: str, *args: str) -> str:
 def commit(root: str = ROOT) -> dict:
     """``{"sha", "subject", "dirty"}`` of the checkout at `root` (dirty: tracked files changed)."""
     try:
-        return {"sha": _git(root, "rev-parse", "HEAD"),
-                "subject": _git(root, "log", "-1", "--format=%s")[:120],
-                "dirty": bool(_git(root, "status", "--porcelain", "--untracked-files=no"))}
+        return {"sha": git(root, "rev-parse", "HEAD"),
+                "subject": git(root, "log", "-1", "--format=%s")[:120],
+                "dirty": bool(git(root, "status", "--porcelain", "--untracked-files=no"))}
     except (OSError, subprocess.CalledProcessError):
         return {"sha": None, "subject": None, "dirty": None}
 
 
-def command(argv: list | None = None) -> str:
-    """The command line of this run as typed from the checkout (paths relative to it)."""
-    argv = sys.argv if argv is None else argv
-    return " ".join(["python", *(relative(a) for a in argv)])
+def command(script: str, argv: list | None = None) -> str:
+    """``python <script> <argv>`` as typed from the checkout (paths relative to it);
+    `argv` None: this process's arguments (``sys.argv[1:]``)."""
+    argv = sys.argv[1:] if argv is None else argv
+    return " ".join(["python", *map(relative, [os.path.abspath(script), *map(str, argv)])])
 
 
 def relative(value):

@@ -120,7 +120,7 @@ def main(argv=None) -> dict:
         print("pyMOTO is not installed")
     if args.out:
         harness.write(args.out, harness.record(
-            {"command": harness.command(), "nelx": args.nelx, "nely": args.nely,
+            {"command": harness.command(__file__, argv), "nelx": args.nelx, "nely": args.nely,
              "iters": args.iters, "seconds_per_iteration": out}, args.repeats))
     return out
 

@@ -15,7 +15,8 @@ timing warms the kernels), CG iterations, and the seconds in fine products.
 
     python scripts/studies/study_smoothing.py [--shape 128x64x64] [--repeats 3] [--out PATH]
 
-writes ``results/study_smoothing.json`` (machine, commit, schedules); the
+writes ``results/study_smoothing.json`` (machine, commit, spread: `harness.record`;
+schedules, each time with its min and max); the
 notes of docs/notes/grids.md quote it. Needs numba for the kernels'
 figures (without it the numpy path is timed).
 """
@@ -23,7 +24,6 @@ figures (without it the numpy path is timed).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,8 +32,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)
-from benchmark_scale_parts import commit, machine  # noqa: E402
+sys.path[:0] = [ROOT, os.path.join(ROOT, "scripts", "benchmarks")]
+import harness  # noqa: E402
 
 #: (degree, eig_ratio): the default (2, 30) and its neighbours.
 SCHEDULES = [(1, 30.0), (2, 30.0), (3, 30.0), (4, 30.0), (2, 10.0), (2, 60.0), (3, 10.0)]
@@ -63,9 +63,10 @@ def solve_time(model, f, E, degree: int, ratio: float, repeats: int) -> dict:
         times.append(time.perf_counter() - t0)
         its.append(F.last_iterations)
         fine.append(S._iterative.timers["fine_operator"])
-    return {"degree": degree, "eig_ratio": ratio, "seconds_median": float(np.median(times)),
+    spread = {"seconds": harness.spread(times), "fine_product_seconds": harness.spread(fine)}
+    return {"degree": degree, "eig_ratio": ratio, "seconds_median": spread["seconds"]["median"],
             "seconds": times, "cg_iterations": its[-1],
-            "fine_product_seconds": float(np.median(fine))}
+            "fine_product_seconds": spread["fine_product_seconds"]["median"], "spread": spread}
 
 
 def main(argv=None) -> dict:
@@ -78,17 +79,17 @@ def main(argv=None) -> dict:
     shape = tuple(int(s) for s in args.shape.split("x"))
     grid, model, f = cantilever3d.setup(*shape, voxel=True)
     E = design(grid)
-    out = {"shape": shape, "dofs": 3 * grid.n_nodes,
-           "E_percentiles_0_5_50_95_100": np.percentile(E, [0, 5, 50, 95, 100]).tolist(),
-           "machine": machine(), "commit": commit(ROOT), "schedules": []}
+    out = harness.record({
+        "command": harness.command(__file__, argv), "shape": shape, "dofs": 3 * grid.n_nodes,
+        "E_percentiles_0_5_50_95_100": np.percentile(E, [0, 5, 50, 95, 100]).tolist(),
+        "schedules": []}, args.repeats)
     for degree, ratio in SCHEDULES:
         case = solve_time(model, f, E, degree, ratio, args.repeats)
         out["schedules"].append(case)
         print(f"degree {degree} ratio {ratio:4.0f}: {case['seconds_median']:6.2f} s  "
               f"CG {case['cg_iterations']:3d}  fine products {case['fine_product_seconds']:.2f} s",
               flush=True)
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
+    harness.write(args.out, out)
     return out
 
 
