@@ -16,7 +16,9 @@ Printed per case: the states the sweep held at once
 (`TransientSystem.counts`), the extra bytes, their ratio to one state, and
 the solves per gradient; then the growth exponent of the extra bytes from
 N = 50 to 800 (sqrt: 0.5; all: 1). JSON to
-``results/benchmark_transient_memory.json``.
+``results/benchmark_transient_memory.json`` (``--out``) with the machine, the commit and
+the extra bytes' spread over the processes (`harness`). ``--smallest``: N = 10 and 20,
+one process each.
 
     python scripts/benchmarks/benchmark_transient_memory.py [--repeats 3] [--steps 50 200 800]
 """
@@ -24,13 +26,12 @@ N = 50 to 800 (sqrt: 0.5; all: 1). JSON to
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 
 import numpy as np
+
+import harness
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "results", "benchmark_transient_memory.json")
@@ -62,14 +63,11 @@ print(json.dumps(dict(base=base, peak=peak, states=p.transient.counts["states"],
 
 def measure(steps: int, every, repeats: int) -> dict:
     """Median figures of `repeats` fresh processes."""
-    runs = []
-    for _ in range(repeats):
-        code = CHILD.format(root=ROOT, steps=steps, every=every)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              check=True, env=dict(os.environ, PYTHONPATH=ROOT))
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    out = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    out["extra"] = statistics.median(r["peak"] - r["base"] for r in runs)
+    code = CHILD.format(root=ROOT, steps=steps, every=every)
+    runs = [harness.child([sys.executable, "-c", code]) for _ in range(repeats)]
+    out = {k: harness.spread(r[k] for r in runs)["median"] for k in runs[0]}
+    extra = harness.spread(r["peak"] - r["base"] for r in runs)
+    out["extra"], out["spread"] = extra["median"], {"extra": extra}
     out["ratio"] = out["extra"] / out["state_bytes"]
     return out
 
@@ -85,10 +83,11 @@ def _fit(table, steps) -> dict:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, nargs="+", default=[50, 200, 800])
-    parser.add_argument("--out", default=OUT)
+    harness.options(parser, repeats=3, out=OUT, smallest="N = 10 and 20")
     args = parser.parse_args(argv)
+    if args.smallest:
+        args.steps, args.repeats = [10, 20], 1
     table = {}
     for scheme, every in (("sqrt", None), ("all", 1)):
         rows = table[scheme] = {}
@@ -110,13 +109,13 @@ def main(argv=None) -> dict:
         print(f"{scheme}: states' memory " + ", ".join(
             f"N = {n}: {held[n] / rows[n]['state_bytes']:.1f} states" for n in args.steps)
             + f"; grows like N^{slope:.2f} from N = {n0} to {n1}")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump({"setup": "topopt_problems.transient_heat 40 x 60, implicit Euler, tracemalloc peak "
-                            "of one gradient minus that of one objective, medians",
-                   "repeats": args.repeats, "fit": fit,
-                   "results": {s: {str(k): v for k, v in rows.items()}
-                               for s, rows in table.items()}}, fh, indent=1)
+    harness.write(args.out, harness.record(
+        {"command": harness.command(__file__, argv),
+         "setup": "topopt_problems.transient_heat 40 x 60, implicit Euler, tracemalloc peak "
+                  "of one gradient minus that of one objective, medians",
+         "repeats": args.repeats, "fit": fit,
+         "results": {s: {str(k): v for k, v in rows.items()} for s, rows in table.items()}},
+        args.repeats))
     print(f"-> {args.out}")
     return table
 

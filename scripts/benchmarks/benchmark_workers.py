@@ -9,17 +9,19 @@ fails above 1.3 times the nominal compliance. The same
 ``executor=ProcessPoolExecutor(workers)``, the model built once per worker
 from a `topopt.parallel.Builder`; the results must be identical to the bit.
 
-Times are medians of ``--repeat`` rounds, each running serial, parallel and
+Times are medians of ``--repeats`` rounds (`harness.alternating`, min and max beside
+them), each running serial, parallel and
 empty tasks in turn (on a shared machine the others' load falls on both),
 after one warm-up round (it starts the worker processes and builds their
 models; its times are reported too). BLAS threads are pinned to 1 so that serial means one core.
 The per-task overhead is measured with empty tasks carrying the same sample
 blocks. ``--dask`` times the same on a Dask ``LocalCluster`` of ``--workers``
 processes (after the others; its speed-up is against the serial median).
-Prints the JSON record (and writes it with ``--out``).
+Prints the JSON record (and writes it with ``--out``, with the machine and the commit).
+``--smallest``: n = 10, 40 samples, one round.
 
     python scripts/benchmarks/benchmark_workers.py [--n 40] [--samples 2000] [--workers 2]
-                                        [--repeat 3] [--chunk N] [--dask] [--out FILE.json]
+                                        [--repeats 3] [--chunk N] [--dask] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse                                # noqa: E402
 import json                                    # noqa: E402
-import time                                    # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
 import numpy as np                             # noqa: E402
+
+import harness                                 # noqa: E402
 
 from topopt_problems.reliable_bracket import moduli_limit_state  # noqa: E402
 from topopt import reliability as rel  # noqa: E402
@@ -48,32 +51,15 @@ def _empty_task(model, payload):
     return np.zeros(len(payload[1]))
 
 
-def _wall(fun):
-    t0 = time.perf_counter()
-    out = fun()
-    return time.perf_counter() - t0, out
-
-
-def _alternating(funs, repeat: int):
-    """Wall times of each of `funs`: one warm-up call each, then `repeat` rounds that
-    call them in turn (a shared machine's load falls on all alike); the last results."""
-    first, outs = zip(*[_wall(f) for f in funs])
-    times = [[] for _ in funs]
-    for _ in range(repeat):
-        for i, f in enumerate(funs):
-            t, out = _wall(f)
-            times[i].append(t)
-    return list(first), times, list(outs)
-
-
 def _dask_record(args, estimate, same, serial: float) -> dict:
     """Median time of the estimate on a Dask LocalCluster of `args.workers` processes."""
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         executor = client.get_executor()
-        first, (times,), (result,) = _alternating([lambda: estimate(executor)], args.repeat)
-    median = float(np.median(times))
+        first, (times,), (result,) = harness.alternating([lambda: estimate(executor)],
+                                                         args.repeats)
+    median = times["median"]
     return {"dask_s": median, "dask_times_s": times, "dask_first_s": first[0],
             "dask_speedup": serial / median, "dask_identical": bool(same(result))}
 
@@ -83,13 +69,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chunk", type=int, default=None,
                         help="samples per task (default ceil(samples / 64))")
     parser.add_argument("--dask", action="store_true",
                         help="also time a Dask LocalCluster of --workers processes")
-    parser.add_argument("--out", default=None, help="write the JSON record here")
+    harness.options(parser, repeats=3, smallest="n = 10, 40 samples")
     args = parser.parse_args(argv)
+    if args.smallest:
+        args.n, args.samples, args.repeats = 10, 40, 1
     builder = Builder(moduli_limit_state, args.n, SIGMA_E)
     ls = builder.build()
     x = np.full(args.n * args.n, 0.5)
@@ -101,18 +88,18 @@ def main(argv=None) -> dict:
     bounds = _chunk_bounds(args.samples, args.chunk)
     payloads = [((x,), thetas[a:b], b - a, False) for a, b in bounds]
     with ProcessPoolExecutor(args.workers) as pool:
-        first, times, (r_serial, r_par, _) = _alternating(
+        first, times, (r_serial, r_par, _) = harness.alternating(
             [estimate, lambda: estimate(pool),
-             lambda: _run_chunks(builder, _empty_task, payloads, pool)], args.repeat)
+             lambda: _run_chunks(builder, _empty_task, payloads, pool)], args.repeats)
     (serial_first, par_first, _), (serial_times, par_times, _) = first, times
-    serial, par, empty = (float(np.median(t)) for t in times)
+    serial, par, empty = (t["median"] for t in times)
     same = lambda r: (r.ln_pf == r_serial.ln_pf and r.n_failures == r_serial.n_failures  # noqa
                       and np.array_equal(r.log_terms, r_serial.log_terms))
     identical = same(r_par)
     dask = _dask_record(args, estimate, same, serial) if args.dask else {}
     record = {
         "n": args.n, "dofs": 2 * (args.n + 1) ** 2, "samples": args.samples,
-        "workers": args.workers, "tasks": len(bounds), "repeat": args.repeat,
+        "workers": args.workers, "tasks": len(bounds), "repeat": args.repeats,
         "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
         "serial_s": serial, "parallel_s": par, "speedup": serial / par,
         "serial_times_s": serial_times, "parallel_times_s": par_times,
@@ -128,8 +115,8 @@ def main(argv=None) -> dict:
           f"(ideal {args.workers}); {len(bounds)} tasks, overhead "
           f"{record['overhead_ms_per_task']:.2f} ms/task; identical: {identical}")
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(record, fh, indent=1)
+        harness.write(args.out, harness.record(
+            dict(command=harness.command(__file__, argv), **record), args.repeats))
     if dask:
         print(f"Dask LocalCluster({args.workers} processes): {dask['dask_s']:.2f} s -> "
               f"speed-up {dask['dask_speedup']:.2f}x; identical: {dask['dask_identical']}")

@@ -9,8 +9,8 @@ first (``sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))``).
 * `spread` -- the median of repeated measurements with their least and largest value
   (and the count): the form of every timing a benchmark records.
 * `timed` -- a function called `repeats` times (after `warmup` untimed calls), its
-  seconds as a `spread`; `combine` -- the median and spread of every number of repeated
-  runs' rows.
+  seconds as a `spread`; `alternating` -- several functions timed in turn, round by
+  round; `combine` -- the median and spread of every number of repeated runs' rows.
 * `peak_bytes`, `rss_bytes`, `reset_peak` -- this process's peak and current resident
   memory (``VmHWM``, ``VmRSS`` of ``/proc/self/status``; ``ru_maxrss`` where there is no
   ``/proc``) and the reset of the peak to the current value (Linux >= 4.0).
@@ -84,6 +84,28 @@ def timed(fun, repeats: int = 3, warmup: int = 0):
         value = fun()
         seconds.append(time.perf_counter() - t0)
     return spread(seconds), value
+
+
+def alternating(funs: list, repeats: int = 3):
+    """`funs` timed in turn: one warm-up round, then `repeats` rounds calling each once
+    (on a shared machine the others' load falls on all alike).
+
+    Returns ``(the warm-up round's seconds, the spread of each one's seconds, each
+    one's last value)``, one entry per function.
+    """
+    if repeats < 1:
+        raise ValueError(f"alternating: repeats={repeats}; pass repeats >= 1")
+    first, values = [], []
+    for f in funs:
+        s, v = timed(f, 1)
+        first.append(s["median"])
+        values.append(v)
+    seconds = [[] for _ in funs]
+    for _ in range(repeats):
+        for i, f in enumerate(funs):
+            s, values[i] = timed(f, 1)
+            seconds[i].append(s["median"])
+    return first, [spread(s) for s in seconds], values
 
 
 def combine(runs: list) -> dict:
