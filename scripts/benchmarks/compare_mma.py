@@ -13,7 +13,9 @@ objective), the evaluations, the wall time. Issue 38 asks: ours within
     python scripts/benchmarks/compare_mma.py --problems mbb_beam cantilever --out results/compare_mma.json
     python scripts/benchmarks/compare_mma.py --problems mbb_beam --set nelx=120 nely=40 --maxeval 100
 
-``--out`` is updated per problem (a rerun replaces that problem's entry).
+``--out`` is updated per problem (a rerun replaces that problem's entry), with the
+machine and the commit (`harness.record`; one run per optimizer: no spread).
+``--smallest``: ``mbb_beam`` at 30 x 10 for 10 evaluations.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import importlib
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -31,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
-from benchmark_scale_parts import commit, machine  # noqa: E402
+import harness  # noqa: E402
 
 FEASIBLE = 1e-3
 
@@ -47,9 +48,8 @@ def run_one(name: str, optimizer: str, kwargs: dict) -> dict:
     Options.check = classmethod(forced)
     try:
         module = importlib.import_module(f"topopt_problems.{name}")
-        t0 = time.perf_counter()
-        result = module.run(**kwargs)
-        seconds = time.perf_counter() - t0
+        seconds, result = harness.timed(lambda: module.run(**kwargs), 1)
+        seconds = seconds["median"]
     finally:
         Options.check = original
     h = result.history
@@ -110,7 +110,11 @@ def main(argv=None) -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                     help="keyword arguments of the problems' run()")
     ap.add_argument("--out", default="results/compare_mma.json")
+    ap.add_argument("--smallest", action="store_true",
+                    help="mbb_beam at 30 x 10, 10 evaluations: a few seconds (the tests)")
     args = ap.parse_args(argv)
+    if args.smallest:
+        args.problems, args.set, args.maxeval = ["mbb_beam"], ["nelx=30", "nely=10"], 10
     kwargs = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
     if args.maxeval is not None:
         kwargs["maxeval"] = args.maxeval
@@ -119,7 +123,7 @@ def main(argv=None) -> None:
         with open(args.out) as fh:
             data = json.load(fh)
     data.setdefault("problems", {})
-    data["machine"], data["commit"] = machine(), commit(ROOT)
+    data.update(harness.record({"command": harness.command(__file__, argv)}, repeats=1))
     for name in args.problems:
         row = compare(name, kwargs)
         data["problems"][name] = row
@@ -129,9 +133,7 @@ def main(argv=None) -> None:
               f"{b['to_1pct']}, evaluations {a['evaluations']} vs {b['evaluations']}, "
               f"identical to 1e-6 for {row['same_to_1e-6_evaluations']}, "
               f"{a['seconds']} s vs {b['seconds']} s, pass={row['pass']}", flush=True)
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            json.dump(data, fh, indent=1)
+        harness.write(args.out, data)
 
 
 if __name__ == "__main__":

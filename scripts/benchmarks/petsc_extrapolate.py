@@ -3,6 +3,9 @@
     python scripts/benchmarks/petsc_extrapolate.py [--scaling results/petsc_scaling.json]
         [--pc mg] [--alpha 2e-6] [--beta 1e10] [--out results/petsc_extrapolation.json]
 
+The JSON records the machine and the commit of the extrapolation (`harness.record`) and
+the measured medians' spread; ``--smallest`` runs the same (it only reads and models).
+
 Inputs are measurements of `scripts/benchmarks/petsc_scaling.py` (the medians in its
 ``summary``) on the largest size it ran with 1 and 2 ranks:
 
@@ -44,7 +47,9 @@ import json
 import math
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness
+
+ROOT = harness.ROOT
 
 HALO_EXCHANGES = 5        # 1 product + 2 x 2 SOR sweeps (Richardson, 2 steps, pre and post)
 LEVEL_FACTOR = 4 / 3      # coarser levels' halos: 1 + 1/4 + 1/16 + ...
@@ -66,10 +71,10 @@ def measured(path: str, pc: str) -> dict:
         by_p = {s["ranks"]: s for s in rows if tuple(s["size"]) == size}
         if 1 in by_p and 2 in by_p:
             runs = [r for r in data["runs"] if tuple(r["size"]) == size and r.get("pc") == pc]
-            cg = sorted(r["cg_iterations_per_solve"] for r in runs)[len(runs) // 2]
-            rss0 = sorted(r["max_rss_mb"][0] for r in runs if r["ranks"] == 2)
+            cg = harness.spread(r["cg_iterations_per_solve"] for r in runs)["median"]
+            rss0 = harness.spread(r["max_rss_mb"][0] for r in runs if r["ranks"] == 2)
             return {"size": size, "one": by_p[1], "two": by_p[2], "cg": cg,
-                    "root_bytes_per_element": rss0[len(rss0) // 2] * 2 ** 20 / math.prod(size)}
+                    "root_bytes_per_element": rss0["median"] * 2 ** 20 / math.prod(size)}
     raise SystemExit(f"{path} has no size measured with pc={pc!r} on 1 and 2 ranks")
 
 
@@ -115,6 +120,8 @@ def main(argv=None) -> None:
     parser.add_argument("--beta", type=float, default=1e10, help="bandwidth (bytes/s)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results",
                                                       "petsc_extrapolation.json"))
+    parser.add_argument("--smallest", action="store_true",
+                        help="the same (a model of the recorded medians: instant)")
     args = parser.parse_args(argv)
     m = measured(args.scaling, args.pc)
     tables = {}
@@ -138,13 +145,15 @@ def main(argv=None) -> None:
         print(f"rank 0's serial part equals the parallel part at P = "
               f"{q['parallel'] / q['root_serial']:.0f} (Amdahl: speed-up < "
               f"{(q['parallel'] + q['root_serial']) / q['root_serial']:.0f} at any P)")
-    with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/benchmarks/petsc_extrapolate.py " + " ".join(
-            argv if argv is not None else []), "measured": {
-                "size": m["size"], "cg_per_solve": m["cg"],
-                "one_rank": m["one"]["split_per_iteration_s"],
-                "two_ranks": m["two"]["split_per_iteration_s"]},
-            "alpha": args.alpha, "beta": args.beta, "tables": tables}, fh, indent=1)
+    harness.write(args.out, harness.record({
+        "command": harness.command(__file__, argv), "measured": {
+            "size": m["size"], "cg_per_solve": m["cg"],
+            "one_rank": m["one"]["split_per_iteration_s"],
+            "two_ranks": m["two"]["split_per_iteration_s"],
+            "spread": {"one_rank": m["one"].get("spread"), "two_ranks": m["two"].get("spread")}},
+        "alpha": args.alpha, "beta": args.beta, "tables": tables},
+        repeats=m["one"].get("runs", 1),
+        statistic="a cost model of --scaling's medians (their spread under measured)"))
     print(f"-> {args.out}")
 
 

@@ -22,13 +22,15 @@ machine's load hits all of them alike). Written per run:
   ``rest`` (filter, AD, the run's bookkeeping on rank 0) -- plus every rank's
   own assembly / setup / solve times, its rows and elements;
 * CG iterations per solve; peak resident memory per rank
-  (``getrusage(RUSAGE_SELF).ru_maxrss``); the system build (partition and
-  COO preallocation, once).
+  (`harness.peak_bytes` on the serial solvers, PETSc's rank statistics otherwise); the
+  system build (partition and COO preallocation, once).
 
 ``--serial mg-cg`` adds the serial multigrid-CG run of the same sizes. The
-``summary`` holds the median of each case over the repeats, per-iteration
-parts and the speed-up over one rank. Results go to ``--out`` (JSON);
-`docs/notes/petsc.md` reads them.
+``summary`` holds the median of each case over the repeats (min and max beside it),
+per-iteration parts and the speed-up over one rank. Results go to ``--out`` (JSON, with
+the machine and the commit: `harness.record`); `docs/notes/petsc.md` reads them.
+``--smallest``: 8 x 4 x 4 on one rank, one iteration, and the serial ``mg-cg`` beside it
+(``--pcs ""``: the serial run alone, without petsc4py).
 """
 
 from __future__ import annotations
@@ -36,14 +38,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import statistics
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
+
+import harness  # noqa: E402
 
 
 def _size(text: str) -> tuple[int, int, int]:
@@ -56,8 +57,7 @@ def _size(text: str) -> tuple[int, int, int]:
 def _rank_timers(S) -> list[dict]:
     """Every rank's timers and peak memory (one entry on the serial solvers)."""
     if S.solver != "petsc":
-        return [{"timers": {}, "max_rss_mb": resource.getrusage(
-            resource.RUSAGE_SELF).ru_maxrss / 1024.0}]
+        return [{"timers": {}, "max_rss_mb": harness.peak_bytes() / 2**20}]
     from topopt.fem.petsc import backend as petsc
     return petsc.rank_stats(S._iterative)
 
@@ -147,17 +147,15 @@ def child(size, iterations: int, solver: str, pc: str = "gamg",
 
 def _launch(size, ranks: int, iterations: int, solver: str, pc: str = "gamg",
             filter: str = "density") -> dict:
-    env = dict(os.environ, PYTHONPATH=ROOT, OMPI_ALLOW_RUN_AS_ROOT="1",
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
+    env.pop("PYTHONPATH", None)                        # this checkout alone
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "x".join(map(str, size)),
            "--iterations", str(iterations), "--solver", solver, "--pc", pc, "--filter", filter]
     if solver == "petsc":
         cmd = ["mpirun", "-n", str(ranks), "--oversubscribe"] + cmd
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return harness.child(cmd, env=env)
 
 
 def _row(r: dict) -> str:
@@ -177,17 +175,20 @@ def _summary(rows: list) -> list[dict]:
         groups.setdefault((tuple(r["size"]), r["solver"], r.get("pc"), r["ranks"]), []).append(r)
     out = []
     for (size, solver, pc, ranks), rs in groups.items():
-        med = statistics.median(r["s_per_iteration"] for r in rs)
+        seconds = harness.spread(r["s_per_iteration"] for r in rs)
+        med = seconds["median"]
         one = groups.get((size, solver, pc, 1))
-        speedup = statistics.median(r["s_per_iteration"] for r in one) / med if one else None
-        parts = {k: statistics.median(r["split_rank0_s"][k] / r["factorizations"] for r in rs)
-                 for k in rs[0]["split_rank0_s"]}
+        speedup = (harness.spread(r["s_per_iteration"] for r in one)["median"] / med
+                   if one else None)
+        parts = {k: harness.spread(r["split_rank0_s"][k] / r["factorizations"]
+                                   for r in rs)["median"] for k in rs[0]["split_rank0_s"]}
         name = solver + (f"/{pc}" if pc else "")
         text = (f"median of {len(rs)}: {'x'.join(map(str, size))} {name} P={ranks} "
                 f"{med:.3f} s/it" + (f", speed-up over 1 rank {speedup:.2f}" if speedup else "")
                 + "  per iteration: " + " ".join(f"{k}={v:.3f}" for k, v in parts.items()))
         out.append({"size": list(size), "solver": solver, "pc": pc, "ranks": ranks,
-                    "runs": len(rs), "s_per_iteration": med, "speedup": speedup,
+                    "runs": len(rs), "s_per_iteration": med, "spread": seconds,
+                    "speedup": speedup,
                     "split_per_iteration_s": parts, "text": text})
     return out
 
@@ -202,12 +203,17 @@ def main(argv=None) -> None:
                         help="runs of each case; the JSON keeps all, the table the median")
     parser.add_argument("--serial", default=None, help="also run this serial solver (mg-cg)")
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "petsc_scaling.json"))
+    parser.add_argument("--smallest", action="store_true",
+                        help="8x4x4, one rank, one iteration, with the serial mg-cg (the tests)")
     parser.add_argument("--child", type=_size, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--solver", default="petsc", help=argparse.SUPPRESS)
     parser.add_argument("--pc", default="gamg", help=argparse.SUPPRESS)
     parser.add_argument("--filter", default="density", choices=("density", "helmholtz"),
                         help="the design filter (on rank 0; its time is in 'rest')")
     args = parser.parse_args(argv)
+    if args.smallest:
+        args.sizes, args.ranks, args.iterations, args.repeats = "8x4x4", "1", 1, 1
+        args.serial = args.serial or "mg-cg"
     if args.iterations < 1:
         parser.error("--iterations must be >= 1")
     if args.child is not None:
@@ -234,9 +240,9 @@ def main(argv=None) -> None:
     summary = _summary(rows)
     for line in summary:
         print(line["text"])
-    with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/benchmarks/petsc_scaling.py " + " ".join(argv or sys.argv[1:]),
-                   "summary": summary, "runs": rows}, fh, indent=1)
+    harness.write(args.out, harness.record(
+        {"command": harness.command(__file__, argv), "summary": summary, "runs": rows},
+        args.repeats))
     print(f"-> {args.out}")
 
 
