@@ -36,16 +36,17 @@ What each side runs, per size ``NX x NY x NZ`` elements:
 
 The problems differ (load, volume fraction, tolerances, optimizers): compare
 seconds per design iteration and their change from 1 to 2 ranks, not
-designs. Results go to ``--out``; needs the ``[mpi]`` extra and ``mpirun``.
+designs. Results go to ``--out`` with the machine and the commit (`harness.record`;
+TopOpt_in_PETSc's seconds per iteration: the median over its iterations 2.., min and max
+beside it); needs the ``[mpi]`` extra and ``mpirun``. ``--smallest``: 16 x 8 x 8 on one
+rank, 2 iterations.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
+import harness  # noqa: E402
 from petsc_scaling import _launch, _row, _size  # noqa: E402
 
 ITERATION = re.compile(r"^It\.: (\d+), True fx: ([-+0-9.eE]+),.*time: ([-+0-9.eE]+)", re.M)
@@ -82,9 +84,10 @@ def toip(binary: str, size, ranks: int, iterations: int) -> dict:
                for r in range(ranks)]
     its, states = ITERATION.findall(proc.stdout), STATE.findall(proc.stdout)
     times = [float(t[2]) for t in its]
+    seconds = harness.spread(times[1:] or times)
     return {"code": "TopOpt_in_PETSc", "size": list(size), "ranks": ranks,
             "ndof": 3 * (nx + 1) * (ny + 1) * (nz + 1), "iterations": len(its),
-            "s_per_iteration": statistics.median(times[1:] or times),
+            "s_per_iteration": seconds["median"], "spread": seconds,
             "s_per_iteration_all": times, "state_solve_s": [float(s[2]) for s in states],
             "krylov_iterations": [int(s[0]) for s in states],
             "compliance": [float(t[1]) for t in its], "max_rss_mb": rss,
@@ -98,7 +101,11 @@ def main(argv=None) -> None:
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--iterations", type=int, default=6)
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "toip_compare.json"))
+    parser.add_argument("--smallest", action="store_true",
+                        help="16x8x8 on one rank, 2 iterations (the tests)")
     args = parser.parse_args(argv)
+    if args.smallest:
+        args.sizes, args.ranks, args.iterations = "16x8x8", "1", 2
     if not os.access(args.toip, os.X_OK):
         parser.error(f"--toip {args.toip!r} is not an executable (see the docstring)")
     if args.iterations < 2:
@@ -113,9 +120,9 @@ def main(argv=None) -> None:
                   f"{['%.0f' % m for m in r['max_rss_mb']]} MiB", flush=True)
             rows.append(_launch(size, p, args.iterations, "petsc", "mg"))
             print(_row(rows[-1]), flush=True)
-    with open(args.out, "w") as fh:
-        json.dump({"command": "python scripts/benchmarks/toip_compare.py " + " ".join(argv or sys.argv[1:]),
-                   "runs": rows}, fh, indent=1)
+    harness.write(args.out, harness.record(
+        {"command": harness.command(__file__, argv), "runs": rows}, args.iterations - 1,
+        statistic="median over the iterations 2.."))
     print(f"-> {args.out}")
 
 
