@@ -131,7 +131,7 @@ def one_run(args, solver) -> dict:
     per_iteration = total / n
     parts["optimizer_s"] = per_iteration - sum(parts.values())
     stamps = np.array([h["time"] for h in result["history"]])
-    steady = float(np.median(np.diff(stamps))) if stamps.size > 1 else per_iteration
+    steady = harness.spread(np.diff(stamps))["median"] if stamps.size > 1 else per_iteration
     cg = cg_iterations(S)                                     # before the floor's solves
     return {"per_iteration_s": per_iteration, "steady_iteration_s": steady, **parts,
             "fe_solves_per_iteration": result["fe_solves"] / outer,

@@ -137,6 +137,7 @@ def run_case(kind: str, shape: tuple, evals: int, optimizer: str = "nlopt") -> d
         files = {name: os.path.getsize(os.path.join(out, name)) for name in os.listdir(out)}
     n = res["evaluations"]
     per = np.diff(starts + [starts[0] + res["seconds"]])
+    steady = harness.spread(per[1:] if n > 1 else per)     # the first iteration is cold
     mg = dict(getattr(S._iterative, "timers", {}))
     solve = S.timers["solve"] + S.timers["adjoint"]
     solver_parts = sum(mg.get(k, 0.0) for k in ("fine_operator", "coarse_operators",
@@ -155,7 +156,8 @@ def run_case(kind: str, shape: tuple, evals: int, optimizer: str = "nlopt") -> d
     peak = harness.peak_bytes()
     return {"kind": kind, "shape": list(shape), "elements": int(model.n_el), "dofs": ndof,
             "setup_s": setup, "setup_s_per_million_dofs": setup / (ndof / 1e6),
-            "evaluations": n, "s_per_iteration_median": float(np.median(per[1:] if n > 1 else per)),
+            "evaluations": n, "s_per_iteration_median": steady["median"],
+            "s_per_iteration": steady,
             "s_per_iteration_mean": res["seconds"] / n, "first_iteration_s": float(per[0]),
             "run_with_outputs_s": total, "phases_s_per_iteration": phases,
             "cg_iterations_per_solve": res.get("cg_iterations_per_solve"),

@@ -37,17 +37,16 @@ import argparse
 import concurrent.futures
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GALLERY = os.path.join(ROOT, "results", "gallery")
 RECORD = os.path.join(ROOT, "results", "reproduce_gallery.json")
-sys.path.insert(0, os.path.join(ROOT, "scripts", "site"))
+sys.path[:0] = [os.path.join(ROOT, "scripts", "site"), os.path.join(ROOT, "scripts", "benchmarks")]
+
+import harness  # noqa: E402
 
 #: The start perturbation and the seeds of the perturbed runs.
 AMPLITUDE = 1e-12
@@ -100,9 +99,9 @@ def run_one(name: str, seed: int | None, folder: str) -> tuple[float, float]:
         env["TOPOPT_PERTURB"] = f"{AMPLITUDE:g}:{seed}"
     cmd = [sys.executable, os.path.join(ROOT, "problems", f"{name}.py"), "--quiet",
            "--out", out]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
+    seconds, done = harness.timed(
+        lambda: subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True), 1)
+    seconds = seconds["median"]
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} (TOPOPT_PERTURB={env.get('TOPOPT_PERTURB')}) "
                            f"exited with {done.returncode}: {done.stderr[-2000:]}")
@@ -112,25 +111,30 @@ def run_one(name: str, seed: int | None, folder: str) -> tuple[float, float]:
 
 def spread_pct(values) -> float:
     """``(max - min) / |median|`` in %."""
-    med = statistics.median(values)
-    return 100.0 * (max(values) - min(values)) / abs(med)
+    s = harness.spread(values)
+    return 100.0 * (s["max"] - s["min"]) / abs(s["median"])
+
+
+def off_pct(value: float, finals) -> float:
+    """`value` off the median of `finals`, in % of it."""
+    med = harness.spread(finals)["median"]
+    return 100.0 * (value - med) / abs(med)
 
 
 def within(value: float, finals, spread: float) -> bool:
     """`value` within `spread` % of the median of `finals` (at least `FLOOR_PCT`)."""
-    med = statistics.median(finals)
-    return abs(value - med) <= max(spread, FLOOR_PCT) / 100.0 * abs(med)
+    return abs(off_pct(value, finals)) <= max(spread, FLOOR_PCT)
 
 
 def row(name: str, plain: float, perturbed: list, seconds: float) -> dict:
     c = committed(name)
     finals = [plain, *perturbed]
+    s = harness.spread(finals)
     spread = spread_pct(finals)
     return {"figure": FIGURES[name], "committed": c, "unperturbed": plain,
-            "perturbed": perturbed, "median": statistics.median(finals),
-            "min": min(finals), "max": max(finals), "spread_pct": spread,
-            "committed_off_pct": 100.0 * (c - statistics.median(finals))
-            / abs(statistics.median(finals)),
+            "perturbed": perturbed, "median": s["median"],
+            "min": s["min"], "max": s["max"], "spread_pct": spread,
+            "committed_off_pct": off_pct(c, finals),
             "within": within(c, finals, spread), "seconds": seconds}
 
 
@@ -213,14 +217,6 @@ def _save(path: str, record: dict) -> None:
     os.replace(tmp, path)
 
 
-def machine() -> dict:
-    import numpy
-    import scipy
-    return {"python": platform.python_version(), "numpy": numpy.__version__,
-            "scipy": scipy.__version__, "machine": platform.machine(),
-            "cpus": os.cpu_count()}
-
-
 def refresh(path: str) -> int:
     """The record at `path` with each row's ``committed`` figure read again from the
     gallery and judged against its recorded runs (nothing is run); 1 if one is outside."""
@@ -231,8 +227,7 @@ def refresh(path: str) -> int:
             continue
         r["committed"] = committed(name)
         finals = [r["unperturbed"], *r["perturbed"]]
-        r["committed_off_pct"] = 100.0 * (r["committed"] - statistics.median(finals)) \
-            / abs(statistics.median(finals))
+        r["committed_off_pct"] = off_pct(r["committed"], finals)
         r["within"] = within(r["committed"], finals, r["spread_pct"])
         if not r["within"]:
             outside.append(name)
@@ -275,7 +270,8 @@ def main(argv=None) -> int:
                    "spread": "(max - min) / |median| of the six finals (the re-run as typed "
                              "and the perturbed five), in %",
                    "within": f"|committed - median of the six finals| <= max(spread, "
-                             f"{FLOOR_PCT:g} %) |median|", "machine": machine()})
+                             f"{FLOOR_PCT:g} %) |median|", "machine": harness.machine(),
+                   "commit": harness.commit()})
     record.setdefault("problems", {})
     record.setdefault("skipped", {})
     for n in names:
