@@ -7,8 +7,8 @@ interpreter with pyMOTO (``--python`` / ``--pymoto-python``, else
 flag ``--pymoto-side ... in.npz out.npz``; the designs go there and pyMOTO's
 numbers come back as ``.npz`` files in a temporary folder. This module holds
 that plumbing once; it needs numpy and the standard library only, because
-both interpreters import it (a script run as ``python scripts/x.py`` has
-``scripts/`` first on ``sys.path``).
+both interpreters import it (a script run as ``python scripts/crosscheck/x.py`` has
+its own folder first on ``sys.path``; one elsewhere puts ``scripts/crosscheck`` there).
 
 * `add_arguments`, `pymoto_python`, `require_python` -- the interpreter
   option, the hidden flag, the interpreter to use (refused if missing);
