@@ -38,7 +38,7 @@ def time_import(module: str = "topopt", n: int = 5) -> dict:
     times = [r["seconds"] for r in runs]
     stats = harness.spread(times)
     return {"module": module, "n": n, "seconds": times, "median": stats["median"],
-            "spread": stats, "heavy": sorted({m for r in runs for m in r["heavy"]})}
+            "timing": stats, "heavy": sorted({m for r in runs for m in r["heavy"]})}
 
 
 def main(argv=None) -> dict:

@@ -155,7 +155,7 @@ def run_record(out: str) -> dict:
                 seconds_per_iteration=seconds / evaluations if seconds and evaluations else None)
 
 
-def merge(path: str, rows: list) -> None:
+def merge(path: str, rows: list, command: str) -> None:
     """Write `rows` into the JSON list at `path`, replacing rows of the same label."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -167,7 +167,8 @@ def merge(path: str, rows: list) -> None:
     order = [c[0] for c in CASES + QUICK]
     runs.sort(key=lambda row: order.index(row["label"]) if row["label"] in order else 99)
     harness.write(path, harness.record(
-        {"script": "scripts/benchmarks/benchmark_memory.py", "runs": runs}, repeats=1))
+        {"script": "scripts/benchmarks/benchmark_memory.py", "command": command, "runs": runs},
+        repeats=1))
 
 
 def main(argv=None) -> list:
@@ -217,7 +218,7 @@ def main(argv=None) -> list:
               f"{(peak - base) / dofs:7.0f} B per dof  {seconds:7.1f} s", flush=True)
     out = args.out or (None if args.quick else RESULTS)
     if out and not args.no_json:
-        merge(out, rows)
+        merge(out, rows, harness.command(__file__, argv))
     print(json.dumps(rows))
     return rows
 

@@ -28,8 +28,9 @@ first (``sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))``).
 >>> stats, value = timed(lambda: sum(range(1000)), repeats=3)
 >>> value, stats["repeats"], stats["min"] <= stats["median"] <= stats["max"]
 (499500, 3, True)
->>> combine([{"s": 1.0, "name": "a"}, {"s": 3.0, "name": "a"}, {"s": 2.0, "name": "a"}])
-{'s': 2.0, 'name': 'a', 'spread': {'s': {'min': 1.0, 'max': 3.0}}, 'repeats': 3}
+>>> row = combine([{"s": 1.0, "name": "a"}, {"s": 3.0, "name": "a"}, {"s": 2.0, "name": "a"}])
+>>> row["s"], row["name"], row["spread"]["s"]["min"], row["repeats"]
+(2.0, 'a', 1.0, 3)
 >>> peak_bytes() >= rss_bytes() > 0
 True
 """
@@ -110,14 +111,13 @@ def alternating(funs: list, repeats: int = 3):
 
 def combine(runs: list) -> dict:
     """One row from repeated runs' rows: the median of each float, the first run's other
-    values, ``"spread": {key: {"min", "max"}}`` of the floats and ``"repeats"``."""
+    values, ``"spread": {key: spread(...)}`` of the floats and ``"repeats"``."""
     if not runs:
         raise ValueError("combine: no runs; measure at least once (repeats >= 1)")
     floats = [k for k, v in runs[0].items() if isinstance(v, float)]
     out = {k: (float(np.median([r[k] for r in runs])) if k in floats else v)
            for k, v in runs[0].items()}
-    out["spread"] = {k: {"min": float(min(r[k] for r in runs)),
-                         "max": float(max(r[k] for r in runs))} for k in floats}
+    out["spread"] = {k: spread(r[k] for r in runs) for k in floats}
     out["repeats"] = len(runs)
     return out
 
@@ -259,6 +259,10 @@ def record(data: dict, repeats: int, statistic: str = "median",
     measurements, their least and largest value beside it (``repeats == 1``: one
     measurement, no spread).
     """
+    taken = sorted({"machine", "commit", "spread"} & set(data))
+    if taken:
+        raise ValueError(f"record: data has its own {taken}; name them otherwise "
+                         "(the record adds the machine, the commit and the spread)")
     note = ("one measurement: no spread" if repeats == 1 else
             f"{statistic} of {repeats} repeats; min and max of the repeats beside it")
     return {"machine": machine(), "commit": commit(root),
