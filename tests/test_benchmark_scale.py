@@ -9,6 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "scripts", "benchmarks"), os.path.join(ROOT, "scripts", "studies")]
 
 import benchmark_scale_parts as parts  # noqa: E402
+from benchmark_records import check_record  # noqa: E402
 
 
 def test_smallest(tmp_path):
@@ -18,6 +19,7 @@ def test_smallest(tmp_path):
                          env=dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg"), timeout=600)
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
+    check_record(data)
     triad = data["triad"]
     assert triad["numpy"]["best_gb_s"] > 0 and triad["best_gb_s"] >= triad["numpy"]["best_gb_s"]
     assert triad["bytes_per_pass"] == 3 * triad["array_bytes"]       # STREAM's count, 3 arrays
@@ -47,6 +49,7 @@ def test_study_smoothing_smallest(tmp_path):
     out = study_smoothing.main(["--shape", "32x16x16", "--repeats", "1",
                                 "--out", str(tmp_path / "s.json")])
     assert json.loads((tmp_path / "s.json").read_text())["schedules"] == out["schedules"]
+    check_record(out)
     assert [(s["degree"], s["eig_ratio"]) for s in out["schedules"]] == study_smoothing.SCHEDULES
     its = {s["degree"]: s["cg_iterations"] for s in out["schedules"] if s["eig_ratio"] == 30}
     assert its[1] > its[2] > its[4] >= 1                # a stronger smoother, fewer iterations

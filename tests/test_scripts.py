@@ -18,6 +18,7 @@ BENCHMARKS = os.path.join(ROOT, "scripts", "benchmarks")
 sys.path.insert(0, BENCHMARKS)
 
 import harness  # noqa: E402
+from benchmark_records import check_record  # noqa: E402
 
 #: script -> its further arguments at the smallest size
 SMALLEST = {
@@ -52,31 +53,6 @@ def _importable(module: str) -> bool:
 def test_every_benchmark_is_run_by_a_test():
     scripts = {f for f in os.listdir(BENCHMARKS) if f.endswith(".py")}
     assert scripts == set(SMALLEST) | set(ELSEWHERE) | HELPERS
-
-
-def _spreads(value):
-    """Every `harness.spread` record inside `value`."""
-    if isinstance(value, dict):
-        if {"median", "min", "max", "repeats"} <= set(value):
-            yield value
-        for v in value.values():
-            yield from _spreads(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _spreads(v)
-
-
-def check_record(data: dict, spreads: bool = True) -> None:
-    """The machine, the commit and the spread of a benchmark's JSON (`harness.record`)."""
-    machine, commit, spread = data["machine"], data["commit"], data["spread"]
-    assert machine["cpu_model"] and machine["cores"] >= 1 and machine["memory_bytes"] > 0
-    assert machine["python"] and machine["numpy"]
-    assert len(commit["sha"]) == 40 and commit["dirty"] in (True, False)
-    assert "median" in spread["statistic"] and spread["repeats"] >= 1
-    if spreads:
-        found = list(_spreads(data))
-        assert found and all(s["min"] <= s["median"] <= s["max"] for s in found)
-    assert ROOT not in json.dumps(data)                  # no absolute path of the checkout
 
 
 @pytest.fixture
