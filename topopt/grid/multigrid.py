@@ -28,7 +28,7 @@ rounding (1e-7 relative) is far below the V-cycle's own error (mixed-
 precision multigrid-preconditioned CG: Goddeke, Strzodka & Turek, Int. J.
 Parallel Emerg. Distrib. Syst. 22 (2007) 221-256; TOP3D_XL, Wang et al.
 2025, runs its V-cycle in float32 as well). Measured on the 3-D cantilever
-(``scripts/benchmark_precision.py``, rtol 1e-8, four designs of an MMA run):
+(``scripts/benchmarks/benchmark_precision.py``, rtol 1e-8, four designs of an MMA run):
 the same CG iterations as double at every solve, compliance equal to 5e-14
 and sensitivities to 4e-11 (of the largest); a cold solve 1.19 times faster
 at 80 x 40 x 40 (two levels) and 1.41 at 128 x 64 x 64, whose coarse cells

@@ -4,7 +4,7 @@
 raise; `pcg`, behind the iterative backends) or `EnergyNorm` (``r^T M r <=
 rtol^2 b^T x``, failures return None; `pcg_energy`, behind reanalysis).
 
-The loop is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
+The loop is kept hand-written: ``scripts/benchmarks/benchmark_iterative.py`` runs it and
 scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle (same
 iterations: 14-15 on the 40 x 20 x 20 cantilever, 15-17 on the 600 x 200
 MBB beam). On the idle machine the times matched (0.24 / 0.24 s and 0.33 /
