@@ -3,6 +3,9 @@
 ``mpirun -n P python tests/mpi_voxel.py OUT.json CASE [CASE ...]``; rank 0
 writes the numbers as JSON and tests/test_slabs.py asserts them.
 
+* ``peak``: each rank's traced peak memory with 16 element planes per rank.
+* ``run``: 10 MMA evaluations of `topopt.formulations.SlabCompliance` at 32 x 8 x 8
+  (the serial reference runs in tests/test_slabs.py).
 * ``solve``: the 3-D cantilever (problems/cantilever3d.py, voxel) at
   32 x 8 x 8 with a graded design: the slab solution against the serial
   `GridSystem`'s, the compliance, the CG iterations, and the design gradient
@@ -112,7 +115,20 @@ def case_run(shape=RUN_SHAPE, maxeval=10):
             "x": None if x is None else np.concatenate(x).tolist(),
             "x_phys": None if x_phys is None else np.concatenate(x_phys).tolist(),
             "cg_iterations": run.cg_iterations}
-CASES = {"solve": case_solve, "run": case_run}
+def case_peak():
+    """Each rank's largest traced allocation total (tracemalloc: numpy's arrays included)
+    over 3 evaluations, on a grid of 16 element planes per rank: a rank that held an array of
+    the whole grid's length would need more on more ranks."""
+    import tracemalloc
+    tracemalloc.start()
+    _, problem = _slab_cantilever((16 * COMM.size, 8, 8), RUN_OPTIONS)
+    problem.run(3)
+    peaks = COMM.gather(tracemalloc.get_traced_memory()[1], root=0)
+    tracemalloc.stop()
+    return {"peaks": peaks}
+
+
+CASES = {"solve": case_solve, "run": case_run, "peak": case_peak}
 
 if __name__ == "__main__":
     out = {name: CASES[name]() for name in sys.argv[2:]}

@@ -45,7 +45,7 @@ def test_slab_bounds_refuse_what_cannot_split(nelx, size, align, match):
 def _mpirun(n: int, args: list, timeout: int = 900) -> None:
     env = dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+               OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     proc = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe", sys.executable, *args],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -59,7 +59,7 @@ def runs(tmp_path_factory):
     out = {}
     for n in (1, 2, 4):
         path = tmp_path_factory.mktemp("slabs") / f"n{n}.json"
-        _mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run"])
+        _mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run", "peak"])
         out[n] = json.loads(path.read_text())
     return out
 
@@ -100,3 +100,16 @@ def test_split_run_follows_the_serial_run(runs, serial, n):
     differ = np.mean((np.array(r["x_phys"]) > 0.5) != (serial["x_phys"] > 0.5))
     assert differ < 1e-4
     np.testing.assert_allclose(r["x"], serial["x"], atol=1e-6)
+
+
+@needs_mpi
+def test_memory_per_rank_stays_flat_as_grid_and_ranks_grow(runs):
+    """16 element planes per rank on 1, 2 and 4 ranks (tracemalloc's peak, numpy included):
+    measured 35.1, 35.5 and 36.4 MB. Only the coarsest level, solved on every rank, grows
+    with the grid; the largest rank stays within 1.25 of the mean."""
+    one = runs[1]["peak"]["peaks"][0]
+    for n in (2, 4):
+        peaks = np.array(runs[n]["peak"]["peaks"], dtype=float)
+        assert peaks.size == n
+        assert peaks.max() <= 1.1 * one
+        assert peaks.max() <= 1.25 * peaks.mean()
