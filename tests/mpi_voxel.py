@@ -21,11 +21,9 @@ from mpi4py import MPI
 
 from topopt import ad, fem
 from topopt.formulations.slab_compliance import SlabCompliance
-from topopt.grid import Grid
-from topopt.grid.element import elasticity_matrix
 from topopt.grid.slab_system import SlabSystem, slab_align
 from topopt.grid.slabs import Slabs
-from topopt_problems.cantilever3d import setup
+from topopt_problems.cantilever3d import setup, slab_setup
 
 COMM = MPI.COMM_WORLD
 SHAPE = (32, 8, 8)
@@ -89,20 +87,9 @@ def case_solve():
 
 
 def _slab_cantilever(shape, options, volfrac=0.3, rmin=1.5):
-    """problems/cantilever3d.py's voxel setup built on this rank's slab alone (no global array)."""
-    nelx, nely, nelz = shape
-    grid = Grid(shape)
-    slabs = Slabs(grid, COMM, slab_align(shape, 3, options))
-    fixed = slabs.dofs_where(lambda x: np.isclose(x[0], 0.0), 3)              # clamped face
-    edge = slabs.local.nodes_where(slabs.where(
-        lambda x: np.isclose(x[0], nelx) & np.isclose(x[1], 0.0)))
-    z = slabs.local.node_coordinates(edge)[2]
-    f = np.zeros(3 * slabs.local.n_nodes)
-    weight = np.full(edge.size, 1.0 / nelz)
-    weight[np.isclose(z, 0.0) | np.isclose(z, nelz)] *= 0.5
-    f[slabs.local.n_nodes + edge] = -weight
-    S = SlabSystem(slabs, elasticity_matrix(slabs.local, nu=0.3), 3, fixed, dict(options))
-    return slabs, SlabCompliance(S, slabs.additive(f, 3), volfrac, rmin)
+    """problems/cantilever3d.py's voxel setup on this rank's slab (`slab_setup`)."""
+    S, f = slab_setup(*shape, COMM, dict(options))
+    return S.slabs, SlabCompliance(S, f, volfrac, rmin)
 
 
 def case_run(shape=RUN_SHAPE, maxeval=10):

@@ -8,6 +8,7 @@ figures are checked on inputs whose answers are known.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -30,6 +31,7 @@ SMALLEST = {
     "benchmark_transient_memory.py": [], "benchmark_voxel_outputs.py": [],
     "benchmark_workers.py": [], "compare_mma.py": [], "petsc_extrapolate.py": [],
     "petsc_scaling.py": [], "pymoto_mbb.py": [], "toip_compare.py": ["--toip", "{toip}"],
+    "benchmark_slabs.py": [],
 }
 #: run at their smallest size by the tests named
 ELSEWHERE = {"benchmark_scale.py": "test_benchmark_scale.py::test_smallest",
@@ -39,7 +41,7 @@ ELSEWHERE = {"benchmark_scale.py": "test_benchmark_scale.py::test_smallest",
 #: not benchmarks: the harness and benchmark_scale's helpers (their doctests)
 HELPERS = {"harness.py", "benchmark_scale_parts.py"}
 #: one measurement per figure (a run's history, a peak): their record says so
-ONE_RUN = {"benchmark_memory.py", "compare_mma.py"}
+ONE_RUN = {"benchmark_memory.py", "compare_mma.py", "benchmark_slabs.py"}
 
 
 def _importable(module: str) -> bool:
@@ -72,6 +74,8 @@ def test_smallest(script, tmp_path, results_untouched):
     spreads = True
     if script == "toip_compare.py":
         pytest.skip("needs TopOpt_in_PETSc's build (--toip) and the [mpi] extra (petsc4py)")
+    if script == "benchmark_slabs.py" and not (_importable("mpi4py") and shutil.which("mpirun")):
+        pytest.skip("needs mpi4py and mpirun (the ranks of the split voxel path)")
     if script == "petsc_scaling.py" and not _importable("petsc4py"):
         extra += ["--pcs", ""]          # petsc4py missing: the serial mg-cg run alone
     if script == "pymoto_mbb.py" and not _importable("pymoto"):
