@@ -14,6 +14,7 @@ writes the numbers as JSON and tests/test_slabs.py asserts them.
 """
 
 import json
+import os
 import sys
 
 import numpy as np
@@ -115,10 +116,26 @@ def case_peak():
     return {"peaks": peaks}
 
 
+def case_write(folder):
+    """4 evaluations checkpointed every 2 into `folder`, the pieces written; a second run
+    resumes from them; rank 0 reads every piece back."""
+    slabs, problem = _slab_cantilever(RUN_SHAPE, RUN_OPTIONS)
+    run = problem.run(4, checkpoint=folder, checkpoint_every=2)
+    problem.write(folder, run)
+    _, again = _slab_cantilever(RUN_SHAPE, RUN_OPTIONS)
+    resumed = again.run(1, resume=folder)
+    same = slabs.max(float(np.max(np.abs(resumed.x - run.x))))
+    files = sorted(os.listdir(folder)) if COMM.rank == 0 else None
+    return {"files": files, "resumed_start_error": same, "compliance": run.compliance,
+            "resumed_compliance": resumed.compliance}
+
+
 CASES = {"solve": case_solve, "run": case_run, "peak": case_peak}
 
 if __name__ == "__main__":
-    out = {name: CASES[name]() for name in sys.argv[2:]}
+    out = {name: CASES[name]() for name in sys.argv[2:] if name in CASES}
+    if "write" in sys.argv[2:]:
+        out["write"] = case_write(os.path.join(os.path.dirname(sys.argv[1]), "pieces"))
     if COMM.rank == 0:
         with open(sys.argv[1], "w") as fh:
             json.dump(out, fh, indent=1)

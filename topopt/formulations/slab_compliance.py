@@ -18,15 +18,19 @@ iterates equal the serial voxel path's to rounding (`tests/test_slabs.py`).
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import ad, fem
+from .._files import atomic_write_text
 from .._validate import check_range
 from ..design.interpolation import simp
 from ..grid.slab_filter import SlabDensityFilter
 from ..grid.slab_system import SlabSystem
+from ..io.pieces import load_piece, save_piece, write_piece_vti, write_pvti
 from ..optimize.mma import RHO_MIN, MMA
 from ..optimize.reduce import CommReduce
 from .compliance import ComplianceProblem
@@ -104,7 +108,7 @@ class SlabCompliance:
         """The volume fraction of the whole design."""
         return ad.allsum(self.weights @ self.x_phys(x), self.comm) / self.total
 
-    def _fun(self, record: SlabRun):
+    def _fun(self, record: SlabRun, checkpoint: str | None = None, every: int = 10):
         """MMA's ``fun``: one solve per design (a repeated design is served from the last)."""
         last = {}
 
@@ -122,6 +126,8 @@ class SlabCompliance:
             values = np.array([float(c) / self.c0, float(v) / self.volfrac - 1.0])
             grads = None if gc is None else np.stack([gc / self.c0, gv / self.volfrac])
             last.update(x=np.array(x), values=values, g=grads)
+            if checkpoint is not None and len(record.compliance) % every == 0:
+                self.write(checkpoint, record, np.array(x), vti=False)
             return values, grads
         return fun
 
@@ -130,12 +136,25 @@ class SlabCompliance:
         total = self.slabs.reduce(np.array([np.abs(grad).sum(), grad.size]))
         return max(0.1 * float(total[0] / total[1]), RHO_MIN)
 
-    def run(self, maxeval: int = 200, x0=None, mma_params: dict | None = None) -> SlabRun:
-        """MMA from `x0` (uniform `volfrac`) for `maxeval` evaluations; a `SlabRun`."""
+    def run(self, maxeval: int = 200, x0=None, mma_params: dict | None = None,
+            checkpoint: str | None = None, checkpoint_every: int = 10,
+            resume: str | None = None) -> SlabRun:
+        """MMA from `x0` (uniform `volfrac`) for `maxeval` evaluations; a `SlabRun`.
+
+        `checkpoint`: a folder where every rank keeps its piece of the last
+        evaluated design every `checkpoint_every` evaluations (`save_piece`), and
+        rank 0 the histories (``history.json``); `resume`: such a folder, on as many
+        ranks: MMA restarts from its design.
+        """
+        if resume is not None:
+            x0 = load_piece(resume, self.slabs)["x"]
         x0 = np.full(self.system.n_el, self.volfrac) if x0 is None else np.array(x0, float)
+        if x0.shape != (self.system.n_el,):
+            raise ValueError(f"x0 has shape {x0.shape}; expected ({self.system.n_el},), this "
+                             "rank's elements")
         self.c0 = float(self.compliance(x0))
         record = SlabRun(x0, x0)
-        fun = self._fun(record)
+        fun = self._fun(record, checkpoint, int(checkpoint_every))
         params = {**self.mma_defaults, **(mma_params or {})}
         if params.get("rho_init", "auto") == "auto":
             params["rho_init"] = self._rho_init(fun(x0, True)[1][0])   # MMA's first call
@@ -145,4 +164,23 @@ class SlabCompliance:
         record.x, record.status = res.x, res.status
         record.x_phys = np.asarray(self.x_phys(res.x))
         record.cg_iterations = list(self.system._iterative.log)
+        if checkpoint is not None:
+            self.write(checkpoint, record, res.x, vti=False)
         return record
+
+    def write(self, folder: str, record: SlabRun, x=None, vti: bool = True) -> None:
+        """Every rank its piece of the design `x` (``record.x``): ``design.<r>-of-<P>.npz``
+        and, with `vti`, ``.vti`` pieces under rank 0's ``design.pvti``; rank 0 the
+        histories, ``history.json``. Nothing is gathered."""
+        x = record.x if x is None else x
+        x_phys = np.asarray(self.x_phys(x))
+        save_piece(folder, self.slabs, {"x": x, "x_phys": x_phys})
+        if vti:
+            write_piece_vti(folder, self.slabs, {"x": x, "x_phys": x_phys})
+        if self.slabs.rank == 0:
+            if vti:
+                write_pvti(folder, self.slabs, ["x", "x_phys"])
+            atomic_write_text(os.path.join(folder, "history.json"), json.dumps(
+                {"compliance": record.compliance, "volume": record.volume,
+                 "ranks": self.slabs.size, "grid_shape": list(self.slabs.grid.shape),
+                 "resume": f"SlabCompliance.run(resume={folder!r}) on {self.slabs.size} ranks"}, indent=1))
