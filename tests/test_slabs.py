@@ -59,7 +59,7 @@ def runs(tmp_path_factory):
     out = {}
     for n in (1, 2, 4):
         path = tmp_path_factory.mktemp("slabs") / f"n{n}.json"
-        _mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run", "peak"])
+        _mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run", "peak", "write"])
         out[n] = json.loads(path.read_text())
     return out
 
@@ -113,3 +113,43 @@ def test_memory_per_rank_stays_flat_as_grid_and_ranks_grow(runs):
         assert peaks.size == n
         assert peaks.max() <= 1.1 * one
         assert peaks.max() <= 1.25 * peaks.mean()
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_split_run_writes_pieces_and_resumes_from_them(runs, n):
+    w = runs[n]["write"]
+    pieces = [f"design.{r}-of-{n}.{ext}" for r in range(n) for ext in ("npz", "vti")]
+    assert w["files"] == sorted(pieces + ["design.pvti", "history.json"])
+    assert w["resumed_start_error"] == 0.0
+    assert min(abs(c / w["resumed_compliance"][0] - 1) for c in w["compliance"]) < 1e-10
+
+
+def _fake_slabs(rank, bounds, shape=(6, 2, 2)):
+    """What the piece writers read of a `Slabs`, without MPI."""
+    from types import SimpleNamespace
+    from topopt.grid import Grid
+    e0, e1 = bounds[rank], bounds[rank + 1]
+    return SimpleNamespace(rank=rank, size=len(bounds) - 1, e0=e0, e1=e1, bounds=np.array(bounds),
+                           grid=Grid(shape), local=Grid((e1 - e0,) + shape[1:]))
+
+
+def test_pieces_round_trip_and_refuse_another_split(tmp_path):
+    from topopt.io.design_file import DesignFileError
+    from topopt.io.pieces import load_piece, save_piece, write_piece_vti, write_pvti
+    bounds = [0, 4, 6]
+    x = np.linspace(0.0, 1.0, 24)
+    for r in range(2):
+        sl = _fake_slabs(r, bounds)
+        part = x[sl.e0 * 4:sl.e1 * 4]
+        save_piece(str(tmp_path), sl, {"x": part})
+        write_piece_vti(str(tmp_path), sl, {"x": part})
+        np.testing.assert_array_equal(load_piece(str(tmp_path), sl)["x"], part)
+    text = open(write_pvti(str(tmp_path), _fake_slabs(0, bounds), ["x"])).read()
+    assert 'WholeExtent="0 6 0 2 0 2"' in text
+    assert 'Piece Extent="4 6 0 2 0 2" Source="design.1-of-2.vti"' in text
+    assert b'WholeExtent="4 6 0 2 0 2"' in (tmp_path / "design.1-of-2.vti").read_bytes()
+    with pytest.raises(DesignFileError, match="number of ranks"):
+        load_piece(str(tmp_path), _fake_slabs(0, [0, 2, 4, 6]))
+    with pytest.raises(DesignFileError, match="slab is 0:2"):
+        load_piece(str(tmp_path), _fake_slabs(0, [0, 2, 6]))
