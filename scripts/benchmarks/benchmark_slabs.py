@@ -93,6 +93,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--sizes", default="128x64x64,208x104x104")
     parser.add_argument("--ranks", default="1,2,4")
     parser.add_argument("--evals", type=int, default=4)
+    parser.add_argument("--no-serial", action="store_true",
+                        help="skip the serial run (its peak: scripts/benchmarks/benchmark_scale.py)")
     parser.add_argument("--worker", choices=("serial", "slabs"), help=argparse.SUPPRESS)
     parser.add_argument("--shape", help=argparse.SUPPRESS)
     harness.options(parser, repeats=1, out=OUT, smallest="32 x 8 x 8 on 1 and 2 ranks")
@@ -107,17 +109,18 @@ def main(argv=None) -> dict:
     evals = 3 if args.smallest else args.evals
     rows = []
     for shape in sizes:
-        runs = [[_case("serial", shape, 1, evals)] + [_case("slabs", shape, p, evals)
-                                                        for p in ranks]
+        serial = [] if args.no_serial else [("serial", 1)]
+        runs = [[_case(kind, shape, p, evals) for kind, p in serial + [("slabs", p) for p in ranks]]
                 for _ in range(1 if args.smallest else args.repeats)]
         for k in range(len(runs[0])):
             row = harness.combine([r[k] for r in runs])
-            row["peak_sum_over_serial"] = row["peak_sum_bytes"] / runs[0][0]["peak_sum_bytes"]
+            row["peak_sum_over_serial"] = (None if args.no_serial else
+                                           row["peak_sum_bytes"] / runs[0][0]["peak_sum_bytes"])
             rows.append(row)
             print(f"{'x'.join(map(str, shape)):>12} {row['kind']:>6} {row['ranks']} ranks: "
                   f"{row['s_per_evaluation']:7.2f} s/eval, peak sum "
                   f"{row['peak_sum_bytes'] / 2**30:6.2f} GiB ({row['bytes_per_dof']:.0f} B/dof, "
-                  f"x{row['peak_sum_over_serial']:.2f} serial), largest/mean "
+                  f"x{row['peak_sum_over_serial'] or float('nan'):.2f} serial), largest/mean "
                   f"{row['largest_over_mean']:.2f}", flush=True)
     data = harness.record({"command": harness.command(__file__, argv), "options": OPTIONS,
                            "runs": rows}, repeats=1 if args.smallest else args.repeats)
