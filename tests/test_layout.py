@@ -1,8 +1,9 @@
 """The shape of the library: layers, no import cycles, modules and functions a reader can hold.
 
-The import graph (no circles in it: ``tests/test_imports.py``) is read from the source with `ast` (imports inside functions
-count too, and so does ``importlib.import_module("topopt.x")`` with a literal
-name: a lazy import that dodges a cycle is still a cycle). The limits are
+The import graph is read from the source with `ast` (imports inside
+functions count too, and so does ``importlib.import_module("topopt.x")``
+with a literal name: a lazy import that dodges a cycle is still a cycle;
+``tests/test_imports.py`` checks it has no circle). The limits are
 issue 24's: modules of at most 500 lines, classes of 250, a formulation class
 of 150, a problem script of 150, no more than 8 modules at the top of
 ``topopt/`` besides packages, one conjugate-gradient loop, and the physics,
