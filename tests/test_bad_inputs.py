@@ -42,7 +42,7 @@ from topopt.optimize.checkpoint import Checkpoint, save_checkpoint
 from topopt.robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
                                       robust_designs)
 from topopt.formulations.selfweight import SelfWeightProblem
-from topopt.responses.stress import MinimumVolumeStress
+from topopt.formulations.stress import MinimumVolumeStress
 from topopt import parallel, reliability as rel
 from topopt.optimize.driver import minimize
 from topopt.robust.moments import mean_std, monte_carlo_moments

@@ -30,7 +30,8 @@ from topopt.responses.structural import compliance, volume
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.robust.moments import mean_std
 from topopt.formulations.selfweight import SelfWeightProblem
-from topopt.responses.stress import MinimumVolumeStress, relaxed_stress
+from topopt.formulations.stress import MinimumVolumeStress
+from topopt.responses.stress import relaxed_stress
 
 meshio = pytest.importorskip("meshio")
 pytest.importorskip("skimage")

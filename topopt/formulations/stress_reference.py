@@ -18,7 +18,7 @@ import numpy as np
 
 from ..io.result import RunResult, grey_level, run_record
 from ..optimize.driver import Stage
-from ..responses.stress import MinimumVolumeStress
+from .stress import MinimumVolumeStress
 from .._files import check_writable_folder
 from .._validate import check_int, check_mapping, check_positive, check_range, check_sequence
 from ..io.folder import write_results
