@@ -32,7 +32,7 @@ from topopt._validate import TopoptWarning, check_finite_values
 from topopt.design.passive import Passive
 from topopt.formulations.eigen import EigenProblem
 from topopt.fem.modal import ModalSystem
-from topopt.design.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
+from topopt.design import DensityFilter, HelmholtzFilter, helmholtz_radius
 from topopt.design.interpolation import blueprint, permittivity, project, ramp, simp
 from topopt.design.measures import grey_level, variable_grey_level
 from topopt.formulations.mechanism import MechanismProblem

@@ -24,7 +24,7 @@ import topopt_problems
 from topopt import fem
 from topopt.formulations.eigen import EigenProblem
 from topopt.design.interpolation import simp
-from topopt.io.designs import enclosed_volume, iso_surface, load_design, save_design, signed_volume
+from topopt.io import enclosed_volume, iso_surface, load_design, save_design, signed_volume
 from topopt.formulations.mechanism import MechanismProblem
 from topopt.responses.structural import compliance, volume
 from topopt.formulations.compliance import ComplianceProblem
@@ -260,7 +260,8 @@ def _em_robust(saved, module):
     _, model, design, _, b, O = module.em_focus.setup(s["resolution_nm"])
     n = silver_jc_cubic(module.em_focus.WAVELENGTH)
     a = 1.0 / (1.0 + saved["x_phys"][design] * (n - 1.0)) ** 2 - 1.0
-    return 2.0 * np.sqrt(float(module.em_focus.intensity(model.solve(a, b), O)))
+    from topopt.formulations.focus import intensity
+    return 2.0 * np.sqrt(float(intensity(model.solve(a, b), O)))
 
 
 def _heat_sink_flow(saved, module):

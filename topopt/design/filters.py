@@ -30,13 +30,9 @@ import numpy as np
 import scipy.sparse as sps
 
 from .._validate import check_positive
-from .helmholtz_filter import HelmholtzFilter, helmholtz_radius
-from .linear_filter import (LinearFilter, _mesh, _warn_radius, apply_filter,
-                            apply_filter_transpose, domain_size)
-from .quadrature import QuadratureField
+from .linear_filter import LinearFilter, _mesh, _warn_radius
 
-__all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "QuadratureField", "helmholtz_radius",
-           "apply_filter", "apply_filter_transpose", "domain_size"]
+__all__ = ["DensityFilter"]
 
 
 class DensityFilter(LinearFilter):

@@ -23,16 +23,17 @@ import scipy.sparse as sps
 
 from .. import ad
 from .._validate import check_bool, check_finite_values, check_indices, check_int
-from .adjoint import matvec, products, solve
 from .kernels import ElementKernels
 from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive_definite
-from .solvers.csr import build_pattern, csr_structure
+from .solvers.csr import build_pattern
 from .solvers.direct import cvxopt_full_of, cvxopt_lower_of
 from .solvers.reanalysis import ReanalysisFactor, reanalysis_policy
 from .budget import PATHS, check_dofs
-from .solvers.table import BACKENDS, CholmodContext, SingularSystemError, factorize, pick_solver
+from .solvers.table import BACKENDS, factorize, pick_solver
+from .solvers.direct import CholmodContext
+from .errors import SingularSystemError
 
-__all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
+__all__ = ["LinearSystem", "RAYLEIGH_TOL"]
 
 RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve with a positive definite ``K``.

@@ -5,7 +5,7 @@ the tanh projection) ``-> E = simp(x_phys)`` ``-> u = K(E)^{-1} f`` ``-> c =
 f^T u``, minimised by MMA subject to ``v(x_phys) <= volfrac`` (top88 eq. (1)).
 A problem script sets up the mesh, supports and loads, builds the problem and
 calls `topopt.io.folder.run_compliance` (which writes the run folder); its
-command line is `topopt.cli.script.compliance_options`.
+command line is `topopt.cli.options.compliance_options`.
 """
 
 from __future__ import annotations

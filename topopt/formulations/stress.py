@@ -32,7 +32,8 @@ from .._validate import check_int, check_load, check_positive, check_range, chec
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem import Model, solve
-from ..optimize.driver import Stage, minimize
+from ..optimize.driver import minimize
+from ..optimize.options import Stage
 from ..optimize.ending import ending
 from ..responses.stress import (AdaptiveNormalization, ElementStress, relaxed_stress,
                                 stress_pnorm)

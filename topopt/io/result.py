@@ -26,7 +26,7 @@ import numpy as np
 from ..design.measures import grey_level
 from ..optimize.ending import ending_line, with_grey
 
-__all__ = ["RunResult", "RUN_KEYS", "grey_level", "run_record"]
+__all__ = ["RunResult", "RUN_KEYS", "run_record"]
 
 #: How a run ended, at the top level of every ``result.json``.
 RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume", "verdict", "ending")

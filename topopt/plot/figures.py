@@ -25,11 +25,6 @@ from .markers import ARROW, PAD
 from .setup import _as_markers
 from .symbols import draw_axes, draw_markers, _marker_extent
 
-# the names this module held before the split, for code that imports them from here
-from .design3d import design_figure_3d, save_design_3d  # noqa: E402,F401
-from .history import history_figure, save_history  # noqa: E402,F401
-from .markers import boundary_markers  # noqa: E402,F401
-
 __all__ = ["design_figure", "save_design"]
 
 

@@ -37,14 +37,10 @@ import scipy.sparse as sps
 
 from .amg import SmoothedAggregation
 from .auto import auto_solver
-from .direct import (FAST_EXTRA, CholmodContext, CholmodFactor, SuperLUFactor, UmfpackFactor,
-                     has_module)
-from ..errors import ConvergenceError, SingularSystemError
+from .direct import FAST_EXTRA, CholmodFactor, SuperLUFactor, UmfpackFactor, has_module
 from .multigrid import GeometricMultigrid
 
-__all__ = ["SingularSystemError", "ConvergenceError", "Backend", "BACKENDS", "ITERATIVE",
-           "available_solvers", "pick_solver", "factorize", "SuperLUFactor", "CholmodContext",
-           "CholmodFactor", "UmfpackFactor"]
+__all__ = ["Backend", "BACKENDS", "ITERATIVE", "available_solvers", "pick_solver", "factorize"]
 
 
 @dataclass(frozen=True)
