@@ -38,7 +38,7 @@ PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.fem.solvers", "topopt.f
 
 SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",
-    "topopt.cli.options": "the value converters of that command line (re-exported by topopt.cli)",
+    "topopt.cli.options": "its options: converters, Option, the shared ones (exported by topopt.cli)",
     "topopt.plot": "figures; imports matplotlib",
     "topopt.io.folder": "output-folder checks of the scripts",
     "topopt.io": "saved designs, used by module (topopt.io.load_design)",

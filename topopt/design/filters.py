@@ -8,8 +8,8 @@ derivatives (`ad.hvp`) go through it too.
 
 `DensityFilter` is here; the base `LinearFilter` and the primitive pair are
 `linear_filter`, the PDE filter `helmholtz_filter`, its field at quadrature
-points `quadrature`. This module re-exports them: it is the filters' entry
-point (``from topopt.design.filters import HelmholtzFilter``).
+points `quadrature`; the package `topopt.design` exports them all
+(``from topopt.design import DensityFilter, HelmholtzFilter``).
 
 Examples
 --------

@@ -10,7 +10,7 @@ The pieces live beside it: the pattern and ``P`` in `topopt.fem.solvers.csr`
 (`build_pattern`), the singularity checks in `topopt.fem.singular`, the
 cvxopt matrices of CHOLMOD and UMFPACK in `topopt.fem.solvers.direct`, and
 the differentiable `solve` with its rules (`matvec`, `products`) in
-`topopt.fem.adjoint` (re-exported here).
+`topopt.fem.adjoint` (all exported by `topopt.fem`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
 * ``"petsc"`` (`ITERATIVE` too): PETSc CG + PCMG (lattices) or GAMG across MPI ranks
   (``pip install 'topopt[mpi]'``, run under ``mpirun``; `topopt.fem.petsc`).
 
-The factor classes live in `topopt.fem.solvers.direct` (re-exported here), the CG
+The factor classes live in `topopt.fem.solvers.direct`, the CG
 loop in `topopt.fem.solvers.krylov`. A backend whose optional module is missing
 raises ImportError naming the extra (``pip install 'topopt[fast]'``).
 """
