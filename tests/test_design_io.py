@@ -633,11 +633,12 @@ def _good_design(tmp_path, **changes):
 
 # one row per bad file: what is in it -> the "(why)" of `not a topopt design: PATH (why)`
 BAD_FILES = [
-    ("text", lambda p: p.write_text("hello\n" * 20), "does not start with the zip signature"),
-    ("empty", lambda p: p.write_bytes(b""), "does not start with the zip signature"),
-    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]), "truncated or damaged"),
+    ("text", lambda p: p.write_text("hello\n" * 20), "(not an .npz archive)"),
+    ("empty", lambda p: p.write_bytes(b""), "(an empty file)"),
+    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]),
+     "a truncated .npz archive: its zip directory is missing"),
     ("object array", lambda p: np.savez(p, x=np.array([{}, 1], dtype=object)),
-     "'x' holds Python objects"),
+     "'x' holds pickled Python objects, which a design never does"),
     ("missing", lambda p: np.savez(p, x=np.ones(3)), "missing ['cells'"),
 ]
 BAD_ARRAYS = [
