@@ -24,7 +24,8 @@ import scipy.sparse as sps
 from .. import ad
 from .._validate import check_bool, check_finite_values, check_indices, check_int
 from .kernels import ElementKernels
-from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive_definite
+from .singular import (_check_rayleigh, _check_structure, _check_zeros, _positive_definite,
+                       _timed_solve)
 from .solvers.csr import build_pattern
 from .solvers.direct import cvxopt_full_of, cvxopt_lower_of
 from .solvers.reanalysis import ReanalysisFactor, reanalysis_policy
@@ -238,17 +239,9 @@ class LinearSystem(ElementKernels):
         return F
 
     def free_solve(self, F, b, adjoint=False):
-        """Solve on the free dofs and check the result."""
-        t0 = time.perf_counter()
-        x = F.solve_adjoint(b) if adjoint else F.solve(b)
-        key = "adjoint" if adjoint else "solve"
-        self.timers[key] += time.perf_counter() - t0
-        self.counts[key + "s"] += 1
-        if not np.all(np.isfinite(x)):
-            check_finite_values("the right-hand side", b, "a load or an objective's "
-                                "derivative is NaN/inf (not a support problem)", ("free dof",))
-            raise SingularSystemError("the solution is not finite: the system is singular "
-                                      "(is every part of the domain supported?)")
+        """Solve on the free dofs and check the result (`_timed_solve`, then the Rayleigh
+        quotient and the residual)."""
+        x = _timed_solve(self, F, b, adjoint, "domain", "free dof")
         if getattr(F, "diag", None) is not None:
             _check_rayleigh(self, F.diag, b, x)
         if not adjoint and F.matrix is not None:    # CHOLMOD detects singularity itself
