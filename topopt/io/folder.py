@@ -8,7 +8,7 @@ scripts' side writes.
 `minimize` (`topopt.optimize`) checks its output paths here and writes its
 checkpoint (`topopt.optimize.checkpoint`) and history with the
 atomic writes of `topopt._files`. The problem scripts' helpers (`add_run_arguments`,
-`run_options`, `run_record`, `script_errors`, `finish`, `signals_held`,
+`run_options`, `script_errors`, `finish`, `signals_held`,
 `exit_status`) are in `topopt.cli`.
 
 * Paths are checked before the first evaluation: the folder is created and a

@@ -1,7 +1,7 @@
 """The result of a problem's run: one type for every problem script.
 
 `RunResult` holds how the run ended (the fields of
-`topopt.cli.run_record`: ``status``, ``signal``, ``evaluations``,
+`run_record`: ``status``, ``signal``, ``evaluations``,
 ``checkpoint``, ``resume``), the problem's metrics (JSON numbers: a
 compliance problem's ``compliance``, ``volume``, ``grey_level``,
 ``fe_solves``, ...; em_focus's ``g`` and field enhancements; ...), the

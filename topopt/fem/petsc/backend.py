@@ -27,7 +27,7 @@ Per `LinearSystem` (`PetscContext`, the backend's ``hierarchy``):
   `ConvergenceError` (`SingularSystemError` when CG finds ``K`` or the
   preconditioner indefinite) on rank 0; the other ranks keep serving.
 
-The element sensitivities ``-lambda_e^T K_e u_e`` (`topopt.fem.system.products`)
+The element sensitivities ``-lambda_e^T K_e u_e`` (`topopt.fem.products`)
 are computed on the ranks that own the elements: rank 0 sends ``lambda`` and
 ``u`` (each rank its rows), each rank reads its elements' dofs, other ranks'
 included, through a PETSc scatter, and rank 0 gathers one number per element.
