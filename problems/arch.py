@@ -33,7 +33,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
+from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder

@@ -35,13 +35,13 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, open_unit, positive_float, positive_int
+from topopt.cli import Option, open_unit, positive_float, positive_int
 from topopt.design.passive import Passive
 from topopt.formulations.buckling import BucklingProblem
 from topopt.io import check_writable_file, check_writable_folder
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
-from topopt.optimize.driver import Stage
+from topopt.optimize import Stage
 from topopt._keywords import keywords
 
 #: Relative: the results folder lies under the working directory.

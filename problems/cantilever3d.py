@@ -29,7 +29,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import GRID_SOLVERS, compliance_options, compliance_summary
+from topopt.cli import GRID_SOLVERS, compliance_options, compliance_summary
 from topopt.fem.solvers.auto import auto_voxel
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.grid import Grid, SlabSystem, Slabs, elasticity_matrix, grid_elasticity, slab_align

@@ -23,7 +23,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import compliance_options, compliance_summary
+from topopt.cli import compliance_options, compliance_summary
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult

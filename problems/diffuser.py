@@ -35,7 +35,7 @@ import numpy as np
 import skfem
 
 from topopt import cli
-from topopt.cli.script import Option, open_unit, positive_int
+from topopt.cli import Option, open_unit, positive_int
 from topopt.flow import parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
 from topopt.formulations.flow_output import check_lu_solver, power_summary, run_flow

@@ -39,7 +39,7 @@ import os
 import numpy as np
 
 from topopt import cli, fem
-from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
+from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
 from topopt.formulations import MASS_INTERPOLATIONS, ComplianceProblem, DynamicComplianceProblem
 from topopt.io import check_writable_file, check_writable_folder, write_results
 from topopt.io.result import RunResult

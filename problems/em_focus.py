@@ -33,9 +33,8 @@ import os
 import numpy as np
 
 from topopt import cli, fem
-from topopt.cli.script import Option, at_least
-from topopt.formulations.focus import (FocusProblem, FocusSetup, enhancement,  # noqa: F401
-                                      intensity, run_focus)
+from topopt.cli import Option, at_least
+from topopt.formulations.focus import FocusProblem, FocusSetup, run_focus
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
 

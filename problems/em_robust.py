@@ -57,7 +57,7 @@ import dataclasses
 import os
 
 from topopt import cli
-from topopt.cli.script import Option, at_least
+from topopt.cli import Option, at_least
 from topopt.formulations.focus_designs import FocusDesigns, run_focus_designs
 from topopt.formulations.focus_reliable import APPROACHES
 from topopt.io.result import RunResult

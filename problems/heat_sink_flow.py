@@ -37,7 +37,7 @@ from topopt.flow import Convection, navier_stokes, parabolic_inlet, stokes
 from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.formulations.flow_thermal import ConvectionProblem
 from topopt.io.result import RunResult
-from topopt.optimize.driver import Stage
+from topopt.optimize import Stage
 from topopt._keywords import keywords
 from topopt._validate import check_int
 

@@ -27,9 +27,8 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, positive_float
+from topopt.cli import Option, compliance_options, positive_float
 from topopt.formulations.mechanism import MechanismProblem, run_mechanism
-from topopt.cli.script import compliance_options
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
 

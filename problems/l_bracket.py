@@ -40,7 +40,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, at_least, positive_float
+from topopt.cli import Option, at_least, positive_float
 from topopt.fem.shapes import l_shape
 from topopt.formulations.stress_reference import StressSchedule, run_stress_reference
 from topopt.io.result import RunResult

@@ -34,12 +34,12 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, compliance_options, compliance_summary, positive_float
+from topopt.cli import Option, compliance_options, compliance_summary, positive_float
 from topopt.design.passive import Passive
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
-from topopt.optimize.driver import Stage
+from topopt.optimize import Stage
 from topopt._keywords import keywords
 from topopt._validate import check_int
 

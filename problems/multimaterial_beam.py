@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 
 from topopt import cli
-from topopt.cli.script import Option, at_least, positive_float, positive_int
+from topopt.cli import Option, at_least, positive_float, positive_int
 from topopt.formulations.base import FILTERS
 from topopt.formulations.multimaterial import LIMITS, MultiMaterialCompliance, write_phases
 from topopt.io.folder import run_compliance

@@ -34,12 +34,12 @@ import numpy as np
 import skfem
 
 from topopt import cli
-from topopt.cli.script import Option, open_unit, positive_int
+from topopt.cli import Option, open_unit, positive_int
 from topopt.flow import navier_stokes, parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
 from topopt.formulations.flow_output import check_lu_solver, run_flow
 from topopt.io.result import RunResult
-from topopt.optimize.driver import Stage
+from topopt.optimize import Stage
 from topopt._keywords import keywords
 from topopt._validate import check_int
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, compliance_options, compliance_summary
+from topopt.cli import Option, compliance_options, compliance_summary
 from topopt.formulations.printable import PrintableCompliance
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult

@@ -40,7 +40,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem, reliability as rel
-from topopt.cli.script import Option, at_least, open_unit
+from topopt.cli import Option, at_least, open_unit
 from topopt.design.interpolation import simp
 from topopt.formulations.reliable import ReliableCompliance, phase_checkpoints
 from topopt.formulations.reliable_run import run_reliable

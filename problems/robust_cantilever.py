@@ -41,11 +41,9 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, at_least
-from topopt.cli.script import compliance_options
+from topopt.cli import Option, at_least, compliance_options
 from topopt.formulations.compliance import ComplianceProblem
-from topopt.formulations.robust_compliance import (RobustCompliance, check_robust,  # noqa: F401
-                                                   run_robust)
+from topopt.formulations.robust_compliance import check_robust, run_robust
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
 

@@ -25,9 +25,8 @@ from __future__ import annotations
 import os
 
 from topopt import cli
-from topopt.cli.script import Option, at_least, positive_float, positive_int
+from topopt.cli import Option, at_least, compliance_options, positive_float, positive_int
 from topopt.formulations.mechanism import MechanismProblem, robust_constraint_names, robust_run
-from topopt.cli.script import compliance_options
 from topopt.io.folder import write_results
 from topopt.io.result import RunResult
 from topopt.io import check_writable_folder

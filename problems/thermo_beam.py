@@ -33,7 +33,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.script import Option, at_least, open_unit, positive_float, positive_int
+from topopt.cli import Option, at_least, open_unit, positive_float, positive_int
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.thermoelastic import ThermoelasticProblem
 from topopt.io.folder import run_compliance

@@ -32,8 +32,7 @@ import numpy as np
 
 from topopt import cli
 from topopt import fem
-from topopt.cli.options import at_least
-from topopt.cli.script import Option, compliance_options, positive_float, positive_int
+from topopt.cli import Option, at_least, compliance_options, positive_float, positive_int
 from topopt.formulations.transient_heat import TransientHeatProblem
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult

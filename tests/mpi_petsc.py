@@ -121,7 +121,7 @@ def auto_case() -> dict:
 def products_case() -> dict:
     """Element products v_e^T K_e w_e on the owning ranks against the serial ones, two
     load columns, v and w nonzero at the fixed dofs too."""
-    from topopt.fem.system import products
+    from topopt.fem import products
     mesh, model, f = cantilever3d.setup(8, 4, 4)
     rng = np.random.default_rng(8)
     v, w = rng.standard_normal((2, model.ndof, 2))
@@ -133,7 +133,7 @@ def products_case() -> dict:
 def helmholtz_case() -> dict:
     """The Helmholtz filter's PDE on PETSc against SuperLU (filter and transpose), and a
     Taylor test of a compliance problem whose state and filter both run on PETSc."""
-    from topopt.design.filters import HelmholtzFilter
+    from topopt.design import HelmholtzFilter
     mesh, model, f = cantilever3d.setup(12, 6, 6)
     x = _design(model.n_el, 9)
     w = np.random.default_rng(10).standard_normal(model.n_el)

@@ -7,7 +7,7 @@ import scipy.special as sp
 from topopt import ad
 from topopt.ad import core, elementwise
 from topopt.ad.registry import REGISTRY, function_name
-from topopt.ad.numpy_rules import scatter_add
+from topopt.ad import scatter_add
 from topopt.ad.products import eigh, eigvalsh
 
 

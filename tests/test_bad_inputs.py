@@ -32,7 +32,7 @@ from topopt._validate import TopoptWarning, check_finite_values
 from topopt.design.passive import Passive
 from topopt.formulations.eigen import EigenProblem
 from topopt.fem.modal import ModalSystem
-from topopt.design.filters import DensityFilter, HelmholtzFilter, helmholtz_radius
+from topopt.design import DensityFilter, HelmholtzFilter, helmholtz_radius
 from topopt.design.interpolation import blueprint, permittivity, project, ramp, simp
 from topopt.design.measures import grey_level, variable_grey_level
 from topopt.formulations.mechanism import MechanismProblem
@@ -42,7 +42,7 @@ from topopt.optimize.checkpoint import Checkpoint, save_checkpoint
 from topopt.robust.projection import (DilatedVolume, RobustFormulation, bound_formulation,
                                       robust_designs)
 from topopt.formulations.selfweight import SelfWeightProblem
-from topopt.responses.stress import MinimumVolumeStress
+from topopt.formulations.stress import MinimumVolumeStress
 from topopt import parallel, reliability as rel
 from topopt.optimize.driver import minimize
 from topopt.robust.moments import mean_std, monte_carlo_moments

@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from topopt.cli import script as cli
+from topopt import cli
+from topopt.cli.options import MAXEVAL_LIMIT
 from topopt.io.result import RUN_KEYS, RunResult
 
 from topopt_problems import mbb_beam
@@ -170,7 +171,7 @@ def test_a_script_run_as_a_file_reports_a_bad_value_in_one_line(tmp_path, name):
     least = len(PROBLEMS[name].BETAS) if name == "l_bracket" else 1     # one per block
     assert proc.stderr.strip().splitlines()[-1] == \
         f"{name}.py: error: argument --maxeval: must be an integer >= {least} and <= " \
-        f"{cli.MAXEVAL_LIMIT}, got 0"
+        f"{MAXEVAL_LIMIT}, got 0"
 
 
 # ---------------------------------------------------------------- the result type

@@ -24,13 +24,14 @@ import topopt_problems
 from topopt import fem
 from topopt.formulations.eigen import EigenProblem
 from topopt.design.interpolation import simp
-from topopt.io.designs import enclosed_volume, iso_surface, load_design, save_design, signed_volume
+from topopt.io import enclosed_volume, iso_surface, load_design, save_design, signed_volume
 from topopt.formulations.mechanism import MechanismProblem
 from topopt.responses.structural import compliance, volume
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.robust.moments import mean_std
 from topopt.formulations.selfweight import SelfWeightProblem
-from topopt.responses.stress import MinimumVolumeStress, relaxed_stress
+from topopt.formulations.stress import MinimumVolumeStress
+from topopt.responses.stress import relaxed_stress
 
 meshio = pytest.importorskip("meshio")
 pytest.importorskip("skimage")
@@ -259,7 +260,8 @@ def _em_robust(saved, module):
     _, model, design, _, b, O = module.em_focus.setup(s["resolution_nm"])
     n = silver_jc_cubic(module.em_focus.WAVELENGTH)
     a = 1.0 / (1.0 + saved["x_phys"][design] * (n - 1.0)) ** 2 - 1.0
-    return 2.0 * np.sqrt(float(module.em_focus.intensity(model.solve(a, b), O)))
+    from topopt.formulations.focus import intensity
+    return 2.0 * np.sqrt(float(intensity(model.solve(a, b), O)))
 
 
 def _heat_sink_flow(saved, module):
@@ -631,11 +633,12 @@ def _good_design(tmp_path, **changes):
 
 # one row per bad file: what is in it -> the "(why)" of `not a topopt design: PATH (why)`
 BAD_FILES = [
-    ("text", lambda p: p.write_text("hello\n" * 20), "does not start with the zip signature"),
-    ("empty", lambda p: p.write_bytes(b""), "does not start with the zip signature"),
-    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]), "truncated or damaged"),
+    ("text", lambda p: p.write_text("hello\n" * 20), "(not an .npz archive)"),
+    ("empty", lambda p: p.write_bytes(b""), "(an empty file)"),
+    ("truncated", lambda p: p.write_bytes(p.read_bytes()[:300]),
+     "a truncated .npz archive: its zip directory is missing"),
     ("object array", lambda p: np.savez(p, x=np.array([{}, 1], dtype=object)),
-     "'x' holds Python objects"),
+     "'x' holds pickled Python objects, which a design never does"),
     ("missing", lambda p: np.savez(p, x=np.ones(3)), "missing ['cells'"),
 ]
 BAD_ARRAYS = [

@@ -7,8 +7,8 @@ from skfem import (Basis, ElementQuad0, ElementQuad1, MeshHex, MeshQuad, MeshTet
 from skfem.models.poisson import laplace, mass
 
 from topopt import ad
-from topopt.design.filters import (DensityFilter, HelmholtzFilter, apply_filter,
-                                   apply_filter_transpose, helmholtz_radius)
+from topopt.design import (DensityFilter, HelmholtzFilter, apply_filter, apply_filter_transpose,
+                           helmholtz_radius)
 from topopt.design.interpolation import project, simp
 
 QUAD = MeshQuad.init_tensor(np.linspace(0, 3, 7), np.linspace(0, 2, 5))
@@ -169,7 +169,7 @@ def test_helmholtz_pullback_is_transpose(mesh):
 @pytest.mark.filterwarnings("ignore:filter radius:topopt._validate.TopoptWarning")  # r ~ domain
 def test_helmholtz_factorizes_once(monkeypatch):
     flt = HelmholtzFilter(HEX, 0.3)
-    import topopt.design.filters
+    import topopt.design.helmholtz_filter
 
     def no_factorization(*args, **kwargs):
         raise AssertionError("Kf factorized again")

@@ -13,7 +13,7 @@ from topopt import ad, fem
 from topopt.flow import navier_stokes, parabolic_inlet, stokes
 from topopt.formulations.flow import FlowProblem
 from topopt.optimize.checkpoint import load_checkpoint
-from topopt.optimize.driver import Stage
+from topopt.optimize import Stage
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "problems"))
 import diffuser  # noqa: E402

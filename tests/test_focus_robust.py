@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse.linalg as spla
 
 from topopt import ad, fem
-from topopt.design.filters import HelmholtzFilter
+from topopt.design import HelmholtzFilter
+from topopt.formulations.focus import enhancement
 from topopt.formulations.focus_robust import RobustFocus, robust_focus_stages, run_robust_focus
 from topopt.robust import ETAS, edge_shift, filtered_step, threshold_for_shift
 
@@ -109,7 +110,7 @@ def test_taylor_of_each_realization_and_of_the_epigraph(coarse):
                               rng.standard_normal(coarse.n))
         assert rate >= 1.9, (k, rate)
     pz = robust.start(p, 8.0)
-    assert pz[-1] == -2 * np.sqrt(g[2]) == -em_focus.enhancement(robust.worst(p, 8.0))
+    assert pz[-1] == -2 * np.sqrt(g[2]) == -enhancement(robust.worst(p, 8.0))
     z, *bounds = (float(v) for v in robust.responses(pz, 8.0))
     assert z == pz[-1] and max(bounds) == 0.0 and min(bounds) < 0   # the worst one active
     w = rng.standard_normal(4)
@@ -170,7 +171,7 @@ def test_short_robust_run_raises_the_worst_case(coarse):
     0.095 -> 1.77 as measured; z stays an upper bound of -min_k E_k (feasible)."""
     robust, res, fig = run_robust_focus(coarse, maxeval=15, betas=(8.0,))
     assert res.evaluations == 15
-    e0 = em_focus.enhancement(robust.worst(coarse.setup.start(coarse.n), 8.0))
+    e0 = enhancement(robust.worst(coarse.setup.start(coarse.n), 8.0))
     assert e0 == pytest.approx(0.0947, abs=1e-4)
     assert fig["worst_enhancement"] == min(fig["field_enhancement"].values()) > 10 * e0
     assert -res.x[-1] <= fig["worst_enhancement"] + 1e-6

@@ -11,8 +11,7 @@ import pytest
 
 from topopt import ad
 from topopt._validate import TopoptWarning
-from topopt.design.filters import (DensityFilter, HelmholtzFilter, apply_filter,
-                                   apply_filter_transpose)
+from topopt.design import DensityFilter, HelmholtzFilter, apply_filter, apply_filter_transpose
 from topopt.grid import Grid
 from topopt.grid.filters import GridDensityFilter, GridHelmholtzFilter, density_kernel
 

@@ -8,7 +8,7 @@ import pytest
 from topopt import ad
 
 from topopt_problems import l_bracket as lb
-from topopt.responses.stress import MinimumVolumeStress
+from topopt.formulations.stress import MinimumVolumeStress
 
 
 @pytest.fixture(scope="module")

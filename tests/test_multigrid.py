@@ -9,9 +9,9 @@ import skfem
 from scipy.sparse.csgraph import connected_components
 
 from topopt import ad, fem
-from topopt.fem.solvers.multigrid import (ConvergenceError, GeometricMultigrid, _Chebyshev,
-                                          element_lmax_bound, pcg, rigid_body_modes)
-from topopt.fem.solvers.table import SingularSystemError
+from topopt.fem.solvers.multigrid import _Chebyshev
+from topopt.fem import ConvergenceError, SingularSystemError, rigid_body_modes
+from topopt.fem.solvers import GeometricMultigrid, element_lmax_bound, pcg
 from topopt.design.filters import DensityFilter
 from topopt.design.interpolation import simp
 from topopt.formulations.compliance import ComplianceProblem

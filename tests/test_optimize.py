@@ -19,8 +19,8 @@ from topopt.optimize import checkpoint as checkpoint_module
 from topopt.optimize.checkpoint import CHECKPOINT_VERSION, Checkpoint
 from topopt.optimize.ending import ending_line
 from topopt.optimize.options import Options
-from topopt.optimize.driver import (MMA_PARAMS, CheckpointError, OutputPathError, Result, Stage,
-                                      load_checkpoint, minimize)
+from topopt.optimize import CheckpointError, MMA_PARAMS, Result, Stage, load_checkpoint, minimize
+from topopt import OutputPathError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -138,7 +138,7 @@ def test_run_optimizes_free_variables_and_returns_the_element_vector(tmp_path):
     assert result["x"].shape == result["x_phys"].shape == (problem.n_el,)
     assert np.all(result["x"][passive.void] == 0.0)
     assert np.all(result["x_phys"][passive.void] == 0.0)
-    from topopt.optimize.driver import load_checkpoint
+    from topopt.optimize import load_checkpoint
     assert load_checkpoint(str(tmp_path / "ck.npz"))["x"].shape == (passive.n_free,)
     # a full vector is accepted as x0 when its passive entries are the fixed values
     again = problem.run(maxeval=2, verbose=False, x0=result["x"])

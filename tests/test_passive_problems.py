@@ -16,10 +16,10 @@ import pytest
 from topopt import ad, fem
 from topopt.design.passive import Passive
 from topopt.formulations.eigen import EigenProblem
-from topopt.optimize.driver import load_checkpoint
+from topopt.optimize import load_checkpoint
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.formulations.selfweight import SelfWeightProblem
-from topopt.responses.stress import MinimumVolumeStress
+from topopt.formulations.stress import MinimumVolumeStress
 
 NELX, NELY = 8, 4
 

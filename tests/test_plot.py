@@ -210,9 +210,10 @@ def test_3d_without_solid_draws_the_domain_and_says_so():
 def test_3d_without_scikit_image_draws_voxels(monkeypatch):
     """The ``io`` extra missing: voxels of the elements x >= 0.5, their bounding box."""
     import topopt.io.designs
+    from topopt.io.design_file import EXTRA
 
     def missing(module, what):
-        raise ImportError(f"{what} needs {module} ({topopt.io.designs.EXTRA})")
+        raise ImportError(f"{what} needs {module} ({EXTRA})")
     monkeypatch.setattr(topopt.io.designs, "_require", missing)
     mesh = fem.box(4, 2, 2)
     x = (element_centroids(mesh)[:, 0] < 2).astype(float)      # the half x < 2

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.design.filters import HelmholtzFilter
+from topopt.design import HelmholtzFilter
 from topopt.design.interpolation import project, simp
-from topopt.optimize.driver import load_checkpoint
+from topopt.optimize import load_checkpoint
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.io.result import RunResult
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from topopt.optimize import progress
-from topopt.optimize.driver import Stage, minimize
+from topopt.optimize import Stage, minimize
 
 C = np.array([1.0, 4.0, 9.0])
 

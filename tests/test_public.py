@@ -38,7 +38,7 @@ PACKAGES = ("topopt", "topopt.ad", "topopt.fem", "topopt.fem.solvers", "topopt.f
 
 SCRIPT_MODULES = {
     "topopt.cli": "the shared command line of the problem scripts",
-    "topopt.cli.options": "the value converters of that command line (re-exported by topopt.cli)",
+    "topopt.cli.options": "its options: converters, Option, the shared ones (exported by topopt.cli)",
     "topopt.plot": "figures; imports matplotlib",
     "topopt.io.folder": "output-folder checks of the scripts",
     "topopt.io": "saved designs, used by module (topopt.io.load_design)",
@@ -173,17 +173,3 @@ def test_problems_lists_every_problem_module():
     found = sorted(name[:-3] for name in os.listdir(folder)
                    if name.endswith(".py") and not name.startswith("_"))
     assert sorted(topopt_problems.__all__) == found
-
-
-@pytest.mark.parametrize("old, new, name", [
-    ("topopt.filters", "topopt.design", "DensityFilter"),
-    ("topopt.filters", "topopt.design", "HelmholtzFilter"),
-    ("topopt.interpolation", "topopt.design", "simp"),
-    ("topopt.interpolation", "topopt.design", "project"),
-    ("topopt.problem", "topopt.formulations", "ComplianceProblem"),
-    ("topopt.problem", "topopt.io", "write_results"),
-    ("topopt.optimize", "topopt.optimize.driver", "minimize"),
-])
-def test_old_readme_paths_re_export_the_new_objects(old, new, name):
-    """Issue 24 moved the modules; the paths earlier READMEs showed still give the same object."""
-    assert getattr(importlib.import_module(old), name) is getattr(importlib.import_module(new), name)

@@ -8,7 +8,7 @@ import pytest
 import scipy.optimize
 
 from topopt import ad, reliability as rel
-from topopt.optimize.driver import load_checkpoint, minimize
+from topopt.optimize import load_checkpoint, minimize
 from topopt.formulations.compliance import ComplianceProblem
 
 from script_runs import interrupt_after, interrupted_evaluations, run_script, script

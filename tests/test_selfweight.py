@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from topopt import ad, fem
-from topopt.design.filters import apply_filter
+from topopt.design import apply_filter
 from topopt.design.interpolation import ramp, simp
 from topopt.responses.structural import compliance
-from topopt.formulations.selfweight import (BodyLoad, SelfWeightProblem, element_loads,
-                                            load_ratio, save_load_ratio)
+from topopt.formulations.selfweight import SelfWeightProblem, load_ratio, save_load_ratio
+from topopt.responses import BodyLoad, element_loads
 
 MESHES = {
     "quad": (lambda: fem.rectangle(4, 3, h=0.5), (0.0, -2.0)),

@@ -17,8 +17,8 @@ import pytest
 from topopt import ad, fem
 from topopt import reliability as rel
 from topopt._validate import TopoptWarning, check_range
-from topopt.design.filters import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
-                                   helmholtz_radius)
+from topopt.design import (DensityFilter, HelmholtzFilter, apply_filter, domain_size,
+                           helmholtz_radius)
 from topopt.design.interpolation import DENSITY_TOL, project, ramp, simp
 from topopt.design.measures import grey_level, variable_grey_level
 from topopt.responses.structural import (compliance, compliance_coefficients, output_displacement,

@@ -40,14 +40,17 @@ from .optimize.checkpoint import Checkpoint, CheckpointError, load_checkpoint, s
 from .design.passive import Passive, embed
 from .formulations.eigen import EigenProblem, du_olhoff_mass, eigen_summary
 from .formulations.buckling import BucklingProblem, ks_max
-from .design.filters import (DensityFilter, HelmholtzFilter, LinearFilter, QuadratureField,
-                             apply_filter, apply_filter_transpose, domain_size, helmholtz_radius)
+from .design.filters import DensityFilter
+from .design.helmholtz_filter import HelmholtzFilter, helmholtz_radius
+from .design.linear_filter import LinearFilter, apply_filter, apply_filter_transpose, domain_size
+from .design.quadrature import QuadratureField
 from .design.interpolation import DENSITY_TOL, blueprint, permittivity, project, ramp, simp
 from .design.measures import grey_level, variable_grey_level
 from .formulations.mechanism import (MechanismProblem, ideal_output, port_springs,
                                      robust_constraint_names, robust_run, run_mechanism)
 from .responses.structural import compliance, compliance_coefficients, output_displacement, volume
-from .optimize.driver import Result, Stage, minimize
+from .optimize.driver import Result, minimize
+from .optimize.options import Stage
 from . import parallel
 from .parallel import Builder, MultistartResult, multistart, spawn_seeds, sweep
 from .formulations.compliance import ComplianceProblem

@@ -1,8 +1,10 @@
-"""Atomic file writes, JSON conversion and output-path checks, shared by checkpoints and run output.
+"""Atomic file writes, JSON conversion, output-path checks and the ``.npz`` reader, shared by
+checkpoints and run output.
 
 Every file is written atomically (a temporary file in the same folder, then
 ``os.replace``): an interruption leaves the old file or the new one. Files
-are created 0644 (readable by others).
+are created 0644 (readable by others). An archive is read back by
+`read_npz`, which never unpickles (checkpoints and design files).
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import zipfile
+import zlib
 from typing import Callable
 
 import numpy as np
 
 __all__ = ["jsonable", "atomic_path", "atomic_write_bytes", "atomic_write_text", "FILE_MODE",
-           "OutputPathError", "check_writable_file", "check_writable_folder"]
+           "OutputPathError", "check_writable_file", "check_writable_folder", "read_npz"]
 
 # results are readable by others, as a file made by open() under umask 022
 # (tempfile.mkstemp alone gives 0600)
@@ -70,6 +74,50 @@ def atomic_write_bytes(path, write: Callable) -> None:
 def atomic_write_text(path, text: str) -> None:
     """Write `text` (UTF-8) to `path` atomically."""
     atomic_write_bytes(path, lambda fh: fh.write(text.encode()))
+
+
+def read_npz(path: str, error: Callable[[str, str], Exception], what: str) -> dict:
+    """Every array of the ``.npz`` archive at `path`, read without unpickling.
+
+    A file that is not such an archive raises ``error(path, why)``, `why`
+    saying what the file is instead: an empty file, a ``.npy`` array, an
+    archive without its zip directory (truncated), no archive at all, one
+    whose member holds Python objects (which `what`, the kind of file the
+    caller reads, never holds), a corrupt archive. The file must exist.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.npz")
+    >>> np.savez(path, x=np.arange(3))
+    >>> read_npz(path, OSError, "an array file")["x"]
+    array([0, 1, 2])
+    >>> np.savez(path, x=np.array([{}], dtype=object))
+    >>> read_npz(path, lambda path, why: ValueError(why), "an array file")
+    Traceback (most recent call last):
+    ...
+    ValueError: 'x' holds pickled Python objects, which an array file never does; not unpickled
+    """
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+        raise error(path, "an empty file" if not head else
+                    "a .npy array, not an .npz archive" if head == b"\x93NUMPY" else
+                    "a truncated .npz archive: its zip directory is missing"
+                    if head.startswith(b"PK\x03\x04") else "not an .npz archive")
+    arrays, name = {}, None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            for name in data.files:
+                arrays[name] = data[name]
+    except ValueError as e:
+        if "pickle" in str(e) or "Object arrays" in str(e):
+            raise error(path, f"{name!r} holds pickled Python objects, which {what} never "
+                        "does; not unpickled") from None
+        raise error(path, f"corrupt archive member {name!r}: {type(e).__name__}") from None
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, zlib.error) as e:
+        raise error(path, f"corrupt or truncated archive: {type(e).__name__}: {e}") from None
+    return arrays
 
 
 # --------------------------------------------------------------------------

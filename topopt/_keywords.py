@@ -29,7 +29,7 @@ def keyword_error(where: str, unknown, known, passable=None) -> TypeError:
 
     Examples
     --------
-    >>> from topopt._validate import keyword_error
+    >>> from topopt._keywords import keyword_error
     >>> print(keyword_error("run", ["volfarc", "zzz"], ["volfrac", "maxeval"]))
     run got unknown keyword(s) ['volfarc', 'zzz'] (did you mean 'volfarc' -> 'volfrac'?); \
 known: ['maxeval', 'volfrac']
@@ -76,7 +76,7 @@ def keywords(fn, where: str | None = None):
 
     Examples
     --------
-    >>> from topopt._validate import keywords
+    >>> from topopt._keywords import keywords
     >>> def cantilever(nelx=4, volfrac=0.5):
     ...     return nelx * volfrac
     >>> keywords(cantilever)(volfarc=0.3)

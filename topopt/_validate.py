@@ -29,12 +29,12 @@ from typing import Iterable
 import numpy as np
 
 from . import ad
-from ._keywords import check_keywords_of, keyword_error, keywords  # noqa: F401 (re-exported)
+from ._keywords import keyword_error
 
 __all__ = ["TopoptWarning", "real", "check_range", "check_positive", "check_int", "check_choice",
            "check_bool", "check_callable", "check_type", "check_seed", "check_sequence",
            "check_mapping",
-           "check_keywords", "keyword_error", "keywords", "check_keywords_of",
+           "check_keywords",
            "check_array_range", "check_real_array", "check_finite_array", "check_finite_values",
            "check_load",
            "check_indices", "check_grid_index", "check_factor", "check_ordered", "check_nonempty",

@@ -39,7 +39,7 @@ REPEATS = 3
 
 def _build(case: dict, grid):
     """The filter of `case` on `grid` (or on its mesh) and the time to build it."""
-    from topopt.design.filters import DensityFilter, HelmholtzFilter
+    from topopt.design import DensityFilter, HelmholtzFilter
     from topopt.grid.filters import GridDensityFilter, GridHelmholtzFilter
     rmin = case["rmin_h"] * grid.h
     if case["path"] == "mesh":

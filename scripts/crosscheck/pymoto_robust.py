@@ -80,7 +80,8 @@ def _pymoto_outputs(d: dict) -> dict:
 def ours(nelx: int, nely: int, n_designs: int):
     """Designs (seeds 0, 1, ...), E[c], std[c], J, dJ/dx and element centres of topopt."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from topopt_problems.robust_cantilever import RobustCompliance, setup
+    from topopt_problems.robust_cantilever import setup
+    from topopt.formulations.robust_compliance import RobustCompliance
     from topopt import ad, fem
     from topopt.formulations.compliance import ComplianceProblem
     mesh, model, B = setup(nelx, nely)

@@ -99,7 +99,7 @@ from .core import Box, NoRuleError, is_traced, trace_of, value
 from .dispatch import apply
 from .extend import (NotDifferentiable, Registration, Thunk, check_tangents, frule,
                      not_differentiable, opt_out, primitive, remove_rule, rrule, thunk)
-from .numpy_rules import scatter_add
+from .shapes import scatter_add
 from .linalg_decomp import lstsq, qr, svd, svdvals
 from .products import eigh, eigvalsh
 from .testing import RuleCheckError, check_modes, check_rule, taylor_test

@@ -19,14 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import elementwise, products, reductions, shapes  # noqa: F401  (register the rules)
-from .elementwise import _log0, _power_da  # noqa: F401  (helpers kept importable here)
-from .reductions import _norm_traced, _two_norm  # noqa: F401
 from .registry import REGISTRY
-from .rulekit import (_add, _axes, _conj, _expand, _filled, _is_unit, _kept_shape, _mT, _named,
-                      _safe, _scaled, _unbroadcast)
-from .shapes import _basic, scatter_add  # noqa: F401
 
-__all__ = ["scatter_add"]
+__all__: list[str] = []
 
 # ------------------------------------------------------ not differentiable
 

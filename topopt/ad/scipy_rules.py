@@ -162,7 +162,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
     ----------
     A : scipy.sparse matrix or array, or numpy.ndarray
         The square matrix; a constant. For a design-dependent matrix ``K(x)``
-        use `topopt.fem.system.solve`, for a small dense traced matrix
+        use `topopt.fem.solve`, for a small dense traced matrix
         `numpy.linalg.solve`.
     b : array_like
         Right-hand side(s), ``(n,)``, ``(n, 1)`` or ``(n, k)``; traced or not.
@@ -191,7 +191,7 @@ def spsolve(A, b, permc_spec=None, use_umfpack=True):
     if is_traced(A):
         raise TypeError(
             "ad.spsolve: the matrix A is a traced value; only b is differentiable here. "
-            "For a design-dependent matrix K(x) use topopt.fem.system.solve, for a small "
+            "For a design-dependent matrix K(x) use topopt.fem.solve, for a small "
             "dense traced matrix numpy.linalg.solve.")
     if not (sps.issparse(A) or isinstance(A, np.ndarray)):
         raise TypeError(f"ad.spsolve: A must be a scipy.sparse matrix or array, got "

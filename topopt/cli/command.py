@@ -201,7 +201,7 @@ def show_image(design: dict, record: dict):
     import numpy as np
     from matplotlib.image import imread
 
-    from ..plot import figures as plot
+    from .. import plot
     mesh, x_phys = design["mesh"], np.asarray(design["x_phys"], dtype=float)
     setup = dict(record.get("setup") or {}, **(design.get("setup") or {}))
     result = record.get("result") or {}

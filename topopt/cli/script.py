@@ -9,7 +9,7 @@ A problem script declares its own parameters as `Option` rows and calls
         return cli.main(argv, __doc__, run, OPTIONS, out=DEFAULT_OUT, maxeval=300,
                         summary=summary)
 
-Every script then takes the shared options (`add_run_arguments`): ``--out``,
+Every script then takes the shared options (`topopt.cli.options.add_run_arguments`): ``--out``,
 ``--maxeval``, ``--solver``, ``--checkpoint``, ``--resume``, ``--quiet``,
 and ``--seed`` where the problem draws random numbers. ``--help`` shows each
 default and the range each option accepts (`topopt.cli.options`: the
@@ -42,135 +42,18 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .._memory import tune_malloc
 from .size import grid_dofs, size_line
-from .options import (Bounds, accepts, at_least, non_negative_int, open_unit, positive_float,
-                      positive_int)
+from .options import SOLVERS, Option, build_parser
 from .._files import atomic_write_text, check_writable_file, check_writable_folder
-from ..io.folder import check_run_label, run_label, signals_held, write_run_label
+from ..io.folder import check_run_label, run_label, write_run_label
 from ..optimize.checkpoint import load_checkpoint
 from ..optimize.perturb import start_perturbation
 
-__all__ = ["Option", "main", "build_parser", "add_run_arguments", "run_options",
-           "exit_status", "finish", "script_errors", "signals_held", "compliance_options",
-           "compliance_summary",
-           "positive_int", "positive_float", "open_unit", "at_least", "non_negative_int",
-           "Bounds", "accepts", "grid_dofs", "size_line", "SOLVERS", "DIRECT_SOLVERS",
-           "GRID_SOLVERS"]
-
-#: The largest ``--maxeval``: NLopt counts evaluations in a C int.
-MAXEVAL_LIMIT = 2**31 - 1
-
-#: The linear-solver backends a script may name (`topopt.fem.solvers`).
-DIRECT_SOLVERS = ("auto", "cholmod", "umfpack", "superlu")
-SOLVERS = DIRECT_SOLVERS + ("mg-cg", "amg-cg", "petsc")
-#: ... and on a structured grid the matrix-free voxel path (`topopt.grid`; numpy only).
-GRID_SOLVERS = SOLVERS + ("voxel",)
-
-
-# --------------------------------------------------------------------------
-# the parser
-
-
-@dataclass(frozen=True)
-class Option:
-    """One problem parameter on the command line: ``--name`` -> ``run(name=...)``.
-
-    `type` converts and checks the text (`positive_int`, `open_unit`, ...;
-    ``bool`` makes a flag); `choices` restricts it. The help shows the range
-    that `type` accepts (`topopt.cli.options`), so `help` names none itself.
-
-    Examples
-    --------
-    >>> parser = argparse.ArgumentParser()
-    >>> Option("q", at_least(0.0, strict=True, below=3.0), 0.5, "relaxation").add_to(parser)
-    >>> parser._actions[-1].help
-    'relaxation; a number in (0, 3) (default: %(default)s)'
-    """
-
-    name: str
-    type: Callable[[str], Any]
-    default: Any
-    help: str
-    choices: Sequence | None = None
-
-    def add_to(self, parser: argparse.ArgumentParser) -> None:
-        if self.type is bool:
-            parser.add_argument(f"--{self.name}", action="store_true", help=self.help)
-            return
-        phrase = accepts(self.type)
-        text = self.help if phrase is None else f"{self.help}; {phrase}"
-        parser.add_argument(f"--{self.name}", type=self.type, default=self.default,
-                            choices=self.choices, help=f"{text} (default: %(default)s)")
-
-
-def add_run_arguments(parser: argparse.ArgumentParser, out: str, maxeval: int | None = None,
-                      solvers: Sequence[str] | None = None, seed: int | None = None,
-                      maxeval_help: str = "MMA evaluations in all",
-                      maxeval_min: int = 1) -> None:
-    """The shared options: ``--out``, ``--maxeval``, ``--solver``, ``--checkpoint``,
-    ``--resume``, ``--quiet``, and ``--seed`` when `seed` is given.
-
-    ``--maxeval`` when `maxeval` is given (an integer >= `maxeval_min`; its
-    help `maxeval_help` says how the script counts it: in all, per stage, per
-    design), ``--solver`` when `solvers` is.
-
-    Examples
-    --------
-    >>> parser = argparse.ArgumentParser()
-    >>> add_run_arguments(parser, "results/demo", maxeval=300, solvers=SOLVERS, seed=0)
-    >>> args = parser.parse_args(["--quiet"])
-    >>> args.out, args.maxeval, args.solver, args.seed, args.checkpoint, args.quiet
-    ('results/demo', 300, 'auto', 0, None, True)
-    >>> args.dry_run
-    False
-    >>> parser.parse_args(["--resume", "ck.npz"]).resume      # checked by run_options
-    'ck.npz'
-    """
-    parser.add_argument("--out", default=out,
-                        help="results folder, created and write-tested before the run "
-                             "(default: %(default)s)")
-    if maxeval is not None:
-        convert = at_least(maxeval_min, int, high=MAXEVAL_LIMIT)
-        parser.add_argument("--maxeval", type=convert, default=maxeval,
-                            help=f"{maxeval_help}; {accepts(convert)} (default: %(default)s)")
-    if solvers is not None:
-        from ..fem.solvers.auto import ITERATIVE_MIN_DOFS, VOXEL_MIN_DOFS
-        auto = (f"auto: in 3-D the matrix-free voxel path from {VOXEL_MIN_DOFS[3]:,} dofs "
-                f"(topopt.grid), multigrid CG from {ITERATIVE_MIN_DOFS[3]:,}, else "
-                if "voxel" in solvers else "auto: ")
-        parser.add_argument("--solver", choices=tuple(solvers), default="auto",
-                            help=f"linear solver; {auto}CHOLMOD (UMFPACK if complex) with "
-                                 "cvxopt, else SuperLU (default: %(default)s)")
-    parser.add_argument("--checkpoint", default=None,
-                        help="checkpoint file (default: OUT/checkpoint.npz)")
-    parser.add_argument("--resume", default=None,
-                        help="resume from this checkpoint; give the options of the "
-                             "interrupted run (default: start afresh)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress line per evaluation")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="check the options, the output paths and the memory estimate "
-                             "of the solver path the run takes, print them and stop")
-    if seed is not None:
-        parser.add_argument("--seed", type=non_negative_int, default=seed,
-                            help=f"seed of the random draws; {accepts(non_negative_int)} "
-                                 "(default: %(default)s)")
-
-
-def build_parser(doc: str, options: Sequence[Option], out: str, maxeval: int | None = None,
-                 solvers: Sequence[str] | None = SOLVERS, seed: int | None = None,
-                 maxeval_help: str = "MMA evaluations in all",
-                 maxeval_min: int = 1) -> argparse.ArgumentParser:
-    """The parser of a problem script: its `options`, then the shared ones."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    for option in options:
-        option.add_to(parser)
-    add_run_arguments(parser, out, maxeval, solvers, seed, maxeval_help, maxeval_min)
-    return parser
+__all__ = ["main", "run_options", "exit_status", "finish", "script_errors",
+           "compliance_summary"]
 
 
 def main(argv, doc: str, run: Callable, options: Sequence[Option], *, out: str,
@@ -345,6 +228,7 @@ def run_options(args: argparse.Namespace,
     Examples
     --------
     >>> import argparse, os, tempfile
+    >>> from topopt.cli import add_run_arguments
     >>> parser = argparse.ArgumentParser()
     >>> add_run_arguments(parser, os.path.join(tempfile.mkdtemp(), "out"))
     >>> opts = run_options(parser.parse_args([]))
@@ -443,26 +327,6 @@ def script_errors(out: str | None):
         if aborted and saved is not None:
             sys.exit(exit_status(sig))
         raise
-
-
-#: The filters a compliance problem's ``--filter`` accepts (`topopt.formulations.FILTERS`).
-FILTERS = ("density", "helmholtz")
-
-
-def compliance_options(sizes: dict, volfrac: float, rmin: float) -> tuple[Option, ...]:
-    """The command-line parameters of a compliance problem: mesh counts, volfrac, rmin, ...
-
-    Examples
-    --------
-    >>> [o.name for o in compliance_options({"nelx": 60, "nely": 20}, 0.5, 2.4)]
-    ['nelx', 'nely', 'volfrac', 'rmin', 'penal', 'filter']
-    """
-    return (*(Option(k, positive_int, v, f"elements along {k[-1]}") for k, v in sizes.items()),
-            Option("volfrac", open_unit, volfrac, "volume fraction"),
-            Option("rmin", positive_float, rmin, "filter radius (element widths)"),
-            Option("penal", at_least(1.0), 3.0, "SIMP exponent"),
-            Option("filter", str, "density", "density or Helmholtz (PDE) filter",
-                   choices=FILTERS))
 
 
 def compliance_summary(result) -> str:

@@ -6,8 +6,10 @@ from .measures import (grey_level, variable_grey_level, GREY_TOL)
 from .passive import (Passive, embed)
 from .overhang import (overhang, OverhangFilter, overhang_violations, overhang_support,
                        BUILD_DIRECTIONS)
-from .filters import (LinearFilter, DensityFilter, HelmholtzFilter, QuadratureField,
-                      helmholtz_radius, apply_filter, apply_filter_transpose, domain_size)
+from .filters import DensityFilter
+from .linear_filter import LinearFilter, apply_filter, apply_filter_transpose, domain_size
+from .helmholtz_filter import HelmholtzFilter, helmholtz_radius
+from .quadrature import QuadratureField
 from .multimaterial import (ordered_simp, phase_fraction, phase_index, check_phases)
 from .materials import (silver_permittivity, silver_index, silver_index_jc)
 

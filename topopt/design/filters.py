@@ -8,8 +8,8 @@ derivatives (`ad.hvp`) go through it too.
 
 `DensityFilter` is here; the base `LinearFilter` and the primitive pair are
 `linear_filter`, the PDE filter `helmholtz_filter`, its field at quadrature
-points `quadrature`. This module re-exports them: it is the filters' entry
-point (``from topopt.design.filters import HelmholtzFilter``).
+points `quadrature`; the package `topopt.design` exports them all
+(``from topopt.design import DensityFilter, HelmholtzFilter``).
 
 Examples
 --------
@@ -30,13 +30,9 @@ import numpy as np
 import scipy.sparse as sps
 
 from .._validate import check_positive
-from .helmholtz_filter import HelmholtzFilter, helmholtz_radius
-from .linear_filter import (LinearFilter, _mesh, _warn_radius, apply_filter,
-                            apply_filter_transpose, domain_size)
-from .quadrature import QuadratureField
+from .linear_filter import LinearFilter, _mesh, _warn_radius
 
-__all__ = ["LinearFilter", "DensityFilter", "HelmholtzFilter", "QuadratureField", "helmholtz_radius",
-           "apply_filter", "apply_filter_transpose", "domain_size"]
+__all__ = ["DensityFilter"]
 
 
 class DensityFilter(LinearFilter):

@@ -34,7 +34,7 @@ def helmholtz_radius(rmin: float) -> float:
 
     Examples
     --------
-    >>> from topopt.design.filters import helmholtz_radius
+    >>> from topopt.design import helmholtz_radius
     >>> round(helmholtz_radius(2 * 3 ** 0.5), 12)
     1.0
     """
@@ -94,7 +94,7 @@ class HelmholtzFilter(LinearFilter):
     >>> import numpy as np
     >>> from skfem import MeshQuad
     >>> from topopt import ad
-    >>> from topopt.design.filters import HelmholtzFilter
+    >>> from topopt.design import HelmholtzFilter
     >>> flt = HelmholtzFilter.from_rmin(MeshQuad().refined(3), rmin=0.2)
     >>> np.allclose(flt(np.ones(64)), 1.0)
     True
@@ -137,7 +137,7 @@ class HelmholtzFilter(LinearFilter):
         Examples
         --------
         >>> from skfem import MeshTri
-        >>> from topopt.design.filters import HelmholtzFilter
+        >>> from topopt.design import HelmholtzFilter
         >>> flt = HelmholtzFilter.from_rmin(MeshTri().scaled(4.0), rmin=2 * 3 ** 0.5)
         >>> round(flt.r, 12)
         1.0

@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import ad
-from .._validate import (check_array_range, check_positive, check_range, check_real_array,
-                         keyword_error, real)
+from .._validate import check_array_range, check_positive, check_range, check_real_array, real
+from .._keywords import keyword_error
 
 __all__ = ["project", "simp", "ramp", "DENSITY_TOL", "permittivity", "blueprint"]
 

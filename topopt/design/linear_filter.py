@@ -34,7 +34,7 @@ def domain_size(mesh: Mesh) -> float:
     Examples
     --------
     >>> from skfem import MeshQuad
-    >>> from topopt.design.filters import domain_size
+    >>> from topopt.design import domain_size
     >>> domain_size(MeshQuad.init_tensor([0.0, 3.0, 6.0], [0.0, 2.0]))
     6.0
     """
@@ -61,7 +61,7 @@ class LinearFilter:
     --------
     >>> import numpy as np
     >>> from topopt import ad
-    >>> from topopt.design.filters import LinearFilter
+    >>> from topopt.design import LinearFilter
     >>> class Shift(LinearFilter):  # y_i = x_(i+1), cyclic
     ...     n = 3
     ...     def _forward(self, x):
@@ -145,7 +145,7 @@ def apply_filter(flt: LinearFilter, x: ArrayLike) -> np.ndarray:
     >>> import numpy as np
     >>> from skfem import MeshTri
     >>> from topopt import ad
-    >>> from topopt.design.filters import HelmholtzFilter, apply_filter
+    >>> from topopt.design import HelmholtzFilter, apply_filter
     >>> flt = HelmholtzFilter(MeshTri().refined(1), r=0.1)
     >>> x = np.linspace(0.0, 1.0, 8)
     >>> report = ad.check_rule(apply_filter, flt, x)
@@ -165,7 +165,7 @@ def apply_filter_transpose(flt: LinearFilter, y: ArrayLike) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from skfem import MeshQuad
-    >>> from topopt.design.filters import DensityFilter, apply_filter, apply_filter_transpose
+    >>> from topopt.design import DensityFilter, apply_filter, apply_filter_transpose
     >>> flt = DensityFilter(MeshQuad().refined(2), rmin=0.3)
     >>> x, y = np.arange(16.0), np.cos(np.arange(16.0))
     >>> bool(np.isclose(apply_filter(flt, x) @ y, x @ apply_filter_transpose(flt, y)))

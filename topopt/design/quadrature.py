@@ -20,7 +20,7 @@ class QuadratureField(LinearFilter):
     --------
     >>> import numpy as np
     >>> from skfem import MeshQuad
-    >>> from topopt.design.filters import HelmholtzFilter
+    >>> from topopt.design import HelmholtzFilter
     >>> q = HelmholtzFilter(MeshQuad().refined(2), r=0.1).at_quadrature
     >>> q.n_out, bool(np.allclose(q(np.full(16, 0.3)), 0.3))
     (144, True)

@@ -28,7 +28,8 @@ from .shapes import l_shape, plate_with_hole
 from .supports import Unrestrained, rigid_body_modes, unrestrained_modes
 from .solvers.table import BACKENDS, ITERATIVE, Backend, available_solvers
 from .kernels import ElementKernels
-from .system import RAYLEIGH_TOL, LinearSystem, matvec, products, solve
+from .system import RAYLEIGH_TOL, LinearSystem
+from .adjoint import matvec, products, solve
 from .harmonic import HarmonicSystem
 
 __all__ = ["WaveModel", "graded_axis", "rectangle", "box", "check_mesh", "DEGENERATE_TOL",

@@ -61,7 +61,7 @@ from .errors import ConvergenceError
 from .mesh import _translates
 from .modal import DENSE_MAX, DIRECT, ModalSystem, _check_groups, _check_pairs, _repeated
 from .models import Model, _local
-from .system import products
+from .adjoint import products
 
 __all__ = ["BucklingSystem", "buckling_factors", "POSITIVE_TOL"]
 

@@ -41,7 +41,7 @@ import scipy.sparse.linalg as spla
 
 from .. import ad
 from .modal import _check_simple
-from .system import matvec, products
+from .adjoint import matvec, products
 
 __all__ = ["buckling_modes"]
 

@@ -50,7 +50,8 @@ from .._validate import (check_array_range, check_finite_array, check_finite_val
                          check_positive, check_range, check_real_array, check_type)
 from .errors import ConvergenceError
 from .models import Model, _local, _translates
-from .system import LinearSystem, matvec, products
+from .system import LinearSystem
+from .adjoint import matvec, products
 
 __all__ = ["element_mass", "point_mass", "ModalSystem", "eigenvalues", "eigenmodes",
            "DENSE_MAX"]

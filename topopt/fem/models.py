@@ -16,7 +16,8 @@ from .._validate import (check_array_range, check_callable, check_choice, check_
                          check_finite_values, check_positive, check_range, check_type)
 from .budget import check_unknowns
 from .mesh import _translates, check_mesh
-from .system import LinearSystem, solve
+from .system import LinearSystem
+from .adjoint import solve
 
 __all__ = ["Model", "elasticity", "heat"]
 

@@ -1,5 +1,8 @@
 """Checks that a `LinearSystem`'s ``K(a)`` is not singular, each raising `SingularSystemError`.
 
+* The solve itself (`_timed_solve`, the one of `LinearSystem.free_solve` and
+  `topopt.grid.GridSystem.free_solve`): a solution that is not finite.
+
 * Structure, before a factorization: every connected part of the mesh
   held against rigid-body motion by its supports (and ``K0``), once per
   system and again per pattern of exactly-zero coefficients
@@ -11,10 +14,13 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
+from .._validate import check_finite_values
 from .errors import SingularSystemError
 from .solvers.table import ITERATIVE
 from .supports import unrestrained_modes
@@ -89,6 +95,27 @@ def _positive_definite(S, a) -> bool:
     if S._psd_elements is None:
         S._psd_elements = _psd(S.Ke)
     return S._psd_elements and bool(np.all(a >= 0))
+
+
+def _timed_solve(S, F, b, adjoint: bool, where: str, dof: str) -> np.ndarray:
+    """``F.solve(b)`` (``F.solve_adjoint(b)`` if `adjoint`), timed and counted in ``S.timers``
+    and ``S.counts``; a solution that is not finite raises.
+
+    A non-finite `b` raises ValueError naming its first bad entry (a `dof`);
+    else the system is singular: SingularSystemError asks whether every part
+    of the `where` (``"domain"``, ``"grid"``) is supported.
+    """
+    t0 = time.perf_counter()
+    x = F.solve_adjoint(b) if adjoint else F.solve(b)
+    key = "adjoint" if adjoint else "solve"
+    S.timers[key] += time.perf_counter() - t0
+    S.counts[key + "s"] += 1
+    if not np.all(np.isfinite(x)):
+        check_finite_values("the right-hand side", b, "a load or an objective's derivative is "
+                            "NaN/inf (not a support problem)", (dof,))
+        raise SingularSystemError("the solution is not finite: the system is singular (is every "
+                                  f"part of the {where} supported?)")
+    return x
 
 
 def _check_rayleigh(S, diag, b, x):

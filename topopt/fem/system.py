@@ -10,7 +10,7 @@ The pieces live beside it: the pattern and ``P`` in `topopt.fem.solvers.csr`
 (`build_pattern`), the singularity checks in `topopt.fem.singular`, the
 cvxopt matrices of CHOLMOD and UMFPACK in `topopt.fem.solvers.direct`, and
 the differentiable `solve` with its rules (`matvec`, `products`) in
-`topopt.fem.adjoint` (re-exported here).
+`topopt.fem.adjoint` (all exported by `topopt.fem`).
 """
 
 from __future__ import annotations
@@ -23,16 +23,18 @@ import scipy.sparse as sps
 
 from .. import ad
 from .._validate import check_bool, check_finite_values, check_indices, check_int
-from .adjoint import matvec, products, solve
 from .kernels import ElementKernels
-from .singular import _check_rayleigh, _check_structure, _check_zeros, _positive_definite
-from .solvers.csr import build_pattern, csr_structure
+from .singular import (_check_rayleigh, _check_structure, _check_zeros, _positive_definite,
+                       _timed_solve)
+from .solvers.csr import build_pattern
 from .solvers.direct import cvxopt_full_of, cvxopt_lower_of
 from .solvers.reanalysis import ReanalysisFactor, reanalysis_policy
 from .budget import PATHS, check_dofs
-from .solvers.table import BACKENDS, CholmodContext, SingularSystemError, factorize, pick_solver
+from .solvers.table import BACKENDS, factorize, pick_solver
+from .solvers.direct import CholmodContext
+from .errors import SingularSystemError
 
-__all__ = ["LinearSystem", "solve", "matvec", "products", "RAYLEIGH_TOL", "csr_structure"]
+__all__ = ["LinearSystem", "RAYLEIGH_TOL"]
 
 RAYLEIGH_TOL = 100 * np.finfo(float).eps
 """Smallest accepted ``x^T b / x^T D x`` of a solve with a positive definite ``K``.
@@ -237,17 +239,9 @@ class LinearSystem(ElementKernels):
         return F
 
     def free_solve(self, F, b, adjoint=False):
-        """Solve on the free dofs and check the result."""
-        t0 = time.perf_counter()
-        x = F.solve_adjoint(b) if adjoint else F.solve(b)
-        key = "adjoint" if adjoint else "solve"
-        self.timers[key] += time.perf_counter() - t0
-        self.counts[key + "s"] += 1
-        if not np.all(np.isfinite(x)):
-            check_finite_values("the right-hand side", b, "a load or an objective's "
-                                "derivative is NaN/inf (not a support problem)", ("free dof",))
-            raise SingularSystemError("the solution is not finite: the system is singular "
-                                      "(is every part of the domain supported?)")
+        """Solve on the free dofs and check the result (`_timed_solve`, then the Rayleigh
+        quotient and the residual)."""
+        x = _timed_solve(self, F, b, adjoint, "domain", "free dof")
         if getattr(F, "diag", None) is not None:
             _check_rayleigh(self, F.diag, b, x)
         if not adjoint and F.matrix is not None:    # CHOLMOD detects singularity itself

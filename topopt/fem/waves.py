@@ -34,7 +34,8 @@ from .._validate import (check_bool, check_finite_array, check_indices, check_po
                          check_range, check_real_array)
 from .mesh import check_mesh, element_centroids
 from ..ad import value as ad_value
-from .system import LinearSystem, solve
+from .system import LinearSystem
+from .adjoint import solve
 
 __all__ = ["graded_axis", "WaveModel"]
 

@@ -22,7 +22,8 @@ from .. import fem
 from .._files import check_writable_file
 from .._validate import (check_callable, check_choice, check_mapping, check_positive,
                          check_range)
-from ..design.filters import DensityFilter, HelmholtzFilter
+from ..design.filters import DensityFilter
+from ..design.helmholtz_filter import HelmholtzFilter
 from ..design.interpolation import DENSITY_TOL, project, simp
 from ..design.measures import grey_level
 from ..design.passive import Passive
@@ -31,8 +32,8 @@ from ..fem.solvers.auto import describe
 from ..grid.filters import GridDensityFilter, GridHelmholtzFilter
 from ..grid.model import GridModel
 from ..io.result import RunResult, run_record
-from ..optimize.driver import Result, Stage, minimize
-from ..optimize.options import OPTIMIZERS
+from ..optimize.driver import Result, minimize
+from ..optimize.options import OPTIMIZERS, Stage
 from ..optimize.progress import show
 from ..responses.structural import volume
 

@@ -5,7 +5,7 @@ the tanh projection) ``-> E = simp(x_phys)`` ``-> u = K(E)^{-1} f`` ``-> c =
 f^T u``, minimised by MMA subject to ``v(x_phys) <= volfrac`` (top88 eq. (1)).
 A problem script sets up the mesh, supports and loads, builds the problem and
 calls `topopt.io.folder.run_compliance` (which writes the run folder); its
-command line is `topopt.cli.script.compliance_options`.
+command line is `topopt.cli.options.compliance_options`.
 """
 
 from __future__ import annotations
@@ -17,16 +17,10 @@ from .._validate import check_load, check_real_array
 from ..design.passive import Passive
 from ..design.interpolation import simp
 from ..responses.structural import compliance, volume
-from ..io.result import RUN_KEYS, RunResult, grey_level
-from ..io.folder import plot_record, run_compliance, write_json, write_results
 from ..fem.models import _check_model
-from .base import FILTERS, DensityProblem, StartScaled, announce
+from .base import DensityProblem, StartScaled
 
-__all__ = ["ComplianceProblem", "announce", "FILTERS"]
-
-#: Kept importable from here for the problem scripts (their home is `topopt.io`).
-_MOVED = (grey_level, write_results, plot_record, write_json, run_compliance, RunResult,
-          RUN_KEYS)
+__all__ = ["ComplianceProblem"]
 
 
 class ComplianceProblem(StartScaled, DensityProblem):

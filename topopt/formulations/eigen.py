@@ -38,8 +38,7 @@ import nlopt
 import numpy as np
 
 from .. import fem
-from .._validate import (check_array_range, check_choice, check_int, check_mapping,
-                         check_positive, check_range, check_real_array)
+from .._validate import check_array_range, check_int, check_range, check_real_array
 from ..fem.models import _check_model
 from ..design.passive import Passive
 from ..fem.modal import ModalSystem, eigenvalues

@@ -20,10 +20,12 @@ import numpy as np
 
 from .. import fem
 from .._validate import check_array_range, check_range, check_real_array, check_seed
-from ..design.filters import HelmholtzFilter
+from ..design.helmholtz_filter import HelmholtzFilter
 from ..design.interpolation import blueprint, permittivity, project
-from ..optimize.driver import Stage, minimize
-from ..io.result import RunResult, grey_level, run_record
+from ..optimize.driver import minimize
+from ..optimize.options import Stage
+from ..io.result import RunResult, run_record
+from ..design.measures import grey_level
 from .._files import check_writable_file, check_writable_folder
 from .focus_output import write_focus
 from .base import before_resume

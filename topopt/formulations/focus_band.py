@@ -37,8 +37,10 @@ import numpy as np
 from .._validate import check_callable, check_choice, check_range, check_real_array, check_sequence
 from ..design.interpolation import permittivity
 from ..design.materials import silver_index
-from ..io.result import RunResult, grey_level, run_record
-from ..optimize.driver import Stage, minimize
+from ..io.result import RunResult, run_record
+from ..design.measures import grey_level
+from ..optimize.driver import minimize
+from ..optimize.options import Stage
 from .focus import FocusProblem, FocusSetup, enhancement, intensity
 
 __all__ = ["FocusBand", "run_focus_band", "SCALES", "FORMS"]

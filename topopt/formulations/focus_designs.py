@@ -31,7 +31,8 @@ import numpy as np
 from .._validate import check_choice, check_int, check_range, check_sequence
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import signals_held, write_json
-from ..io.result import RunResult, grey_level, run_record
+from ..io.result import RunResult, run_record
+from ..design.measures import grey_level
 from .base import before_resume
 from .focus import FocusProblem, FocusSetup, run_focus
 from .focus_output import write_focus

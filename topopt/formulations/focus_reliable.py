@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import ad, parallel
 from .._validate import check_choice, check_int, check_range, check_real_array
-from ..optimize.driver import Result, Stage, minimize
+from ..optimize.driver import Result, minimize
+from ..optimize.options import Stage
 from .focus import FocusProblem
 from .focus_variations import FocusVariations, silver_jc_cubic
 

@@ -32,7 +32,8 @@ import numpy as np
 from .. import ad
 from .._validate import check_int, check_positive, check_range, check_real_array
 from ..design.interpolation import blueprint
-from ..optimize.driver import Result, Stage, minimize
+from ..optimize.driver import Result, minimize
+from ..optimize.options import Stage
 from ..robust.edges import edge_shift, threshold_for_shift
 from ..robust.projection import DESIGNS, ETAS, _check_etas, bound_formulation, robust_designs
 from .focus import FocusProblem, enhancement, intensity

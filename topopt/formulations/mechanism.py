@@ -36,7 +36,8 @@ from .._validate import (check_finite_array, check_load, check_mapping, check_po
                          check_range, check_type, real)
 from ..fem.models import _check_model
 from ..io.folder import run_compliance
-from ..io.result import RunResult, grey_level, run_record
+from ..io.result import RunResult, run_record
+from ..design.measures import grey_level
 from ..design.passive import Passive
 from ..design.interpolation import blueprint, simp
 from ..responses.structural import output_displacement, volume

@@ -19,7 +19,8 @@ from .. import fem
 from .._validate import check_int, check_range
 from ..fem.budget import check_samples
 from ..io.result import RunResult, run_record
-from ..optimize.driver import load_checkpoint, minimize
+from ..optimize.driver import minimize
+from ..optimize.checkpoint import load_checkpoint
 from ..responses.structural import compliance
 from ..robust.moments import mean_std, monte_carlo_moments
 from .._files import check_writable_file, check_writable_folder

@@ -28,12 +28,12 @@ from .. import fem
 from .._validate import check_choice, check_load, check_range, check_real_array
 from ..fem.models import _check_model
 from ..design.interpolation import ramp, simp
-from ..responses.loads import BodyLoad, _gravity, element_loads
+from ..responses.loads import BodyLoad, _gravity
 from ..responses.structural import compliance, volume
 from ..design.passive import Passive
 from .base import DensityProblem, StartScaled
 
-__all__ = ["element_loads", "BodyLoad", "SelfWeightProblem", "load_ratio", "save_load_ratio",
+__all__ = ["SelfWeightProblem", "load_ratio", "save_load_ratio",
            "INTERPOLATIONS"]
 
 INTERPOLATIONS = ("ramp", "simp")

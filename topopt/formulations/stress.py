@@ -32,9 +32,10 @@ from .._validate import check_int, check_load, check_positive, check_range, chec
 from ..design.interpolation import simp
 from ..design.passive import Passive
 from ..fem import Model, solve
-from ..optimize.driver import Stage, minimize
+from ..optimize.driver import minimize
+from ..optimize.options import Stage
 from ..optimize.ending import ending
-from ..responses.stress import (AdaptiveNormalization, ElementStress, _exponent, relaxed_stress,
+from ..responses.stress import (AdaptiveNormalization, ElementStress, relaxed_stress,
                                 stress_pnorm)
 from ..responses.structural import volume
 from .base import DensityProblem
@@ -107,10 +108,10 @@ class MinimumVolumeStress(DensityProblem):
         self.sigma_allow = check_positive("sigma_allow", sigma_allow, "allowed stress")
         super().__init__(model, None, rmin, penal=penal, Emin=Emin, solver=solver, eta=eta,
                          passive=passive)
-        self.q = _exponent("q", q, 0.0, "relaxation exponent")
+        self.q = check_range("q", q, 0.0, None, what="relaxation exponent")
         if self.q >= self.penal:
             raise ValueError(f"q must be < penal (qp relaxation), got q={q:g}, penal={penal:g}")
-        self.P = _exponent("P", P, 2.0, "p-norm exponent")
+        self.P = check_range("P", P, 2.0, None, what="p-norm exponent")
         f = np.asarray(check_load("f", f, model.ndof, real=True), dtype=float)
         if f.shape != (model.ndof,) or not np.any(f):
             raise ValueError(f"f must be a nonzero load vector of shape ({model.ndof},), "

@@ -16,9 +16,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..io.result import RunResult, grey_level, run_record
-from ..optimize.driver import Stage
-from ..responses.stress import MinimumVolumeStress
+from ..io.result import RunResult, run_record
+from ..design.measures import grey_level
+from ..optimize.options import Stage
+from .stress import MinimumVolumeStress
 from .._files import check_writable_folder
 from .._validate import check_int, check_mapping, check_positive, check_range, check_sequence
 from ..io.folder import write_results

@@ -177,7 +177,7 @@ class GridHelmholtzFilter(_GridFilter):
     (natural boundary conditions, Lazarov & Sigmund 2011), ``T`` the P0-to-Q1
     mass matrix (each element gives ``volume / 2^dim`` of its value to each
     corner; ``T`` and ``T^T`` are sums of `Grid.corner_slice` slices) and
-    ``D`` the element volumes: `topopt.design.filters.HelmholtzFilter` on
+    ``D`` the element volumes: `topopt.design.HelmholtzFilter` on
     ``grid.to_mesh()``. On the uniform grid ``Kf = r^2 sum_d (M1 x .. K1_d
     .. x M1) + M1 x .. x M1`` (Kronecker products of 1-D P1 matrices), and
     ``W^-1 K1``, ``W^-1 M1`` share the DCT-I modes (`_eigenvalues_1d`), so

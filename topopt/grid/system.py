@@ -18,7 +18,7 @@ import numpy as np
 from .. import ad
 from .._validate import (check_array_range, check_finite_array, check_finite_values, check_indices,
                          check_int, check_type)
-from ..fem.errors import SingularSystemError
+from ..fem.singular import _timed_solve
 from .grid import Grid
 from .multigrid import GridMultigrid
 from .operator import GridOperator
@@ -132,18 +132,9 @@ class GridSystem:
         return F
 
     def free_solve(self, F, b, adjoint: bool = False) -> np.ndarray:
-        """Solve with the masked right-hand side `b` (zeros at fixed dofs)."""
-        t0 = time.perf_counter()
-        x = F.solve_adjoint(b) if adjoint else F.solve(b)
-        key = "adjoint" if adjoint else "solve"
-        self.timers[key] += time.perf_counter() - t0
-        self.counts[key + "s"] += 1
-        if not np.all(np.isfinite(x)):
-            check_finite_values("the right-hand side", b, "a load or an objective's "
-                                "derivative is NaN/inf", ("dof",))
-            raise SingularSystemError("the solution is not finite: the system is singular "
-                                      "(is every part of the grid supported?)")
-        return x
+        """Solve with the masked right-hand side `b` (zeros at fixed dofs; the checks of
+        `topopt.fem.singular._timed_solve`)."""
+        return _timed_solve(self, F, b, adjoint, "grid", "dof")
 
     def restrict(self, f) -> np.ndarray:
         """`f` with zeros at the fixed dofs (full length: the solves keep every dof)."""

@@ -7,7 +7,8 @@ from .._files import OutputPathError, check_writable_file, check_writable_folder
 from .folder import (run_label, check_run_label, write_run_label, run_label_path, SIZE_OPTIONS,
                      write_results, plot_record, write_json, run_compliance, signals_held)
 from .designs import (save_design, load_design, write_vtu, write_stl, iso_surface, enclosed_volume,
-                      signed_volume, DesignFileError, MESH_TYPES)
+                      MESH_TYPES)
+from .design_file import signed_volume, DesignFileError
 from .voxels import (write_vti, grid_iso_surface, write_grid_stl, surface_faces, save_grid_design,
                      load_grid_design, SLAB_VOXELS)
 from .pieces import piece_name, save_piece, load_piece, write_piece_vti, write_pvti

@@ -8,7 +8,9 @@ import os
 
 import numpy as np
 
+from .._files import read_npz
 from .._validate import check_finite_values, check_indices, check_real_array
+
 __all__ = ["DesignFileError", "signed_volume", "EXTRA", "DENSITY_SLACK"]
 
 EXTRA = "pip install 'topopt[io]'"
@@ -98,35 +100,11 @@ class DesignFileError(ValueError):
         super().__init__(f"not a topopt design: {path} ({why})")
 
 
-# nodes per cell of each mesh type; the coordinates' dimension
-
 def _read_npz(path: str) -> dict:
-    """Every array of the archive `path`, read without unpickling; DesignFileError else."""
-    import zipfile
+    """Every array of the design file `path` (`topopt._files.read_npz`); DesignFileError else."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"no design file: {path} (save_design writes design.npz)")
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if head not in _ZIP:
-        raise DesignFileError(path, "not an .npz archive: it does not start with the zip "
-                              "signature")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {}
-            for name in data.files:
-                try:
-                    arrays[name] = data[name]
-                except ValueError as e:                   # an object array (pickled)
-                    if "pickle" not in str(e):
-                        raise
-                    raise DesignFileError(path, f"{name!r} holds Python objects, which a "
-                                          "design never does; they are not unpickled") from None
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as e:
-        if isinstance(e, (DesignFileError, FileNotFoundError)):
-            raise
-        raise DesignFileError(path, f"unreadable archive, truncated or damaged: "
-                              f"{type(e).__name__}: {e}") from None
-    return arrays
+    return read_npz(path, DesignFileError, "a design")
 
 
 def _real_array(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
@@ -140,4 +118,3 @@ def _real_array(path: str, name: str, v: np.ndarray, ndim: int) -> np.ndarray:
 
 
 
-_ZIP = (b"PK\x03\x04", b"PK\x05\x06")        # a zip archive (np.savez), an empty one

@@ -30,11 +30,11 @@ from .._validate import check_int, check_mapping, check_range, check_real_array
 import skfem
 
 from .._files import atomic_path, atomic_write_bytes
-from .design_file import (EXTRA, DesignFileError, _density_range, _field_rows, _finite,
-                          _read_npz, _real_array, _require, signed_volume)
+from .design_file import (DesignFileError, _density_range, _field_rows, _finite, _read_npz,
+                          _real_array, _require, signed_volume)
 
 __all__ = ["save_design", "load_design", "write_vtu", "write_stl", "iso_surface",
-           "enclosed_volume", "signed_volume", "DesignFileError", "MESH_TYPES"]
+           "enclosed_volume", "MESH_TYPES"]
 
 
 # scikit-fem mesh class -> meshio cell type (first-order meshes only)

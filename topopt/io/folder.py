@@ -6,9 +6,9 @@ script and writes it: the formulations (`topopt.formulations`) compute, the
 scripts' side writes.
 
 `minimize` (`topopt.optimize`) checks its output paths here and writes its
-checkpoint (`topopt.optimize.checkpoint`, re-exported here) and history with the
+checkpoint (`topopt.optimize.checkpoint`) and history with the
 atomic writes of `topopt._files`. The problem scripts' helpers (`add_run_arguments`,
-`run_options`, `run_record`, `script_errors`, `finish`, `signals_held`,
+`run_options`, `script_errors`, `finish`, `signals_held`,
 `exit_status`) are in `topopt.cli`.
 
 * Paths are checked before the first evaluation: the folder is created and a
@@ -17,7 +17,7 @@ atomic writes of `topopt._files`. The problem scripts' helpers (`add_run_argumen
   at once, not after 10 evaluations or after the whole run.
 * Every file is written atomically (a temporary file in the same folder,
   then ``os.replace``): an interruption leaves the old file or the new one.
-* `load_checkpoint` (`topopt.optimize.checkpoint`, imported here) reads only what
+* `load_checkpoint` (`topopt.optimize.checkpoint`) reads only what
   `minimize` wrote; anything else raises `CheckpointError`, ``not a topopt
   checkpoint: PATH (why)``. Nothing is ever unpickled.
 * A script whose run was interrupted by SIGINT/SIGTERM records

@@ -1,7 +1,7 @@
 """The result of a problem's run: one type for every problem script.
 
 `RunResult` holds how the run ended (the fields of
-`topopt.cli.run_record`: ``status``, ``signal``, ``evaluations``,
+`run_record`: ``status``, ``signal``, ``evaluations``,
 ``checkpoint``, ``resume``), the problem's metrics (JSON numbers: a
 compliance problem's ``compliance``, ``volume``, ``grey_level``,
 ``fe_solves``, ...; em_focus's ``g`` and field enhancements; ...), the
@@ -32,7 +32,7 @@ import numpy as np
 from ..design.measures import grey_level
 from ..optimize.ending import ending_line, with_grey
 
-__all__ = ["RunResult", "RUN_KEYS", "grey_level", "run_record"]
+__all__ = ["RunResult", "RUN_KEYS", "run_record"]
 
 #: How a run ended, at the top level of every ``result.json``.
 RUN_KEYS = ("status", "signal", "evaluations", "checkpoint", "resume", "verdict", "ending")

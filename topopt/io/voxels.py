@@ -33,8 +33,8 @@ import numpy as np
 from .._validate import check_int, check_range, check_real_array
 from .._files import atomic_write_bytes
 from ..grid import Grid
-from .design_file import (DesignFileError, _density_range, _field_rows, _finite, _read_npz,
-                          _real_array, _require, signed_volume)
+from .design_file import (DesignFileError, _density_range, _field_rows, _read_npz, _real_array,
+                          _require, signed_volume)
 
 __all__ = ["write_vti", "grid_iso_surface", "write_grid_stl", "surface_faces",
            "save_grid_design", "load_grid_design", "SLAB_VOXELS"]

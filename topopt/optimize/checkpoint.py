@@ -29,13 +29,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import zipfile
 from numbers import Integral, Real
 from typing import Mapping
 
 import numpy as np
 
-from .._files import atomic_write_bytes, jsonable
+from .._files import atomic_write_bytes, jsonable, read_npz
 from .._validate import check_finite_values
 
 __all__ = ["Checkpoint", "CheckpointError", "CHECKPOINT_VERSION", "load_checkpoint",
@@ -130,7 +129,7 @@ class Checkpoint:
             raise FileNotFoundError(f"no checkpoint at {path!r}")
         if os.path.isdir(path):
             raise CheckpointError(path, "a folder")
-        arrays = cls._read_archive(path)
+        arrays = read_npz(path, CheckpointError, "a checkpoint")
         meta = cls._check_meta(path, arrays)
         cls._check_arrays(path, arrays, meta)
         del arrays["meta"]
@@ -147,29 +146,6 @@ class Checkpoint:
         return out
 
     # -- checks of a file read back -----------------------------------------
-    @staticmethod
-    def _read_archive(path: str) -> dict:
-        if not zipfile.is_zipfile(path):
-            with open(path, "rb") as fh:
-                head = fh.read(6)
-            why = ("an empty file" if not head else
-                   "a .npy array, not an .npz archive" if head == b"\x93NUMPY" else
-                   "a truncated .npz archive: its zip directory is missing"
-                   if head.startswith(b"PK\x03\x04") else "not an .npz archive")
-            raise CheckpointError(path, why)
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                return {k: np.array(data[k]) for k in data.files}
-        except ValueError as e:
-            if "pickle" in str(e) or "Object arrays" in str(e):
-                raise CheckpointError(path, "it holds pickled Python objects, which a "
-                                      "checkpoint never does; not loaded") from None
-            raise CheckpointError(path, f"corrupt archive member: {type(e).__name__}") \
-                from None
-        except Exception as e:            # BadZipFile, EOFError, zlib.error, OSError
-            raise CheckpointError(path, f"corrupt or truncated archive: "
-                                  f"{type(e).__name__}: {e}") from None
-
     @classmethod
     def _check_meta(cls, path: str, arrays: dict) -> dict:
         if "meta" not in arrays:

@@ -90,13 +90,11 @@ from .._files import atomic_write_text, jsonable
 from .checkpoint import CheckpointError, load_checkpoint
 from .ending import ending, ending_line
 from .evaluator import _Responses
-from .options import DEFAULT_MMA_PARAMS, MMA_PARAMS, Options, Stage
+from .options import Options, Stage
 from .perturb import perturbed_start
 from .run import _params_json, _Run, _Signals
-from .._files import OutputPathError
 
-__all__ = ["minimize", "Stage", "Result", "Options", "load_checkpoint",
-           "CheckpointError", "OutputPathError", "MMA_PARAMS", "DEFAULT_MMA_PARAMS"]
+__all__ = ["minimize", "Result"]
 
 # a run ends early after a stage that ended with one of these statuses
 _STOPPED = ("interrupted", "stopped", "forced_stop", "roundoff_limited")

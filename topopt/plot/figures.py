@@ -3,9 +3,8 @@
 `design_figure` (`save_design`): a 2-D element field (black = 1) with a
 colour bar, the supports (triangles) and loads (arrows) of `boundary_markers`,
 and the whole structure of a half-symmetric model (``mirror=True``).
-The 3-D iso-surface is `design3d`, the convergence history `history`; their
-names are re-exported here for code that imports them from
-``topopt.plot.figures``.
+The 3-D iso-surface is `topopt.plot.design3d`, the convergence history
+`topopt.plot.history` (`topopt.plot` exports them all).
 """
 
 from __future__ import annotations
@@ -24,11 +23,6 @@ from .canvas import _element_values, _save, grid_indices
 from .markers import ARROW, PAD
 from .setup import _as_markers
 from .symbols import draw_axes, draw_markers, _marker_extent
-
-# the names this module held before the split, for code that imports them from here
-from .design3d import design_figure_3d, save_design_3d  # noqa: E402,F401
-from .history import history_figure, save_history  # noqa: E402,F401
-from .markers import boundary_markers  # noqa: E402,F401
 
 __all__ = ["design_figure", "save_design"]
 
@@ -187,6 +181,7 @@ def design_figure(mesh, x, title: str = "", cmap: str = "gray_r", vmin=0.0, vmax
     --------
     >>> import numpy as np
     >>> from topopt import fem
+    >>> from topopt.plot import boundary_markers
     >>> model = fem.elasticity(fem.rectangle(4, 2)).fix(nodes=lambda p: p[0] == 0)
     >>> s, l = boundary_markers(model, model.point_load((4, 0), (0, -1)))
     >>> fig = design_figure(model.mesh, np.ones(8), supports=s, loads=l)

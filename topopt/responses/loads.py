@@ -14,7 +14,7 @@ from skfem.helpers import dot
 
 from .. import fem
 from .._validate import check_finite_array
-from ..design.filters import LinearFilter
+from ..design.linear_filter import LinearFilter
 from ..fem.models import _check_model
 
 __all__ = ["element_loads", "BodyLoad"]

@@ -236,10 +236,6 @@ class ElementStress:
         return np.sqrt(self.von_mises_squared(u))
 
 
-def _exponent(name: str, value, lo: float, what: str) -> float:
-    return check_range(name, value, lo, None, what=what)
-
-
 def relaxed_stress(x_phys, von_mises, q: float = 0.5):
     """qp-relaxed stress ``x^q sigma_vm`` (Le et al. 2010; q < SIMP p).
 
@@ -250,7 +246,7 @@ def relaxed_stress(x_phys, von_mises, q: float = 0.5):
     >>> relaxed_stress(np.array([0.25, 1.0]), np.array([2.0, 2.0]), q=0.5)
     array([1., 2.])
     """
-    q = _exponent("q", q, 0.0, "relaxation exponent, q < the SIMP exponent")
+    q = check_range("q", q, 0.0, None, what="relaxation exponent, q < the SIMP exponent")
     _same(x_phys, von_mises)
     check_array_range("x_phys", x_phys, 0.0, 1.0, tol=1e-9, what="physical densities")
     check_array_range("von_mises", von_mises, 0.0, None)
@@ -280,8 +276,8 @@ def stress_pnorm(x_phys, von_mises_squared, q: float = 0.5, P: float = 8.0):
     >>> round(float(stress_pnorm(np.ones(2), np.array([9.0, 16.0]), P=2.0)), 12)
     5.0
     """
-    q = _exponent("q", q, 0.0, "relaxation exponent")
-    P = _exponent("P", P, 2.0, "p-norm exponent")
+    q = check_range("q", q, 0.0, None, what="relaxation exponent")
+    P = check_range("P", P, 2.0, None, what="p-norm exponent")
     if q * P < 1.0:
         raise ValueError(f"q * P must be >= 1 (the aggregate is not differentiable at "
                          f"x = 0 otherwise), got q={q:g}, P={P:g}")
@@ -326,10 +322,3 @@ class AdaptiveNormalization:
         self.c = ratio if self.c is None else self.alpha * ratio + (1 - self.alpha) * self.c
         return self.c
 
-
-def __getattr__(name: str):
-    """`MinimumVolumeStress`, now `topopt.formulations.stress`'s (PEP 562, looked up by name)."""
-    if name == "MinimumVolumeStress":
-        import importlib
-        return importlib.import_module("topopt.formulations.stress").MinimumVolumeStress
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

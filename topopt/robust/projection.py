@@ -41,7 +41,8 @@ from .._validate import (check_array_range, check_callable, check_finite_values,
                          check_nonempty, check_positive, check_range, check_real_array)
 from ..design.interpolation import project
 from ..responses.structural import volume
-from ..optimize.driver import Result, Stage, minimize
+from ..optimize.driver import Result, minimize
+from ..optimize.options import Stage
 
 __all__ = ["ETAS", "DESIGNS", "robust_designs", "bound_formulation", "robust_stages",
            "DilatedVolume", "RobustFormulation"]

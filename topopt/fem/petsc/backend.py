@@ -4,7 +4,7 @@ All ranks run the same script (``mpirun -n P python problems/cantilever3d.py
 --solver petsc``). Rank 0 runs everything of the optimization: the mesh, the
 design vector, the filter, NLopt's MMA, the element sensitivities and all
 output. The other ranks only serve rank 0's solver requests (`serve`, entered
-by `topopt.cli.script.script`, or by a script's ``if not petsc.is_root():
+by `topopt.cli.script.main`, or by a script's ``if not petsc.is_root():
 petsc.serve()``) until rank 0 ends (`stop`, also registered with `atexit`).
 
 Per `LinearSystem` (`PetscContext`, the backend's ``hierarchy``):
@@ -27,7 +27,7 @@ Per `LinearSystem` (`PetscContext`, the backend's ``hierarchy``):
   `ConvergenceError` (`SingularSystemError` when CG finds ``K`` or the
   preconditioner indefinite) on rank 0; the other ranks keep serving.
 
-The element sensitivities ``-lambda_e^T K_e u_e`` (`topopt.fem.system.products`)
+The element sensitivities ``-lambda_e^T K_e u_e`` (`topopt.fem.products`)
 are computed on the ranks that own the elements: rank 0 sends ``lambda`` and
 ``u`` (each rank its rows), each rank reads its elements' dofs, other ranks'
 included, through a PETSc scatter, and rank 0 gathers one number per element.

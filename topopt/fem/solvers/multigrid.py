@@ -57,17 +57,12 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sps
 
-from .amg import SmoothedAggregation
 from .csr import compact_index as _int32, csr_from_parts as _csr
-from ..errors import ConvergenceError
-from .krylov import MAXITER, RTOL, IterativeFactor, _options, pcg
+from .krylov import IterativeFactor, _options
 from .lattice import cell_pattern, classify, coarsen, lattice
-from .smoothers import _Chebyshev, _CoarseSolver, element_lmax_bound, scaled_lmax_bound
-from ..supports import rigid_body_modes
+from .smoothers import _Chebyshev, _CoarseSolver, element_lmax_bound
 
-__all__ = ["RTOL", "MAXITER", "ConvergenceError", "pcg", "GeometricMultigrid",
-           "SmoothedAggregation", "IterativeFactor", "rigid_body_modes", "scaled_lmax_bound",
-           "element_lmax_bound"]
+__all__ = ["GeometricMultigrid"]
 
 class _Level:
     """Mesh-constant data of one coarse level."""

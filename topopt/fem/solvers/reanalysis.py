@@ -32,10 +32,10 @@ from typing import Callable
 import numpy as np
 
 from ..._validate import check_int, check_keywords, check_range
-from .auto import AUTO_MIN_DOFS, auto_reanalysis
+from .auto import auto_reanalysis
 from .krylov import pcg_energy
 
-__all__ = ["OPTIONS", "AUTO_MIN_DOFS", "Reanalysis", "ReanalysisFactor", "direct_options",
+__all__ = ["OPTIONS", "Reanalysis", "ReanalysisFactor", "direct_options",
            "reanalysis_policy"]
 
 OPTIONS = {"reanalysis": "auto", "maxiter": 25, "rtol": 1e-6}

@@ -23,7 +23,7 @@ and the adjoint solve (``K^H x = b``) both use that factorization.
 * ``"petsc"`` (`ITERATIVE` too): PETSc CG + PCMG (lattices) or GAMG across MPI ranks
   (``pip install 'topopt[mpi]'``, run under ``mpirun``; `topopt.fem.petsc`).
 
-The factor classes live in `topopt.fem.solvers.direct` (re-exported here), the CG
+The factor classes live in `topopt.fem.solvers.direct`, the CG
 loop in `topopt.fem.solvers.krylov`. A backend whose optional module is missing
 raises ImportError naming the extra (``pip install 'topopt[fast]'``).
 """
@@ -37,14 +37,10 @@ import scipy.sparse as sps
 
 from .amg import SmoothedAggregation
 from .auto import auto_solver
-from .direct import (FAST_EXTRA, CholmodContext, CholmodFactor, SuperLUFactor, UmfpackFactor,
-                     has_module)
-from ..errors import ConvergenceError, SingularSystemError
+from .direct import FAST_EXTRA, CholmodFactor, SuperLUFactor, UmfpackFactor, has_module
 from .multigrid import GeometricMultigrid
 
-__all__ = ["SingularSystemError", "ConvergenceError", "Backend", "BACKENDS", "ITERATIVE",
-           "available_solvers", "pick_solver", "factorize", "SuperLUFactor", "CholmodContext",
-           "CholmodFactor", "UmfpackFactor"]
+__all__ = ["Backend", "BACKENDS", "ITERATIVE", "available_solvers", "pick_solver", "factorize"]
 
 
 @dataclass(frozen=True)
