@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .grid import Grid
 from .multigrid import GridMultigrid, _Coarsest, _Level, _Single, _Transfer
 from .slabs import Slabs
 from .system import GridSystem
