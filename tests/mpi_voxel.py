@@ -22,6 +22,7 @@ from mpi4py import MPI
 
 from topopt import ad, fem
 from topopt.formulations.slab_compliance import SlabCompliance
+from topopt.grid import Grid
 from topopt.grid.slab_system import SlabSystem, slab_align
 from topopt.grid.slabs import Slabs
 from topopt_problems.cantilever3d import setup, slab_setup
@@ -130,7 +131,28 @@ def case_write(folder):
             "resumed_compliance": resumed.compliance}
 
 
-CASES = {"solve": case_solve, "run": case_run, "peak": case_peak}
+def case_filters(shape=(32, 8, 8), rmin=2.5):
+    """Both filters on the slabs against the serial grid filters: forward and transpose."""
+    from topopt.grid import GridDensityFilter, GridHelmholtzFilter, SlabDensityFilter
+    from topopt.grid import SlabHelmholtzFilter
+    grid = Grid(shape)
+    slabs = Slabs(grid, COMM, slab_align(shape, 1, {"coarse_size": 500}))
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0, 1, grid.n_el), rng.standard_normal(grid.n_el)
+    plane = shape[1] * shape[2]
+    own = slice(slabs.e0 * plane, slabs.e1 * plane)
+    out = {}
+    for name, split, whole in (
+            ("density", SlabDensityFilter(slabs, rmin), GridDensityFilter(grid, rmin)),
+            ("helmholtz", SlabHelmholtzFilter.from_rmin(slabs, rmin, {"coarse_size": 500}),
+             GridHelmholtzFilter.from_rmin(grid, rmin))):
+        fwd = slabs.max(float(np.max(np.abs(split(x[own]) - whole(x)[own]))))
+        adj = slabs.max(float(np.max(np.abs(split.transpose(y[own]) - whole.transpose(y)[own]))))
+        out[name] = {"forward_error": fwd, "transpose_error": adj}
+    return out
+
+
+CASES = {"solve": case_solve, "run": case_run, "peak": case_peak, "filters": case_filters}
 
 if __name__ == "__main__":
     out = {name: CASES[name]() for name in sys.argv[2:] if name in CASES}
