@@ -256,7 +256,7 @@ def test_tune_malloc_is_an_explicit_call_and_can_be_switched_off():
 
 def test_a_script_tunes_malloc_before_its_run(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(cli, "tune_malloc", lambda: calls.append(1))
+    monkeypatch.setattr("topopt.cli.script.tune_malloc", lambda: calls.append(1))
     seen = _capture(monkeypatch, mbb_beam)
     with pytest.raises(_Stop):
         mbb_beam.main(["--out", str(tmp_path), "--quiet"])
