@@ -14,7 +14,8 @@ wall time over its evaluations, the setup excluded; one run per case:
 against the serial peak (issue 38: <= 1.3), the largest against the mean
 (<= 1.25), and the compliance history (the same as the serial one to
 rounding). On a 2-core machine 4 ranks are oversubscribed: their time says
-nothing of speed-up, their memory does.
+nothing of speed-up, their memory does. Each rank runs numba's kernels on its
+share of the cores (``NUMBA_NUM_THREADS`` = cores // ranks).
 
     python scripts/benchmarks/benchmark_slabs.py [--sizes 128x64x64,208x104x104] [--ranks 1,2,4]
 
@@ -78,7 +79,9 @@ def _case(kind: str, shape: tuple, ranks: int, evals: int) -> dict:
             "--evals", str(evals)]
     if kind == "slabs":
         argv = ["mpirun", "-n", str(ranks), "--oversubscribe", *argv]
-    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1")
+    threads = str(max(1, (os.cpu_count() or 1) // ranks))      # numba's, per rank
+    env = dict(os.environ, OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1",
+               NUMBA_NUM_THREADS=threads)
     out = harness.child(argv, env=env)
     ndof = 3 * int(np.prod([n + 1 for n in shape]))
     peaks = np.array(out["peaks_bytes"], dtype=float)
