@@ -81,7 +81,7 @@ html_css_files = ["topopt.css"]
 # as data; its folder goes onto html_static_path, so that the built site carries its own
 # copy in _build/html/_static/mathjax/ and every page with a formula loads it by a relative
 # path: the pages render their formulas opened from disk, with no network
-# (scripts/check_offline.py checks the built site; results/docs/ has a screenshot).
+# (scripts/site/check_offline.py checks the built site; results/docs/ has a screenshot).
 MATHJAX_DIST = "sphinx-mathjax-offline"
 
 

@@ -11,7 +11,7 @@ Each module builds its model (``setup``), optimizes it (``run``, returning a
 
 A script writes ``results/<name>/`` under the working directory unless
 ``--out`` says otherwise (the committed pictures are ``results/gallery/<name>/``,
-remade by ``python scripts/gallery.py``); of the design files its docstring
+remade by ``python scripts/site/gallery.py``); of the design files its docstring
 lists, ``design.npz`` is always written and ``design.vtu`` / ``design.stl``
 need the ``io`` extra (``pip install 'topopt[io]'``).
 """

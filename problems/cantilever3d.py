@@ -32,7 +32,7 @@ from topopt import fem
 from topopt.cli import GRID_SOLVERS, compliance_options, compliance_summary
 from topopt.fem.solvers.auto import auto_voxel
 from topopt.formulations.compliance import ComplianceProblem
-from topopt.grid import Grid, grid_elasticity
+from topopt.grid import Grid, SlabSystem, Slabs, elasticity_matrix, grid_elasticity, slab_align
 from topopt.io.folder import run_compliance
 from topopt.io.result import RunResult
 from topopt._keywords import keywords
@@ -62,7 +62,7 @@ def setup(nelx: int, nely: int, nelz: int, voxel: bool = False):
                                             for n in (nelx, nely, nelz)):
         raise ValueError(f"nelx, nely, nelz must be positive integers, got "
                          f"{(nelx, nely, nelz)!r}")
-    end_edge = lambda x: np.isclose(x[0], nelx) & np.isclose(x[1], 0.0)   # noqa: E731
+    end_edge = _end_edge(nelx)
     if voxel:
         mesh = Grid((nelx, nely, nelz))
         model = grid_elasticity(mesh, nu=0.3, E0=1.0)
@@ -75,10 +75,33 @@ def setup(nelx: int, nely: int, nelz: int, voxel: bool = False):
         z, y_dofs = mesh.p[2, edge], model.basis.nodal_dofs[1, edge]
     model.fix(nodes=lambda x: np.isclose(x[0], 0.0))                    # clamped face
     f = np.zeros(model.ndof)
-    weight = np.full(edge.size, 1.0 / nelz)                          # trapezoid rule
-    weight[np.isclose(z, 0.0) | np.isclose(z, nelz)] *= 0.5
-    f[y_dofs] = -weight                                              # total load -1 in y
+    f[y_dofs] = _end_load(z, nelz)                                   # total load -1 in y
     return mesh, model, f
+
+
+def _end_edge(nelx):
+    return lambda x: np.isclose(x[0], nelx) & np.isclose(x[1], 0.0)
+
+
+def _end_load(z, nelz):
+    """The line load's consistent nodal forces: ``-1 / nelz`` per node, half at the ends."""
+    weight = np.full(z.size, 1.0 / nelz)                             # trapezoid rule
+    weight[np.isclose(z, 0.0) | np.isclose(z, nelz)] *= 0.5
+    return -weight
+
+
+def slab_setup(nelx: int, nely: int, nelz: int, comm, solver_options: dict | None = None):
+    """This MPI rank's slab of the voxel setup (`topopt.grid.slabs`), built without an array
+    of the whole grid: the slab's `SlabSystem` (face x = 0 clamped) and its additive load."""
+    grid = Grid((nelx, nely, nelz))
+    slabs = Slabs(grid, comm, slab_align(grid.shape, 3, solver_options))
+    local = slabs.local
+    edge = local.nodes_where(slabs.where(_end_edge(nelx)))
+    f = np.zeros(3 * local.n_nodes)
+    f[local.n_nodes + edge] = _end_load(local.node_coordinates(edge)[2], nelz)
+    S = SlabSystem(slabs, elasticity_matrix(local, nu=0.3), 3,
+                   slabs.dofs_where(lambda x: np.isclose(x[0], 0.0), 3), solver_options)
+    return S, slabs.additive(f, 3)
 
 
 @keywords

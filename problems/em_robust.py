@@ -41,7 +41,7 @@ the robust one 5 minutes (100 evaluations of 15 factorizations), the disk's
 worst case 9 minutes and the reliability-based phase 13 minutes (25 and 30
 evaluations of 149 factorizations; with ``--approach ria`` about 2 minutes
 per evaluation: two MPP searches of a resonant limit state), Monte Carlo
-and FORM 5 minutes for the three designs. `scripts/em_robust_table.py`
+and FORM 5 minutes for the three designs. `scripts/studies/em_robust_table.py`
 gives the first two designs' tables and pf alone (docs/gallery/em_robust.md).
 Factorizations (N ``--maxeval``, C ``--chords``): 3 N, 15 N, min(N, 25) (3 C - 4),
 min(N, 30) (3 C - 4), then 3 (25 + ``--samples``) solves: ``--maxeval 5`` alone

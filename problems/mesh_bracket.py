@@ -7,7 +7,7 @@ radius 8 at ``(110, 40)``, and a round cut-out of radius 9 at ``(58, 53)``
 in the web, across the straight path from the upper bolt to the pin. gmsh
 meshed it with linear triangles of size about 3 (2043 triangles, 1112
 nodes: ``problems/meshes/bracket.msh``, made by
-``scripts/mesh_bracket_gmsh.py``); `topopt.fem.read_mesh` reads it.
+``scripts/site/mesh_bracket_gmsh.py``); `topopt.fem.read_mesh` reads it.
 
 Supports and load are chosen by geometry: the nodes on both bolt circles
 are fixed (both components); a unit total downward load is spread

@@ -81,7 +81,7 @@ def moduli_limit_state(n: int, sigma_e: float) -> rel.LimitState:
     ``F = f^T K(E)^{-1} f`` with ``E_e = simp(x_e) exp(sigma_e theta_zone(e))``,
     one standard normal ``theta`` per quadrant (m = 4): one factorization and
     solve per sample. The sampling workload of `topopt.parallel`'s tests and
-    ``scripts/benchmark_workers.py`` (importable by name in worker processes).
+    ``scripts/benchmarks/benchmark_workers.py`` (importable by name in worker processes).
 
     Examples
     --------

@@ -16,7 +16,7 @@ thermal stress coefficient linearly (``beta = x``; ``--q_beta`` penalizes
 it), density filter of radius `rmin`, NLopt MMA
 (`topopt.formulations.thermoelastic`). ``--alpha 0`` drops the heat: pure
 compliance, a V truss. pyMOTO's example is this setup at 60 x 80, P = 100,
-alpha = 1, plane strain and kmin = 1e-9; ``scripts/pymoto_thermoelastic.py``
+alpha = 1, plane strain and kmin = 1e-9; ``scripts/crosscheck/pymoto_thermoelastic.py``
 compares the analysis there.
 
     python problems/thermo_beam.py [--nelx 60 --nely 40 --alpha 0.05 --q_beta 0 ...]

@@ -1,4 +1,4 @@
-"""Reliability test cases shared by tests/test_reliability*.py and scripts/openturns_reliability.py.
+"""Reliability test cases shared by tests/test_reliability*.py and scripts/crosscheck/openturns_reliability.py.
 
 numpy only (no topopt inside): the OpenTURNS cross-check script imports this
 module in OpenTURNS' own interpreter, so that the case it analyses is the one
@@ -65,7 +65,7 @@ _A_SCALED = A_SCALED
 
 #: Series/parallel systems of linear components ``F_k = s_k alpha_k . theta >= s_k beta_k``:
 #: (name, kind, correlation matrix, betas, scales). The references of
-#: ``SYSTEM_REFERENCE`` are printed by ``scripts/crosscheck_systems.py``.
+#: ``SYSTEM_REFERENCE`` are printed by ``scripts/crosscheck/crosscheck_systems.py``.
 SYSTEM_CASES = [
     ("s2-indep", "series", np.eye(2), [3.0, 3.5], [1.0, 1.0]),
     ("p2-indep", "parallel", np.eye(2), [2.0, 2.5], [1.0, 1.0]),
@@ -105,7 +105,7 @@ def system_alphas(R):
     return _chol_rows(R)
 
 
-#: Reference pf of `SYSTEM_CASES` (``ref_a`` of ``scripts/crosscheck_systems.py``:
+#: Reference pf of `SYSTEM_CASES` (``ref_a`` of ``scripts/crosscheck/crosscheck_systems.py``:
 #: closed forms, 1-D quadrature over the common factor, or nested exp-sinh
 #: inclusion-exclusion; its second scheme ``ref_b`` agrees to 2e-9 or better, except
 #: where a correlation is within 1e-3 of +-1, which the exp-sinh rule does not

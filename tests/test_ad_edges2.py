@@ -9,7 +9,7 @@ ufuncs such as logaddexp, fmax, copysign), the arctan2/hypot/cbrt rules, casts a
 row is checked by `ad.check_modes` in the four modes against central
 differences of the same call on plain arrays (numpy's own value);
 `tests/test_ad_callforms.py` walks the registry over these rows too. The same
-forms are cross-checked against JAX by ``scripts/crosscheck_ad_jax.py``.
+forms are cross-checked against JAX by ``scripts/crosscheck/crosscheck_ad_jax.py``.
 """
 
 

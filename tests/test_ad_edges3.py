@@ -12,7 +12,7 @@ through functions that do not depend on their phase (``|U|^2``, ``U_k
 Vh_k``), the only ones a phase-free derivative can be checked on. The
 degenerate cases (repeated or zero singular values, rank-deficient
 least squares, repeated eigenvalues) raise naming the case. The same forms
-are cross-checked against JAX by ``scripts/crosscheck_ad_jax.py``.
+are cross-checked against JAX by ``scripts/crosscheck/crosscheck_ad_jax.py``.
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""`scripts/benchmark.py` on a small mesh: the JSON contract of issue 4."""
+"""`scripts/benchmarks/benchmark.py` on a small mesh: the JSON contract of issue 4."""
 
 import os
 import sys
@@ -6,17 +6,19 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "benchmarks"))
 
 import benchmark  # noqa: E402
+from benchmark_records import check_record  # noqa: E402
 
 KEYS = ("per_iteration_s", "steady_iteration_s", "assembly_s", "solve_s", "adjoint_s",
         "filter_s", "optimizer_s", "fe_solves_per_iteration", "floor_s", "solver")
 
 
-def test_mbb_json(capsys):
+def test_mbb_json(capsys, tmp_path):
     row, = benchmark.main(["--nelx", "30", "--nely", "10", "--solver", "superlu", "--iters",
-                           "8", "--repeat", "1", "--json", "--no-pymoto"])
+                           "8", "--repeat", "1", "--json", "--no-pymoto",
+                           "--out", str(tmp_path / "b.json")])
     assert all(k in row for k in KEYS)
     assert row["solver"] == "superlu" and row["elements"] == 300
     parts = sum(row[k] for k in ("assembly_s", "solve_s", "adjoint_s", "filter_s"))
@@ -25,6 +27,9 @@ def test_mbb_json(capsys):
     # compliance problems run one FE solve per design (the adjoint is -u)
     assert row["fe_solves_per_iteration"] <= 1.15
     assert '"per_iteration_s"' in capsys.readouterr().out
+    assert row["spread"]["per_iteration_s"]["median"] == row["per_iteration_s"]
+    import json
+    check_record(json.loads((tmp_path / "b.json").read_text()))
 
 
 def test_bad_sizes():
@@ -33,7 +38,7 @@ def test_bad_sizes():
 
 
 def test_convergence_quick(tmp_path):
-    """`scripts/benchmark_convergence.py --quick`: the JSON of issue 16, finite numbers."""
+    """`scripts/benchmarks/benchmark_convergence.py --quick`: the JSON of issue 16, finite numbers."""
     import json
     import math
 
@@ -41,6 +46,8 @@ def test_convergence_quick(tmp_path):
     out = tmp_path / "conv.json"
     bc.main(["--quick", "--out", str(out)])
     data = json.loads(out.read_text())
+    check_record(data, spreads=False)              # one run per method: its history
+    assert data["spread"]["note"] == "one measurement: no spread"
     assert data["checkpoints"] == [10, 20, 30, 50, 100]
     assert data["tolerances"] == [0.02, 0.01, 0.005]
     assert set(data["cases"]) == {"mbb_30x10", "cantilever3d_8x4x4"}
@@ -66,13 +73,15 @@ def test_convergence_quick(tmp_path):
 
 
 def test_reanalysis_quick(tmp_path):
-    """`scripts/benchmark_reanalysis.py --quick`: on and off reach the same design."""
+    """`scripts/benchmarks/benchmark_reanalysis.py --quick`: on and off reach the same design."""
     import json
 
     import benchmark_reanalysis as br
     out = tmp_path / "re.json"
     br.main(["--quick", "--out", str(out)])
     data = json.loads(out.read_text())
+    check_record(data)
+    data = data["cases"]
     assert set(data) == {"mbb_60x20", "cantilever3d_8x4x4"}
     for row in data.values():
         assert abs(row["compliance_difference"]) < 1e-4      # CG to rtol 1e-6 in energy
@@ -82,7 +91,7 @@ def test_reanalysis_quick(tmp_path):
 
 
 def test_auto_quick(tmp_path, capsys):
-    """`scripts/benchmark_auto.py --quick`: every installed backend timed, auto among them."""
+    """`scripts/benchmarks/benchmark_auto.py --quick`: every installed backend timed, auto among them."""
     import json
 
     import benchmark_auto as ba
@@ -90,6 +99,7 @@ def test_auto_quick(tmp_path, capsys):
     out = tmp_path / "auto.json"
     ba.main(["--quick", "--out", str(out)])
     data = json.loads(out.read_text())
+    check_record(data)
     for row in data["cases"]:
         assert row["auto"] in row["seconds"] and row["best"] in row["seconds"]
         assert "superlu" in row["seconds"] and "superlu+reanalysis" in row["seconds"]

@@ -1,4 +1,4 @@
-"""`scripts/benchmark_scale.py --smallest`: every part of issue 37's benchmark runs and records."""
+"""`scripts/benchmarks/benchmark_scale.py --smallest`: every part of issue 37's benchmark runs and records."""
 
 import json
 import os
@@ -6,18 +6,20 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path[:0] = [os.path.join(ROOT, "scripts", "benchmarks"), os.path.join(ROOT, "scripts", "studies")]
 
 import benchmark_scale_parts as parts  # noqa: E402
+from benchmark_records import check_record  # noqa: E402
 
 
 def test_smallest(tmp_path):
     out = tmp_path / "scale.json"
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmark_scale.py"),
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "benchmarks", "benchmark_scale.py"),
                           "--smallest", "--out", str(out)], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg"), timeout=600)
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
+    check_record(data)
     triad = data["triad"]
     assert triad["numpy"]["best_gb_s"] > 0 and triad["best_gb_s"] >= triad["numpy"]["best_gb_s"]
     assert triad["bytes_per_pass"] == 3 * triad["array_bytes"]       # STREAM's count, 3 arrays
@@ -41,12 +43,13 @@ def test_accepted_options():
 
 
 def test_study_smoothing_smallest(tmp_path):
-    """`scripts/study_smoothing.py` on a small grid: every schedule solves to rtol and is
+    """`scripts/studies/study_smoothing.py` on a small grid: every schedule solves to rtol and is
     recorded with the machine and commit."""
     import study_smoothing
     out = study_smoothing.main(["--shape", "32x16x16", "--repeats", "1",
                                 "--out", str(tmp_path / "s.json")])
     assert json.loads((tmp_path / "s.json").read_text())["schedules"] == out["schedules"]
+    check_record(out)
     assert [(s["degree"], s["eig_ratio"]) for s in out["schedules"]] == study_smoothing.SCHEDULES
     its = {s["degree"]: s["cg_iterations"] for s in out["schedules"] if s["eig_ratio"] == 30}
     assert its[1] > its[2] > its[4] >= 1                # a stronger smoother, fewer iterations

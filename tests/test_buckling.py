@@ -107,7 +107,7 @@ def euler_column(nx, ny, L=20.0, h=1.0):
 
 def test_euler_column_within_one_percent_and_second_order():
     """``P_E = pi^2 E I / (4 L^2)`` (clamped-free, Timoshenko & Gere 1961, Sec. 2.1) with
-    ``I = h^3 / 12``, L / h = 20 (scripts/euler_column.py prints the table): 160 x 8
+    ``I = h^3 / 12``, L / h = 20 (scripts/crosscheck/euler_column.py prints the table): 160 x 8
     elements within 1 % (measured +0.608 %); the bilinear elements converge from above
     at second order (successive changes quarter: measured 4.00); the Richardson limit
     lies 0.17 % below ``P_E``: the shear correction of Timoshenko's ``P_E / (1 + P_E /

@@ -35,7 +35,7 @@ def _committed_runs():
 
 @pytest.mark.parametrize("row", _committed_runs(), ids=lambda row: row["label"])
 def test_estimate_is_no_more_than_the_committed_measurement(row):
-    """scripts/benchmark_memory.py's rows: the figure of their path is at most theirs."""
+    """scripts/benchmarks/benchmark_memory.py's rows: the figure of their path is at most theirs."""
     path, dim = budget.PATHS[row["solver"]], len(row["grid"])
     assert BYTES_PER_DOF[path][dim] <= row["bytes_per_dof"] * 1.01, row
     assert estimate_bytes(row["dofs"], dim, path) <= row["peak_bytes"]

@@ -1,11 +1,11 @@
-"""scripts/check_links.py: a broken file link or anchor is reported, external links are not."""
+"""scripts/site/check_links.py: a broken file link or anchor is reported, external links are not."""
 
 import os
 import subprocess
 import sys
 
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "scripts", "check_links.py")
+                      "scripts", "site", "check_links.py")
 
 
 def run(root):
@@ -41,7 +41,7 @@ def test_no_pages_is_an_error(tmp_path):
     assert run(tmp_path).returncode == 2
 
 
-# scripts/check_md_links.py: the relative links of the Markdown files, as GitHub reads them
+# scripts/site/check_md_links.py: the relative links of the Markdown files, as GitHub reads them
 
 MD_SCRIPT = os.path.join(os.path.dirname(SCRIPT), "check_md_links.py")
 

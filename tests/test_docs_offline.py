@@ -1,4 +1,4 @@
-"""The site reads off-line: scripts/check_offline.py, docs/conf.py's local MathJax.
+"""The site reads off-line: scripts/site/check_offline.py, docs/conf.py's local MathJax.
 
 The built site (``docs/_build/html``, made by ``.ci/run`` after the tests) is
 checked when it is there: every page with a formula loads the site's own
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "check_offline.py")
+SCRIPT = os.path.join(ROOT, "scripts", "site", "check_offline.py")
 SITE = os.path.join(ROOT, "docs", "_build", "html")
 LOCAL = '<script defer="defer" src="{up}_static/mathjax/tex-chtml.js"></script>'
 MATH = '<span class="math notranslate nohighlight">\\(x\\)</span>'

@@ -3,7 +3,7 @@
 Sources of the asserted numbers: the closed form of a damped bar's end
 response, the static compliance (omega = 0), the two direct backends
 against each other, central differences (`ad.check_modes`), Taylor
-remainders, and pyMOTO's dynamic-compliance example (scripts/pymoto_dynamic.py,
+remainders, and pyMOTO's dynamic-compliance example (scripts/crosscheck/pymoto_dynamic.py,
 when an interpreter with pymoto is at hand).
 """
 
@@ -185,9 +185,9 @@ def _pymoto_python():
 @pytest.mark.skipif(_pymoto_python() is None, reason="no interpreter with pymoto "
                     "(set PYMOTO_PYTHON)")
 def test_dynamic_compliance_matches_pymoto(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))     # its pymoto_bridge
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts", "crosscheck"))  # its pymoto_bridge
     spec = importlib.util.spec_from_file_location(
-        "pymoto_dynamic", os.path.join(ROOT, "scripts", "pymoto_dynamic.py"))
+        "pymoto_dynamic", os.path.join(ROOT, "scripts", "crosscheck", "pymoto_dynamic.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rows = module.compare("pymoto_example", _pymoto_python())

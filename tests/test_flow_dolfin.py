@@ -1,7 +1,7 @@
 """topopt.flow against dolfin-adjoint on the same mesh: Stokes and Navier-Stokes (Re 100).
 
 The reference numbers are dolfin-adjoint 2023.0.0's (legacy FEniCS 2019.2),
-written by ``scripts/crosscheck_dolfin_flow.py --dolfin`` into
+written by ``scripts/crosscheck/crosscheck_dolfin_flow.py --dolfin`` into
 ``results/crosscheck/dolfin_flow.json``: its Stokes topology demo's setup and
 functional on a 24 x 24 RectangleMesh of [0, 1.5] x [0, 1], five seeded
 designs, l2 gradients per vertex, quadrature degree 6 on both sides. The
@@ -25,7 +25,7 @@ if not hasattr(flow, "FlowModel"):
 
 def _crosscheck():
     spec = importlib.util.spec_from_file_location(
-        "crosscheck_dolfin_flow", os.path.join(ROOT, "scripts", "crosscheck_dolfin_flow.py"))
+        "crosscheck_dolfin_flow", os.path.join(ROOT, "scripts", "crosscheck", "crosscheck_dolfin_flow.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -21,7 +21,7 @@ import skfem
 from topopt import ad, fem
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "scripts"))
+                                "scripts", "crosscheck"))
 import thermal_nusselt  # noqa: E402
 from topopt.flow import Convection, convective_flux, mean_temperature
 

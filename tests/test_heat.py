@@ -3,7 +3,7 @@
 FE checks of `fem.heat` against closed forms (a bar with a uniform source, two
 conductors in series), rule and Taylor tests of the problem's chain, the
 optimized design (a tree rooted at the sink), and the analysis against pyMOTO
-(scripts/pymoto_heat.py, when an interpreter with pymoto is at hand).
+(scripts/crosscheck/pymoto_heat.py, when an interpreter with pymoto is at hand).
 """
 
 import importlib.util
@@ -141,9 +141,9 @@ def _pymoto_python():
 @pytest.mark.skipif(_pymoto_python() is None, reason="no interpreter with pymoto "
                     "(set PYMOTO_PYTHON)")
 def test_analysis_matches_pymoto(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))     # its pymoto_bridge
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts", "crosscheck"))  # its pymoto_bridge
     spec = importlib.util.spec_from_file_location(
-        "pymoto_heat", os.path.join(ROOT, "scripts", "pymoto_heat.py"))
+        "pymoto_heat", os.path.join(ROOT, "scripts", "crosscheck", "pymoto_heat.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rows = module.compare("heat_sink", _pymoto_python())

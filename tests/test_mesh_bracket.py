@@ -4,7 +4,7 @@ The reader's refusals, one row each; what it repairs (orientation, unused
 nodes, a constant z) and what it keeps (node and element order); the
 committed gmsh mesh against the script's geometry; the density filter on
 its triangles; the compliance and its gradient against the independent
-scikit-fem solve of scripts/meshfile_crosscheck.py; every AD mode and the
+scikit-fem solve of scripts/crosscheck/meshfile_crosscheck.py; every AD mode and the
 Taylor rate of the objective; a short run.
 """
 
@@ -165,14 +165,14 @@ def test_density_filter_on_the_triangles_is_top88s():
 
 def _crosscheck():
     spec = importlib.util.spec_from_file_location(
-        "meshfile_crosscheck", os.path.join(ROOT, "scripts", "meshfile_crosscheck.py"))
+        "meshfile_crosscheck", os.path.join(ROOT, "scripts", "crosscheck", "meshfile_crosscheck.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_compliance_and_gradient_match_an_independent_scikit_fem_solve():
-    """scripts/meshfile_crosscheck.py: printed 4.5e-13 / 1.1e-12 (uniform), 1.9e-13 /
+    """scripts/crosscheck/meshfile_crosscheck.py: printed 4.5e-13 / 1.1e-12 (uniform), 1.9e-13 /
     4.3e-13 (seed 0) relative differences of compliance / gradient."""
     rows = _crosscheck().compare(seeds=(0,))
     assert [r["design"] for r in rows] == ["uniform", "random seed 0"]

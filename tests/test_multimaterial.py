@@ -122,14 +122,14 @@ def test_bad_arguments(call, error, message):
 
 def _script():
     spec = importlib.util.spec_from_file_location(
-        "multimaterial_closed_form", os.path.join(ROOT, "scripts", "multimaterial_closed_form.py"))
+        "multimaterial_closed_form", os.path.join(ROOT, "scripts", "crosscheck", "multimaterial_closed_form.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_bars_in_series_and_parallel_match_the_closed_forms():
-    """scripts/multimaterial_closed_form.py: 1/E = sum t_i/E_i and E = sum t_i E_i to
+    """scripts/crosscheck/multimaterial_closed_form.py: 1/E = sum t_i/E_i and E = sum t_i E_i to
     round-off (its printed differences: 1.6e-13 to 4.3e-13)."""
     module = _script()
     rows = [module.fe_modulus(*case, nelx=20, nely=4) for case in module.CASES]

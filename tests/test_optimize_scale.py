@@ -2,7 +2,7 @@
 
 At millions of variables `minimize` forms the history's ``grey`` and
 ``change``, the cache key and Svanberg's ``rho_init`` with at most one
-temporary of n floats (`scripts/benchmark_mma_scale.py`); each is checked
+temporary of n floats (`scripts/benchmarks/benchmark_mma_scale.py`); each is checked
 here against the expression it replaced (the source of the numbers), with
 ``==``, not a tolerance.
 """

@@ -5,7 +5,7 @@ closed forms (the smooth maximum of N supports at xi_0 is xi_0, eq. (3); the
 smooth minimum, eq. (4)), symmetries between directions, the violation counter,
 the mesh and grid numbering of `OverhangFilter`, refusals, the printable
 cantilever (Taylor test, no violation in the optimized design), and the
-cross-check against pyMOTO's OverhangFilter (scripts/pymoto_overhang.py).
+cross-check against pyMOTO's OverhangFilter (scripts/crosscheck/pymoto_overhang.py).
 """
 
 import importlib.util
@@ -251,9 +251,9 @@ def _pymoto_python():
                     "(set PYMOTO_PYTHON)")
 @pytest.mark.parametrize("ndim, direction", [(2, "-x"), (3, "+y")])
 def test_matches_pymoto(monkeypatch, ndim, direction):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))     # its pymoto_bridge
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts", "crosscheck"))  # its pymoto_bridge
     spec = importlib.util.spec_from_file_location(
-        "pymoto_overhang", os.path.join(ROOT, "scripts", "pymoto_overhang.py"))
+        "pymoto_overhang", os.path.join(ROOT, "scripts", "crosscheck", "pymoto_overhang.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rows = module.compare(ndim, direction, _pymoto_python())

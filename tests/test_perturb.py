@@ -1,4 +1,4 @@
-"""Issue 35: ``TOPOPT_PERTURB``, the seeded start perturbation of `scripts/reproduce_gallery.py`."""
+"""Issue 35: ``TOPOPT_PERTURB``, the seeded start perturbation of `scripts/site/reproduce_gallery.py`."""
 
 import numpy as np
 import pytest

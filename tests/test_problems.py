@@ -270,10 +270,10 @@ def test_every_script_checks_its_paths_before_any_work(tmp_path, monkeypatch, ca
 
 
 def test_resume_measurement_script(tmp_path):
-    """scripts/resume_mbb.py (the resume table of docs/notes/runs.md): the interruption lands at N/2
+    """scripts/studies/resume_mbb.py (the resume table of docs/notes/runs.md): the interruption lands at N/2
     and both runs spend N evaluations."""
     spec = importlib.util.spec_from_file_location(
-        "resume_mbb", os.path.join(ROOT, "scripts", "resume_mbb.py"))
+        "resume_mbb", os.path.join(ROOT, "scripts", "studies", "resume_mbb.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     row = module.compare(24, 8, 12, str(tmp_path))
@@ -335,15 +335,15 @@ def test_second_signal_aborts_the_evaluation_and_says_how_to_resume(tmp_path, mo
 
 
 def test_gallery_script_passes_each_problem_its_gallery_folder():
-    """scripts/gallery.py remakes results/gallery/<name>/ with --out (the default is under the cwd)."""
-    done = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list"])
+    """scripts/site/gallery.py remakes results/gallery/<name>/ with --out (the default is under the cwd)."""
+    done = run_script([sys.executable, os.path.join(ROOT, "scripts", "site", "gallery.py"), "--list"])
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     for name in topopt_problems.__all__:
         assert any(line.split()[1].endswith(os.path.join("problems", f"{name}.py")) and
                    line.endswith(f"--out {os.path.join(ROOT, 'results', 'gallery', name)}")
                    for line in lines), name
-    bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "gallery.py"), "--list",
+    bad = run_script([sys.executable, os.path.join(ROOT, "scripts", "site", "gallery.py"), "--list",
                       "nope"])
     assert bad.returncode == 2 and "got 'nope'" in bad.stderr
 

@@ -3,7 +3,7 @@
 References: scipy.stats (marginals), closed forms (lognormal-lognormal Nataf
 correction, Liu & Der Kiureghian 1986; FORM exact where the limit state is
 linear in u), scipy's dblquad (Pearson correlations), and OpenTURNS 1.27 as
-printed by scripts/openturns_reliability.py (quoted below as "OT").
+printed by scripts/crosscheck/openturns_reliability.py (quoted below as "OT").
 """
 
 import numpy as np

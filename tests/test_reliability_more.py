@@ -2,7 +2,7 @@
 
 Sources of the numbers: closed forms and exact integrals computed here, the
 formulas of the papers evaluated independently (complex arithmetic for
-Tvedt), OpenTURNS 1.27 as printed by scripts/openturns_reliability.py ("OT"),
+Tvedt), OpenTURNS 1.27 as printed by scripts/crosscheck/openturns_reliability.py ("OT"),
 and Der Kiureghian (2022), Structural and System Reliability, Cambridge UP,
 Examples 6.5 and 7.2 (the column: beta 2.47, curvatures -0.155, -0.0399, 0,
 pf 0.00914 by Breitung and 0.00960 by Hohenbichler-Rackwitz).

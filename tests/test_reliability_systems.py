@@ -2,7 +2,7 @@
 the KKT check of the joint design point, and the multi-start MPP search (issue 23).
 
 The reference numbers of the table are stored in ``tests/reliability_cases.py``
-(``SYSTEM_REFERENCE``), printed by ``scripts/crosscheck_systems.py`` (closed
+(``SYSTEM_REFERENCE``), printed by ``scripts/crosscheck/crosscheck_systems.py`` (closed
 forms, 1-D quadrature over a common factor, nested exp-sinh quadrature): none is
 computed with the code under test.
 """

@@ -1,4 +1,4 @@
-"""Issue 35: ``scripts/reproduce_gallery.py``, its figures and its check (no problem is run)."""
+"""Issue 35: ``scripts/site/reproduce_gallery.py``, its figures and its check (no problem is run)."""
 
 import json
 import os
@@ -9,7 +9,7 @@ import pytest
 import topopt_problems as problems
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "site"))
 import reproduce_gallery as rg  # noqa: E402
 
 

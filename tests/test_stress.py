@@ -4,7 +4,7 @@ Oracles: Hooke's law on an imposed linear displacement field (every element
 shape and plane state), a bar in uniaxial tension, Kirsch's stress
 concentration 3 at a small circular hole, the exact area of the meshes; the
 four differentiation modes of every differentiable piece (`ad.check_modes`).
-The pyMOTO cross-check is ``scripts/pymoto_stress.py``.
+The pyMOTO cross-check is ``scripts/crosscheck/pymoto_stress.py``.
 """
 
 import numpy as np

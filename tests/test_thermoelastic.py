@@ -5,7 +5,7 @@ clamped: ``sigma_xx = -E alpha dT``), the load's equilibrium, the three
 primitives' rules in every mode, the problem's gradient against the
 two-field adjoint written out by hand (Gao & Zhang 2010, eqs. (20)-(22)),
 Taylor tests, the refusals, and the analysis against pyMOTO
-(scripts/pymoto_thermoelastic.py, when an interpreter with pymoto is at hand).
+(scripts/crosscheck/pymoto_thermoelastic.py, when an interpreter with pymoto is at hand).
 """
 
 import importlib.util
@@ -279,9 +279,9 @@ def _pymoto_python():
 @pytest.mark.skipif(_pymoto_python() is None, reason="no interpreter with pymoto "
                     "(set PYMOTO_PYTHON)")
 def test_analysis_matches_pymoto(monkeypatch):
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))     # its pymoto_bridge
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts", "crosscheck"))  # its pymoto_bridge
     spec = importlib.util.spec_from_file_location(
-        "pymoto_thermoelastic", os.path.join(ROOT, "scripts", "pymoto_thermoelastic.py"))
+        "pymoto_thermoelastic", os.path.join(ROOT, "scripts", "crosscheck", "pymoto_thermoelastic.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for case in module.CASES:

@@ -4,7 +4,7 @@ Rules in every mode against central differences (check_modes), the
 checkpointed gradient against storing every state and against N taped dense
 solves (an independent implementation on the tape), the solve and state
 counts of the checkpointing scheme, the Taylor test of the problem's
-responses, bad input, and pyMOTO's ex_transient_thermal (scripts/pymoto_transient.py)
+responses, bad input, and pyMOTO's ex_transient_thermal (scripts/crosscheck/pymoto_transient.py)
 when an interpreter with pymoto is at hand.
 """
 
@@ -179,9 +179,9 @@ def _pymoto_python():
                     "(set PYMOTO_PYTHON or create /tmp/pymoto-venv)")
 def test_matches_pymoto(monkeypatch):
     """pyMOTO's ex_transient_thermal on 80 x 120 elements, 12 steps, two designs."""
-    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
+    monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts", "crosscheck"))
     spec = importlib.util.spec_from_file_location(
-        "pymoto_transient", os.path.join(ROOT, "scripts", "pymoto_transient.py"))
+        "pymoto_transient", os.path.join(ROOT, "scripts", "crosscheck", "pymoto_transient.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for case in module.CASES:

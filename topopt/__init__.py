@@ -17,7 +17,7 @@ each are importable from here.
 the command line and the pictures (`cli`, `plot`) are
 imported on first use, by attribute (``topopt.reliability``) or by an
 ``import topopt.reliability`` of their own (PEP 562, `__getattr__` below);
-``scripts/benchmark_import.py`` measures the import.
+``scripts/benchmarks/benchmark_import.py`` measures the import.
 
 Importing topopt has no side effects; `tune_malloc` (glibc's allocator
 policy, see `topopt._memory`) is an explicit call that the problem scripts

@@ -53,7 +53,7 @@ def tune_malloc() -> bool:
 
     Returns True when the settings were applied; False under
     ``TOPOPT_MALLOC_TUNING=0``, off Linux/glibc, or when ``mallopt`` refused.
-    Idempotent. `scripts/benchmark_ad.py` measures the effect (gradient /
+    Idempotent. `scripts/benchmarks/benchmark_ad.py` measures the effect (gradient /
     function time of ``sum(exp(x) * x)`` at 10^6 entries).
     """
     global TUNED

@@ -72,13 +72,13 @@ def reproduction(name: str) -> list:
         record = json.load(fh)
     seeds = len(record["seeds"])
     if name in record.get("skipped", {}):
-        return [f"Reproducibility: not re-run by `scripts/reproduce_gallery.py` "
+        return [f"Reproducibility: not re-run by `scripts/site/reproduce_gallery.py` "
                 f"({record['skipped'][name]}).", ""]
     r = record.get("problems", {}).get(name)
     if r is None or "error" in r:
         return []
     p = r["perturbed"]
-    return [f"Reproducibility (`scripts/reproduce_gallery.py`, "
+    return [f"Reproducibility (`scripts/site/reproduce_gallery.py`, "
             f"`results/reproduce_gallery.json`): `{r['figure']}` {r['committed']:.6g} "
             f"committed, {r['unperturbed']:.6g} re-run as typed, {min(p):.6g} to "
             f"{max(p):.6g} over {seeds} starts perturbed by {record['amplitude']:g}: "
@@ -97,7 +97,7 @@ def block(name: str) -> str:
     figures.update(_rows(result))                 # "result" repeats status and evaluations
     lines = [BEGIN, "", "## The committed run", "",
              f"`results/gallery/{name}/result.json`, written by the command above with "
-             f"`--out results/gallery/{name}` (`python scripts/gallery.py {name}` remakes it).",
+             f"`--out results/gallery/{name}` (`python scripts/site/gallery.py {name}` remakes it).",
              ""]
     lines += reproduction(name)
     setup = _rows(record.get("setup", {}))

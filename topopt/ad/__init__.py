@@ -13,7 +13,8 @@ Design
   `rrule`, `frule`, `opt_out`, `Thunk`...); `core`, the tape (`Box`,
   the backward walk); `dispatch` (`apply`); `api` (`pullback`,
   `gradient`, `jvp`, `hvp`); the rule modules (`numpy_rules` and its parts, `callforms`...);
-  `testing`. No module imports one above it, and none imports from
+  `testing`; `collectives` (`allsum`, `alldot`, `allmax` across MPI ranks,
+  and the gradients of replicated values). No module imports one above it, and none imports from
   ``topopt`` outside ``topopt.ad``. scipy.special's rules are registered
   once scipy.special is imported (`registry.Registry.defer`), so ``import
   topopt.ad`` does not import it.
@@ -102,6 +103,8 @@ from .shapes import scatter_add
 from .linalg_decomp import lstsq, qr, svd, svdvals
 from .products import eigh, eigvalsh
 from .testing import RuleCheckError, check_modes, check_rule, taylor_test
+from .collectives import (SELF, SerialComm, alldot, allgradient, allhvp, allmax, allsum,
+                          value_and_allgradient)
 from .tree import flatten as tree_flatten
 from .tree import leaves as tree_leaves
 from .tree import map as tree_map
@@ -116,4 +119,6 @@ __all__ = [
     "value", "is_traced", "trace_of", "scatter_add", "apply", "Box",
     "logsumexp", "spsolve", "eigh", "eigvalsh", "qr", "svd", "svdvals", "lstsq",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map",
+    "allsum", "alldot", "allmax", "allgradient", "value_and_allgradient", "allhvp",
+    "SerialComm", "SELF",
 ]

@@ -29,7 +29,7 @@ ends with a line saying so and exits with 0: the exit status says whether
 the run worked, the verdict what it found (``docs/notes/runs.md``).
 ``TOPOPT_PERTURB=AMPLITUDE[:SEED]`` in the environment moves the start by a
 seeded ``AMPLITUDE * U(-1, 1)`` (`topopt.optimize.perturb`;
-``scripts/reproduce_gallery.py`` measures the spread of the results with it);
+``scripts/site/reproduce_gallery.py`` measures the spread of the results with it);
 a malformed value is a usage error.
 """
 

@@ -68,11 +68,17 @@ def _self_adjoint(S: "LinearSystem", f, u, ubar):
     fb, ub = S.restrict(np.asarray(f)), S.restrict(np.asarray(ubar))
     if fb.shape != ub.shape or np.iscomplexobj(ub):
         return None
-    ff = np.sum(fb * fb, axis=0)
+    # a system split across ranks (`topopt.grid.slab_system`) decides on every rank alike
+    total = getattr(S, "global_sum", np.asarray)
+    largest = getattr(S, "global_max", np.asarray)
+    ff = total(np.sum(fb * fb, axis=0))
     if np.any(ff == 0):
         return None
-    alpha = np.sum(fb * ub, axis=0) / ff
-    if np.max(np.abs(ub - alpha * fb), initial=0.0) > 1e-13 * np.max(np.abs(ub), initial=0.0):
+    alpha = total(np.sum(fb * ub, axis=0)) / ff
+    alpha = alpha if np.ndim(fb) > 1 else alpha.reshape(())[()]
+    gap = largest(np.array([np.max(np.abs(ub - alpha * fb), initial=0.0),
+                            np.max(np.abs(ub), initial=0.0)]))
+    if gap[0] > 1e-13 * gap[1]:
         return None
     S.counts["self_adjoint"] += 1
     return np.asarray(u) * alpha

@@ -4,7 +4,7 @@ The estimate is bytes per degree of freedom of the path the run takes
 (`BYTES_PER_DOF`: a direct factorization, multigrid or smoothed-aggregation CG
 on the assembled matrix, PETSc, the matrix-free voxel path of `topopt.grid`),
 measured from the peak resident memory of real runs at the largest size
-measured, where the fixed costs weigh least (``scripts/benchmark_memory.py``
+measured, where the fixed costs weigh least (``scripts/benchmarks/benchmark_memory.py``
 measures them; ``results/benchmark_memory.json``). ``solver="auto"`` is
 resolved first by the decision the run makes (`run_path`,
 `topopt.fem.solvers.auto.auto_path`).
@@ -38,7 +38,7 @@ PATHS = {"cholmod": "direct", "umfpack": "direct", "superlu": "direct", "mg-cg":
 MESH_PATHS = ("direct", "mg-cg", "amg-cg", "petsc")
 
 #: Measured peak bytes per degree of freedom of a compliance run, by path and dimension:
-#: the least per dof over the sizes measured (``scripts/benchmark_memory.py``, whose
+#: the least per dof over the sizes measured (``scripts/benchmarks/benchmark_memory.py``, whose
 #: docstring and ``results/benchmark_memory.json`` give each run; amg-cg in 3-D takes
 #: mg-cg's figure, a lower bound: see there).
 BYTES_PER_DOF = {

@@ -86,6 +86,10 @@ from .flow_hooks import FlowRunHooks  # noqa: E402
 __all__ += ['FlowProblem', 'FLOW_OBJECTIVES', 'run_flow', 'check_lu_solver', 'power_summary',
             'FLOW_OBJECTIVE_LABELS', 'ConvectionProblem', 'FlowRunHooks']
 
+from .slab_compliance import SlabCompliance, SlabRun  # noqa: E402
+
+__all__ += ['SlabCompliance', 'SlabRun']
+
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 
 _check_keywords_of(globals(), __all__)   # a misspelled keyword names the closest one

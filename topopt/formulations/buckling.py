@@ -114,7 +114,7 @@ class BucklingProblem(DensityProblem):
     objective_name = "KS(ln λref/λ)"
     #: MMA's move limit at each stage's start (NLopt's default: 0.5). On the column
     #: (``problems/buckling_column.py``) over starts moved by 1e-12, lambda_1 spread
-    #: 0.4 % with 0.1, 42 % with 0.2 and 11 % with 0.5 (``scripts/reproduce_gallery.py``).
+    #: 0.4 % with 0.1, 42 % with 0.2 and 11 % with 0.5 (``scripts/site/reproduce_gallery.py``).
     initial_step = 0.1
 
     def __init__(self, model: fem.Model, f, volfrac: float, rmin: float, n_modes: int = 6,

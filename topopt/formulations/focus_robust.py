@@ -19,7 +19,7 @@ realization). No volume constraint: the focusing problem has none. From
 the uniform start the eroded design is empty (``p_f = 0.4 < eta_e``) and
 MMA climbs slowly (h = 8 nm, 40 evaluations per beta: worst enhancement
 3.2); started from the nominal optimum at ``beta = 32`` it reached 6.4
-against the nominal design's 5.1 (scripts/focus_robust_check.py).
+against the nominal design's 5.1 (scripts/crosscheck/focus_robust_check.py).
 """
 
 from __future__ import annotations

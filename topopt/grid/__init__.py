@@ -7,7 +7,9 @@ cell operators), `transfer` (multilinear interpolation
 by slices), `galerkin` (coarse cells from the fine coefficients),
 `multigrid` (`GridMultigrid`), `system` (`GridSystem`, the system
 `topopt.fem.solve` takes), `model` (`GridModel`: supports and loads),
-`filters` (density and Helmholtz filters on the grid).
+`filters` (density and Helmholtz filters on the grid); across MPI ranks:
+`slabs` (`Slabs`: a rank's slab of x-planes, its exchanges and reductions),
+`slab_system` (`SlabSystem`, `SlabMultigrid`), `slab_filter` (`SlabDensityFilter`, `SlabHelmholtzFilter`).
 """
 
 from .grid import Grid
@@ -19,12 +21,17 @@ from .multigrid import GRID_OPTIONS, GridMultigrid, coarsest, grid_levels
 from .system import GridSystem
 from .model import GridModel, grid_elasticity, grid_heat
 from .filters import GridDensityFilter, GridHelmholtzFilter, density_kernel
+from .slabs import Slabs, slab_bounds
+from .slab_system import SlabMultigrid, SlabSystem, slab_align
+from .slab_filter import SlabDensityFilter, SlabHelmholtzFilter
 
 __all__ = ["Grid", "elasticity_matrix", "heat_matrix", "mass_matrix", "shape_gradients", "shape_values",
            "BLOCK_ELEMENTS", "CellOperator", "GridOperator", "prolong", "restrict",
            "cells_from_cells", "cells_from_coefficients", "child_interpolations",
            "GRID_OPTIONS", "GridMultigrid", "grid_levels", "coarsest", "GridSystem", "GridModel", "grid_elasticity",
-           "grid_heat", "GridDensityFilter", "GridHelmholtzFilter", "density_kernel"]
+           "grid_heat", "GridDensityFilter", "GridHelmholtzFilter", "density_kernel",
+           "Slabs", "slab_bounds", "SlabMultigrid", "SlabSystem", "slab_align", "SlabDensityFilter",
+           "SlabHelmholtzFilter"]
 
 from .._keywords import check_keywords_of as _check_keywords_of  # noqa: E402
 

@@ -13,7 +13,7 @@ the mesh filters. Each is the same linear map as its mesh counterpart on
   matrix on a uniform tensor grid the DCT-I diagonalizes: an exact direct
   solve in O(n log n) with no stored factor.
 
-`scripts/benchmark_grid_filters.py` measures both against the mesh filters.
+`scripts/benchmarks/benchmark_grid_filters.py` measures both against the mesh filters.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class GridHelmholtzFilter(_GridFilter):
         Lambda_k = r^2 sum_d lam_kd prod_(d' != d) mu_kd' + prod_d mu_kd,
 
     two `scipy.fft.dctn` of the node array per solve and no factor stored
-    (exact to rounding). Measured (`scripts/benchmark_grid_filters.py`, one
+    (exact to rounding). Measured (`scripts/benchmarks/benchmark_grid_filters.py`, one
     core): at 48x24x24 elements ``F x`` takes 0.9 ms with no setup, against
     the assembled filter's 50 ms SuperLU solve after a 12 s factorization
     (1.4 GB peak); at 64x32x32, 2 ms against 0.7 s after 63 s (4.1 GB); at

@@ -28,7 +28,7 @@ rounding (1e-7 relative) is far below the V-cycle's own error (mixed-
 precision multigrid-preconditioned CG: Goddeke, Strzodka & Turek, Int. J.
 Parallel Emerg. Distrib. Syst. 22 (2007) 221-256; TOP3D_XL, Wang et al.
 2025, runs its V-cycle in float32 as well). Measured on the 3-D cantilever
-(``scripts/benchmark_precision.py``, rtol 1e-8, four designs of an MMA run):
+(``scripts/benchmarks/benchmark_precision.py``, rtol 1e-8, four designs of an MMA run):
 the same CG iterations as double at every solve, compliance equal to 5e-14
 and sensitivities to 4e-11 (of the largest); a cold solve 1.19 times faster
 at 80 x 40 x 40 (two levels) and 1.41 at 128 x 64 x 64, whose coarse cells
@@ -172,11 +172,11 @@ class _Single:
     float64 passes.
     """
 
-    def __init__(self, cycle):
-        self.cycle = cycle
+    def __init__(self, cycle, largest=float):
+        self.cycle, self.largest = cycle, largest    # a distributed run's global max
 
     def __call__(self, r: np.ndarray) -> np.ndarray:
-        s = 2.0 ** -int(np.frexp(np.max(np.abs(r), initial=0.0))[1])
+        s = 2.0 ** -int(np.frexp(self.largest(np.max(np.abs(r), initial=0.0)))[1])
         z = self.cycle(np.multiply(r, s, out=np.empty(r.shape, np.float32),
                                    casting="same_kind"))
         return np.multiply(z, 1.0 / s, dtype=np.float64)
@@ -268,13 +268,14 @@ class GridMultigrid:
     """
 
     def __init__(self, grid: Grid, K0: np.ndarray, components: int, free: np.ndarray,
-                 springs: np.ndarray | None, options: dict | None = None):
+                 springs: np.ndarray | None, options: dict | None = None, shape=None):
         self.options, self.grid_options = _split_options(options)
         self.grid, self.K0, self.components = grid, np.asarray(K0, dtype=float), components
         self.fine = GridOperator(grid, self.K0, components)
         self.grids, self.factors = [grid], []
-        for f in grid_levels(grid.shape, components, self.options["coarse_size"],
-                             self.options["max_levels"], self.grid_options["first_factor"])[1]:
+        for f in grid_levels(grid.shape if shape is None else shape, components,
+                             self.options["coarse_size"], self.options["max_levels"],
+                             self.grid_options["first_factor"])[1]:
             self.grids.append(self.grids[-1].coarsened(f))
             self.factors.append(f)
         self.free = [np.asarray(free, dtype=np.float32)]       # masks, 0/1: exact in float32
@@ -332,19 +333,22 @@ class GridMultigrid:
 
     def _level(self, level: int, E: np.ndarray, Ec: np.ndarray, cells: list):
         """Level `level`'s operator in the cycle's dtype, its ``A`` and float64 ``dinv``."""
-        free, springs, T = self.free[level], self.springs[level], self.timers
+        free, springs = self.free[level], self.springs[level]
         s = None if springs is None else springs.astype(self.dtype, copy=False)
         if level == 0:
             A = self.fine                       # float32 Ec and x: float32 products
-            op = _Level(lambda x: A.apply(Ec, x), self.fixed[0], s, T, "fine_operator")
-            d = A.diagonal(E)
+            op = self._operator(0, lambda x: A.apply(Ec, x), s)
+            d = self._diagonal(A, E)
         else:
             A = CellOperator(self.grids[level], cells[level - 1], self.components)
-            op = _Level(lambda x: A.apply(None, x), self.fixed[level], s, T, "coarse_operators")
-            d = A.diagonal(None)
+            op = self._operator(level, lambda x: A.apply(None, x), s)
+            d = self._diagonal(A, None)
         if springs is not None:
             d = d + springs
         return op, A, np.divide(free, d, out=np.zeros_like(d), where=d > 0)
+
+    def _diagonal(self, A, E) -> np.ndarray:
+        return A.diagonal(E)
 
     def factor(self, E: np.ndarray, counts=None) -> IterativeFactor:
         """The preconditioned CG of ``K(E)`` (`topopt.fem.solvers.krylov.IterativeFactor`)."""
@@ -360,20 +364,37 @@ class GridMultigrid:
             if level == len(self.grids) - 1:
                 break
             springs = self.springs[level]
-            bound = self.bound0 if level == 0 else _scaled_bound(A, dinv, self.free[level]) + (
+            bound = self.bound0 if level == 0 else self._bound(A, dinv, level) + (
                 0.0 if springs is None else float(np.max(springs * dinv)))
             smoothers.append(_Chebyshev(op, degree if level == 0 else degree + 1, ratio,
                                     upper=bound, dinv=dinv.astype(self.dtype, copy=False)))
         last = len(self.grids) - 1
-        coarse = _Coarsest(self.grids[last], cells[-1] if last else
-                           E[:, None, None] * self.K0, self.components, self.free[last],
-                           self.springs[last], T)
-        P, R = ([_Transfer(self.grids[k], self.grids[k + 1], f, self.components,
-                           self.fixed[k], self.fixed[k + 1], transpose, T)
-                 for k, f in enumerate(self.factors)] for transpose in (False, True))
+        coarse = self._coarsest(cells[-1] if last else E[:, None, None] * self.K0)
+        P, R = ([self._transfer(k, f, transpose) for k, f in enumerate(self.factors)]
+                for transpose in (False, True))
         cycle = _VCycle(P, R, ops, smoothers, coarse, self.options["cycle"])
-        outer = ops[0] if self.dtype == float else _Level(
-            lambda x: self.fine.apply(E, x), self.fixed[0], self.springs[0], T, "fine_operator")
+        outer = ops[0] if self.dtype == float else self._operator(
+            0, lambda x: self.fine.apply(E, x), self.springs[0])
         T["setup"] += time.perf_counter() - t0
-        return IterativeFactor(outer, cycle if self.dtype == float else _Single(cycle),
+        return IterativeFactor(outer, cycle if self.dtype == float else self._single(cycle),
                                self.options, counts, self.warm, self.log)
+
+    # -- the pieces a distributed grid replaces (`topopt.grid.slab_system`) ----------------
+    def _operator(self, level: int, apply, springs) -> _Level:
+        return _Level(apply, self.fixed[level], springs, self.timers,
+                      "fine_operator" if level == 0 else "coarse_operators")
+
+    def _bound(self, A: CellOperator, dinv: np.ndarray, level: int) -> float:
+        return _scaled_bound(A, dinv, self.free[level])
+
+    def _coarsest(self, cells: np.ndarray) -> _Coarsest:
+        last = len(self.grids) - 1
+        return _Coarsest(self.grids[last], cells, self.components, self.free[last],
+                         self.springs[last], self.timers)
+
+    def _transfer(self, k: int, factor: int, transpose: bool) -> _Transfer:
+        return _Transfer(self.grids[k], self.grids[k + 1], factor, self.components,
+                         self.fixed[k], self.fixed[k + 1], transpose, self.timers)
+
+    def _single(self, cycle) -> _Single:
+        return _Single(cycle)

@@ -20,7 +20,7 @@ from .grid import Grid
 __all__ = ["GridOperator", "CellOperator", "BLOCK_ELEMENTS"]
 
 #: Elements per slab: 2^14, whose (24, n) work arrays (3 MB) stay in cache; 2^17 took
-#: twice as long (``scripts/benchmark_scale.py`` measures the product).
+#: twice as long (``scripts/benchmarks/benchmark_scale.py`` measures the product).
 BLOCK_ELEMENTS = 1 << 14
 
 

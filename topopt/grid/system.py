@@ -84,10 +84,13 @@ class GridSystem:
             check_array_range("springs", self.springs, 0.0, what="grounded spring stiffness per dof")
         self.operator = GridOperator(grid, K0, self.components)
         self.solver_options = dict(solver_options or {})
-        self._iterative = GridMultigrid(grid, K0, self.components, free, self.springs,
-                                        self.solver_options)
+        self._iterative = self._multigrid(free)
         self.counts, self.timers = defaultdict(int), defaultdict(float)
         self._cache = None
+
+    def _multigrid(self, free: np.ndarray) -> GridMultigrid:
+        return GridMultigrid(self.grid, self.operator.K0, self.components, free, self.springs,
+                             self.solver_options)
 
     def __repr__(self):
         return f"GridSystem({self.grid!r}, {self.free.size} free dofs, {self._iterative!r})"

@@ -9,6 +9,11 @@ design ``x``, the physical design ``x_phys`` and the optimizer's history.
 ``result["name"]`` reads a run field, a metric, or ``x``/``x_phys``/
 ``history``; `summary` is the metrics record that ``result.json`` holds.
 
+In `record` and `summary` (what ``result.json`` holds) the ``checkpoint`` and the path
+of ``resume`` are relative to the working directory when they lie below it: a committed run folder names no machine's absolute path, and
+``resume`` stays a command to type where the run was started. The attributes keep
+the path as the run was given it.
+
 Beside the optimizer's ``status``, ``verdict`` says what is wrong with the
 final design (``"ok"``, or ``"infeasible"``, ``"grey"``,
 ``"worse_than_start"`` joined by ``", "``) and ``ending`` holds its figures
@@ -18,6 +23,7 @@ final design (``"ok"``, or ``"infeasible"``, ``"grey"``,
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -47,6 +53,47 @@ def run_record(res, checkpoint: str | None) -> dict:
             "checkpoint": checkpoint,
             "resume": f"--resume {checkpoint}" if resumable else None,
             "verdict": getattr(res, "verdict", None), "ending": getattr(res, "ending", None)}
+
+
+def _shown_path(path: str | None, start: str | None = None) -> str | None:
+    """`path` relative to `start` (the working directory) when it lies below it, else as given.
+
+    Parameters
+    ----------
+    path : str or None
+        A file the run wrote (its checkpoint); None passes through.
+    start : str, optional
+        The folder it is shown from; the working directory by default.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import os
+    >>> _shown_path(os.path.join(os.getcwd(), "results", "mbb_beam", "checkpoint.npz"))
+    'results/mbb_beam/checkpoint.npz'
+    >>> _shown_path("/elsewhere/ck.npz", start="/work/main")
+    '/elsewhere/ck.npz'
+    >>> _shown_path(None) is None
+    True
+    """
+    if path is None:
+        return None
+    start = os.path.abspath(start or os.getcwd())
+    full = os.path.abspath(path)
+    if full.startswith(start + os.sep):
+        return os.path.relpath(full, start)
+    return path
+
+
+def _shown_option(option: str | None) -> str | None:
+    """``"--resume PATH"`` with PATH as ``_shown_path`` gives it."""
+    if not option:
+        return option
+    flag, _, path = option.partition(" ")
+    return f"{flag} {_shown_path(path)}" if path else option
 
 
 def _grey(metrics: dict, x_phys) -> float | None:
@@ -134,8 +181,12 @@ class RunResult:
         return ending_line(self.ending) if self.ending else ""
 
     def record(self) -> dict:
-        """How the run ended: the `RUN_KEYS` fields."""
-        return {k: getattr(self, k) for k in RUN_KEYS}
+        """How the run ended: the `RUN_KEYS` fields (the checkpoint's path relative to the
+        working directory when it lies below it)."""
+        out = {k: getattr(self, k) for k in RUN_KEYS}
+        out["checkpoint"] = _shown_path(self.checkpoint)
+        out["resume"] = _shown_option(self.resume)
+        return out
 
     def summary(self) -> dict:
         """The run's fields, then the metrics: ``result.json``'s ``"result"`` record."""

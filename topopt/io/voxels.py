@@ -69,7 +69,8 @@ def _layers(v: np.ndarray, shape3: tuple):
         yield np.ascontiguousarray(layer).tobytes()
 
 
-def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None) -> str:
+def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None,
+              start: int = 0) -> str:
     """Write a VTK XML ImageData file (``.vti``) of a grid's cell and point data.
 
     Parameters
@@ -83,6 +84,9 @@ def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None) 
     point_data : dict, optional
         ``{name: (n_nodes,) or (n_nodes, c) array}`` in its node numbering
         (a displacement ``(n_nodes, dim)``; 2 components are written as 3).
+    start : int
+        The x index of the grid's first element plane in a larger image: a piece
+        of a parallel image (`topopt.io.pieces.write_pvti`), origin still 0.
 
     Returns
     -------
@@ -112,7 +116,9 @@ def write_vti(path: str, grid, cell_data: dict, point_data: dict | None = None) 
             v = _field_rows(f"{kind} {name!r}", v, rows, what, 2)
             comps = 1 if v.ndim == 1 else 3 if v.shape[1] == 2 else v.shape[1]
             fields.append((kind, name, v, comps, (tuple(shape) + (1,))[:3]))
-    extent = " ".join(f"0 {n}" for n in (tuple(grid.shape) + (0,))[:3])
+    start = check_int("start", start, 0, what="the first element plane's x index")
+    extent = " ".join(f"{a} {a + n}" for a, n in zip((start, 0, 0),
+                                                     (tuple(grid.shape) + (0,))[:3]))
     h = repr(float(grid.h))
     lines = ['<?xml version="1.0"?>',
              '<VTKFile type="ImageData" version="1.0" byte_order="LittleEndian" '

@@ -3,7 +3,8 @@
 """
 
 from .options import (Stage, Options, MMA_PARAMS, DEFAULT_MMA_PARAMS, OPTIMIZERS)
-from .mma import MMA, MMAResult, SerialReduce
+from .mma import MMA, MMAResult
+from .reduce import SerialReduce, CommReduce
 from .checkpoint import (Checkpoint, CheckpointError, CHECKPOINT_VERSION, load_checkpoint,
                          save_checkpoint)
 from .driver import (minimize, Result)
@@ -12,7 +13,7 @@ from .ending import (ending, last_stage_ending, verdict, with_grey, ending_line,
                      WORSE_TOL)
 
 __all__ = ['Stage', 'Options', 'MMA_PARAMS', 'DEFAULT_MMA_PARAMS', 'OPTIMIZERS', 'MMA', 'MMAResult',
-           'SerialReduce', 'Checkpoint', 'CheckpointError',
+           'SerialReduce', 'CommReduce', 'Checkpoint', 'CheckpointError',
            'CHECKPOINT_VERSION', 'load_checkpoint', 'save_checkpoint', 'minimize', 'Result',
            'ending', 'last_stage_ending', 'verdict', 'with_grey', 'ending_line', 'FEASIBILITY_TOL', 'GREY_LIMIT',
            'WORSE_TOL', 'start_perturbation', 'perturbed_start']

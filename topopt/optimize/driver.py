@@ -32,7 +32,7 @@ Settings, one line each with the figure behind it (details in
   units penalized each of thousands of variables as if it alone carried the
   objective; MBB 60 x 20 after 10/20/30 evaluations 318/243/234 against
   328/271/238, 16 evaluations instead of 35 on ``sum(c / x)``; over the 14
-  problem scripts see ``scripts/study_mma.py``.
+  problem scripts see ``scripts/studies/study_mma.py``.
 * A start that violates a constraint by more than 1e-3 runs with Svanberg's
   elastic variables (`topopt.optimize.nlopt_stage`): MBB 60 x 20 from x = 0.7, 0.9, 1
   reaches 233.49-233.50 where the run used to stop after 1 evaluation.
@@ -41,7 +41,7 @@ Settings, one line each with the figure behind it (details in
 * Gradients on demand: with ``inner_gradients=0``, 15 reverse passes instead
   of 60 for 60 designs of ``sum(c / x)``, the same iterates.
 * A resume restarts MMA's move limits: MBB 60 x 20 interrupted at 60 of 120,
-  233.505 against 233.501 straight (``scripts/resume_mbb.py``).
+  233.505 against 233.501 straight (``scripts/studies/resume_mbb.py``).
 
 Stopping: ``maxeval`` (forward evaluations per stage), ``ftol_rel`` and
 ``xtol_abs`` (NLopt's own checks, applied between consecutive MMA

@@ -60,8 +60,9 @@ from typing import Callable
 import numpy as np
 
 from .mma_dual import _Approximation
+from .reduce import SerialReduce
 
-__all__ = ["MMA", "MMAResult", "SerialReduce", "RHO_MIN", "BLOCK"]
+__all__ = ["MMA", "MMAResult", "RHO_MIN", "BLOCK"]
 
 RHO_MIN = 1e-5
 """mma.c's lower limit of the penalties ``rho`` (``MMA_RHOMIN``)."""
@@ -73,28 +74,6 @@ variables took 0.032 s in blocks of 8192 against 0.06 to 2.8 s in blocks of 1228
 to 65536 (each temporary mapped and faulted in afresh) and 0.06 s in blocks of 4096."""
 
 _DUAL_UB_INFEASIBLE = 1e40      # mma.c: the multipliers' bound while no design is feasible
-
-
-class SerialReduce:
-    """The global reductions of `MMA` on one process: the local values themselves.
-
-    A distributed run replaces it by an object with the same two methods whose
-    results are global (summed or maximized over the processes) and identical
-    on every process.
-
-    Examples
-    --------
-    >>> SerialReduce().sum(np.array([1.0, 2.0])), SerialReduce().max(np.array([3.0]))
-    (array([1., 2.]), array([3.]))
-    """
-
-    def sum(self, local: np.ndarray) -> np.ndarray:
-        """Entry-wise sum over the processes of the small vector `local`."""
-        return np.array(local, dtype=float)
-
-    def max(self, local: np.ndarray) -> np.ndarray:
-        """Entry-wise maximum over the processes of the small vector `local`."""
-        return np.array(local, dtype=float)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Whether a committed result reproduces on another machine is a question of how
 much the run's outcome depends on rounding: two machines' BLAS and LAPACK
 differ by ~1e-16 relative, the histories part after a few evaluations and the
-optimizer may follow another path. ``scripts/reproduce_gallery.py`` measures
+optimizer may follow another path. ``scripts/site/reproduce_gallery.py`` measures
 that dependence by re-running each problem with its start moved by a tiny,
 seeded amount::
 

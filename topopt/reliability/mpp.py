@@ -77,7 +77,7 @@ class MPPResult:
 _MPP_DEFAULTS = dict(theta0=None, tol=1e-10, max_iter=200, solver="auto",
                      polish=True, max_radius=40.0, n_starts="auto")
 #: ``n_starts="auto"``: every coordinate start up to this many random variables,
-#: the mirror start only above (``scripts/benchmark_multistart.py``).
+#: the mirror start only above (``scripts/benchmarks/benchmark_multistart.py``).
 AUTO_STARTS_MAX_M = 3
 
 
@@ -464,7 +464,7 @@ def find_mpp(limit_state, design, z: float, *, m: int | None = None,
         regions ``theta_1 >= 3``, ``theta_2 >= 3.5 + theta_1^2/2`` are both
         found; the mirror alone misses the second, pf 7 % low); the cost is
         one search per start, ``2 m + 1`` searches in all for ``m <= 3``
-        (``scripts/benchmark_multistart.py``: 30 calls of ``F`` against 12
+        (``scripts/benchmarks/benchmark_multistart.py``: 30 calls of ``F`` against 12
         for ``n_starts=2`` at ``m = 2``, 49 against 14 at ``m = 3`` for a
         linear ``F``, 1.3-1.5x where the mirror finds a second MPP; ``m >= 4``
         the same as ``n_starts=2``, and the orthogonal pair above is then

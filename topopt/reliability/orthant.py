@@ -24,8 +24,8 @@ per level in turn, up to 40 for ``K = 5``) until they agree to ``rtol``
 ``multivariate_normal.cdf`` is up to 7.6e-2 relative off on the system table
 (3 components at beta 4.5-5.0) where this is 3e-14, and slower for ``K >= 3``
 (130-265 ms per call against 4-300 ms); the figures, the worst cases found and
-the cost per ``K`` are in ``scripts/benchmark_orthant.py`` and
-``scripts/crosscheck_systems.py``.
+the cost per ``K`` are in ``scripts/benchmarks/benchmark_orthant.py`` and
+``scripts/crosscheck/crosscheck_systems.py``.
 """
 
 from __future__ import annotations

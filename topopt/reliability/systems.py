@@ -15,7 +15,7 @@ First order (``"form"``; Hohenbichler & Rackwitz 1983)
     series pf is the sum of the positive terms ``P(Y_k >= beta_k, Y_l <
     beta_l for l < k)`` over the components ordered by decreasing ``P_k``.
     The estimate is kept inside its bounds (below). Time per call (both
-    orders, one core; ``scripts/benchmark_orthant.py``): under 1 ms for ``K =
+    orders, one core; ``scripts/benchmarks/benchmark_orthant.py``): under 1 ms for ``K =
     2``, about 4 ms for ``K = 3``, 10-80 ms for ``K = 4`` and 70-300 ms for a
     correlated ``K = 5`` (independent groups: a product, about 1 ms); scipy's
     quasi-Monte-Carlo cdf took 100-400 ms for ``K = 3..5`` with relative errors

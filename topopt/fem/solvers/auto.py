@@ -1,6 +1,6 @@
 """``solver="auto"``: the backend for a system, by dimension and size.
 
-The rule comes from ``scripts/benchmark_auto.py`` (per design iteration of
+The rule comes from ``scripts/benchmarks/benchmark_auto.py`` (per design iteration of
 MMA on the MBB beam and the 3-D cantilever, every installed backend, the
 medians of several runs; the figures are in that script's docstring and
 ``results/benchmark_auto.json``):
@@ -47,7 +47,7 @@ iterations grow with the void regions of later designs)."""
 AUTO_MIN_DOFS = {3: 30_000}
 """``reanalysis="auto"`` turns it on from these free-dof counts, by spatial dimension.
 
-Measured (``scripts/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
+Measured (``scripts/benchmarks/benchmark_reanalysis.py``, 100 MMA evaluations, CHOLMOD,
 ``maxiter`` 25): the 3-D cantilever 40 x 20 x 20 (52 920 free dofs) took
 0.78 times as long per evaluation with reanalysis (64 factorizations instead
 of 100; ``maxiter`` 8: 92, 40: 59 and no faster), 24 x 12 x 12 (12 168)
@@ -58,7 +58,7 @@ factorization costs only ~5 pairs of triangular solves): never in 2-D."""
 VOXEL_MIN_DOFS = {3: 30_000}
 """``"auto"`` takes the voxel path (`topopt.grid`) on structured grids from these dof counts.
 
-Measured by ``scripts/benchmark_scale.py --crossover`` (``results/benchmark_scale.json``,
+Measured by ``scripts/benchmarks/benchmark_scale.py --crossover`` (``results/benchmark_scale.json``,
 median s per iteration, voxel against mesh mg-cg): 16x8x8 (4 131 dofs) 0.053 against
 0.037, 24x12x12 (12 675) 0.092 against 0.056, 32x16x16 (28 611) 0.152 against 0.187,
 48x24x24 (91 875) 0.35 against 0.54 (setup 0.07 against 4.3 s)."""

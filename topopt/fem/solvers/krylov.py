@@ -4,7 +4,7 @@
 raise; `pcg`, behind the iterative backends) or `EnergyNorm` (``r^T M r <=
 rtol^2 b^T x``, failures return None; `pcg_energy`, behind reanalysis).
 
-The loop is kept hand-written: ``scripts/benchmark_iterative.py`` runs it and
+The loop is kept hand-written: ``scripts/benchmarks/benchmark_iterative.py`` runs it and
 scipy's `scipy.sparse.linalg.cg` with the same multigrid V-cycle (same
 iterations: 14-15 on the 40 x 20 x 20 cantilever, 15-17 on the 600 x 200
 MBB beam). On the idle machine the times matched (0.24 / 0.24 s and 0.33 /
@@ -94,8 +94,14 @@ def _dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
-def _norm(x: np.ndarray) -> float:
-    return float(np.sqrt(_dot(x, x)))
+def _norm(x: np.ndarray, dot=_dot) -> float:
+    return float(np.sqrt(dot(x, x)))
+
+
+def _dot_of(A):
+    """The inner product of CG on `A`: `_dot`, or the ``A.global_dot`` of an operator
+    whose vectors are split across processes (`topopt.grid.slab_system`)."""
+    return getattr(A, "global_dot", None) or _dot
 
 
 def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
@@ -139,7 +145,8 @@ def pcg(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray] | None = None,
 
 def _pcg(A, b: np.ndarray, M, x: np.ndarray | None, rtol: float, maxiter: int):
     """`pcg` updating the caller's start `x` (float64, owned) in place: no copy of it."""
-    bnorm = _norm(b)
+    dot = _dot_of(A)
+    bnorm = _norm(b, dot)
     if bnorm == 0.0:
         return np.zeros_like(b), 0
     if not np.isfinite(bnorm):
@@ -152,10 +159,10 @@ def _pcg(A, b: np.ndarray, M, x: np.ndarray | None, rtol: float, maxiter: int):
         it = cg_steps(A, b, M, x, r, rule, maxiter, it)
         r = None                                  # freed before the true residual is made
         r = residual(A, b, x)
-        if _norm(r) <= rule.tol:
+        if _norm(r, dot) <= rule.tol:
             return x, it
         if it >= maxiter:
-            raise rule.exhausted(maxiter, _norm(r))
+            raise rule.exhausted(maxiter, _norm(r, dot))
 
 
 def pcg_energy(A, b: np.ndarray, M: Callable[[np.ndarray], np.ndarray], rtol: float,
@@ -266,10 +273,11 @@ def cg_steps(A, b, M, x, r, rule, maxiter: int, it: int = 0) -> int:
     says when to stop and what a failure raises; `it` counts on from earlier
     steps (a restart).
     """
-    p, rz, rr = None, 0.0, _dot(r, r)
+    dot = _dot_of(A)
+    p, rz, rr = None, 0.0, dot(r, r)
     while not rule.small(rr):
         z = M(r) if M is not None else r.copy()
-        rz_new = _dot(r, z)
+        rz_new = dot(r, z)
         if rule.converged(b, x, rz_new):
             return it
         if it >= maxiter:
@@ -280,11 +288,13 @@ def cg_steps(A, b, M, x, r, rule, maxiter: int, it: int = 0) -> int:
         z = None                                  # each temporary freed before the next
         rz = rz_new
         q = A @ p
-        pq = _dot(p, q)
+        pq = dot(p, q)
         if not pq > 0:
             raise rule.indefinite(pq)
         alpha = rz / pq
         rr = cg_update(x, r, p, q, alpha)         # x += alpha p; r -= alpha q
+        if dot is not _dot:                       # the local r . r counts shared nodes twice
+            rr = dot(r, r)
         q = None
         it += 1
     return it
@@ -324,16 +334,16 @@ class IterativeFactor:
         self.seconds = 0.0
 
     def _one(self, b: np.ndarray, kind: str, column: int) -> np.ndarray:
-        x0 = None
+        x0, dot = None, _dot_of(self.matrix)
         key = (kind, column)
         if self.options["warm_start"]:
             prev = self.warm.pop(key, None)       # not kept beside x0 during the solve
             if prev is not None and prev.shape == b.shape:
                 # the best multiple of the previous solution in the energy norm: its
                 # error is then smaller than that of zero whenever b^T prev != 0
-                pAp = _dot(prev, self.matrix @ prev)
-                if pAp > 0 and _dot(b, prev) != 0:
-                    x0 = prev * (_dot(b, prev) / pAp)        # new: the caller may hold prev
+                pAp, bp = dot(prev, self.matrix @ prev), dot(b, prev)
+                if pAp > 0 and bp != 0:
+                    x0 = prev * (bp / pAp)                   # new: the caller may hold prev
             prev = None
         t0 = time.perf_counter()
         x, its = _pcg(self.matrix, b, self.M, x0, float(self.options["rtol"]),
@@ -341,9 +351,9 @@ class IterativeFactor:
         if self.options["energy_scaling"]:
             # The Galerkin projection of u onto span{x}: compliance b^T x then errs by
             # ||u - x||_A^2 >= 0 (second order) even from a warm start.
-            xAx = _dot(x, self.matrix @ x)
+            xAx = dot(x, self.matrix @ x)
             if xAx > 0:
-                x *= _dot(b, x) / xAx
+                x *= dot(b, x) / xAx
         self.seconds += time.perf_counter() - t0
         self.iterations.append(its)
         if self.log is not None:

@@ -3,7 +3,7 @@
 Two preconditioners for the real symmetric positive definite stiffness
 matrix on the free dofs, both used inside the same conjugate-gradient loop
 (`topopt.fem.solvers.pcg`; kept instead of scipy's `cg`, which was 2-3
-times slower on the shared machine, ``scripts/benchmark_iterative.py``),
+times slower on the shared machine, ``scripts/benchmarks/benchmark_iterative.py``),
 behind the backend table of
 `topopt.fem.solvers`; this module holds the geometric one (the lattice
 helpers are in `topopt.fem.solvers.lattice`, the algebraic one in `topopt.fem.solvers.amg`):

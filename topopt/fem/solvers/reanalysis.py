@@ -21,7 +21,7 @@ space, compliance is never overestimated.
 The options are the direct backends' ``solver_options`` (`OPTIONS`):
 ``reanalysis`` (``"auto"``, True, False), ``maxiter`` and ``rtol``; the
 measurements behind the defaults and ``"auto"``'s sizes are in
-``scripts/benchmark_reanalysis.py``.
+``scripts/benchmarks/benchmark_reanalysis.py``.
 """
 
 from __future__ import annotations
