@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from topopt import cli
+from topopt.cli import script
 from topopt.cli.options import MAXEVAL_LIMIT
 from topopt.io.result import RUN_KEYS, RunResult
 
@@ -256,7 +257,7 @@ def test_tune_malloc_is_an_explicit_call_and_can_be_switched_off():
 
 def test_a_script_tunes_malloc_before_its_run(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr("topopt.cli.script.tune_malloc", lambda: calls.append(1))
+    monkeypatch.setattr(script, "tune_malloc", lambda: calls.append(1))
     seen = _capture(monkeypatch, mbb_beam)
     with pytest.raises(_Stop):
         mbb_beam.main(["--out", str(tmp_path), "--quiet"])
@@ -293,17 +294,17 @@ def _options(name):
 def module_parser(module):
     """The script's parser, as `cli.main` builds it (its --help without running)."""
     seen = {}
-    real = cli.build_parser
+    real = script.build_parser             # where cli.main looks it up
 
     def spy(*args, **kwargs):
         seen["parser"] = real(*args, **kwargs)
         raise _Stop
     try:
-        cli.build_parser = spy
+        script.build_parser = spy
         with pytest.raises(_Stop):
             module.main([])
     finally:
-        cli.build_parser = real
+        script.build_parser = real
     return seen["parser"]
 
 

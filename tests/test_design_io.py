@@ -30,6 +30,8 @@ from topopt.responses.structural import compliance, volume
 from topopt.formulations.compliance import ComplianceProblem
 from topopt.robust.moments import mean_std
 from topopt.formulations.selfweight import SelfWeightProblem
+from topopt.formulations.focus import intensity
+from topopt.formulations.robust_compliance import RobustCompliance
 from topopt.formulations.stress import MinimumVolumeStress
 from topopt.responses.stress import relaxed_stress
 
@@ -188,7 +190,7 @@ def _robust_objective(saved, module):
     det = ComplianceProblem(model, B @ module.MU, s["volfrac"], s["rmin"], penal=s["penal"],
                             filter=s["filter"])
     Sigma = np.diag([s["sigma_x"] ** 2, s["sigma_y"] ** 2])
-    robust = module.RobustCompliance(det, B, module.MU, Sigma, s["k"])
+    robust = RobustCompliance(det, B, module.MU, Sigma, s["k"])
     E = simp(saved["x_phys"], s["penal"], det.Emin)
     mean, std = mean_std(robust.compliance, E, module.MU, Sigma)
     return float(mean + s["k"] * std)
@@ -210,7 +212,7 @@ def _em_focus(saved, module):
     design_cells = saved["cell_data"]["design"].astype(bool)
     assert np.array_equal(np.flatnonzero(design_cells), design)
     u = module.solve_design(model, b, saved["x_phys"][design])
-    return float(module.intensity(u, O))
+    return float(intensity(u, O))
 
 
 def _multimaterial(saved, module):
@@ -260,7 +262,6 @@ def _em_robust(saved, module):
     _, model, design, _, b, O = module.em_focus.setup(s["resolution_nm"])
     n = silver_jc_cubic(module.em_focus.WAVELENGTH)
     a = 1.0 / (1.0 + saved["x_phys"][design] * (n - 1.0)) ** 2 - 1.0
-    from topopt.formulations.focus import intensity
     return 2.0 * np.sqrt(float(intensity(model.solve(a, b), O)))
 
 

@@ -201,7 +201,8 @@ def show_image(design: dict, record: dict):
     import numpy as np
     from matplotlib.image import imread
 
-    from .. import plot
+    from ..plot import design3d, figures
+    from ..plot.history import save_history
     mesh, x_phys = design["mesh"], np.asarray(design["x_phys"], dtype=float)
     setup = dict(record.get("setup") or {}, **(design.get("setup") or {}))
     result = record.get("result") or {}
@@ -217,20 +218,20 @@ def show_image(design: dict, record: dict):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "design.png")
         if mesh.p.shape[0] == 3:
-            plot.save_design_3d(mesh, x_phys, path, title=title, **markers)
+            design3d.save_design_3d(mesh, x_phys, path, title=title, **markers)
         else:
             mirror = settings.get("mirror", setup.get("problem") == "mbb_beam")
-            plot.save_design(mesh, x_phys, path, title=title, mirror=bool(mirror), **markers,
-                             **window)
+            figures.save_design(mesh, x_phys, path, title=title, mirror=bool(mirror), **markers,
+                                **window)
         images.append(imread(path))
         history = _history(record)
         if history:
             path = os.path.join(tmp, "history.png")
-            plot.save_history(history, path, title="history (result.json)",
-                              objective_label=settings.get("objective_label",
-                                                           "objective as minimized"),
-                              constraint_names=settings.get("constraint_names"),
-                              objective_scale=settings.get("objective_scale", 1.0))
+            save_history(history, path, title="history (result.json)",
+                         objective_label=settings.get("objective_label",
+                                                      "objective as minimized"),
+                         constraint_names=settings.get("constraint_names"),
+                         objective_scale=settings.get("objective_scale", 1.0))
             images.append(imread(path))
     width = max(im.shape[1] for im in images)
     padded = [np.pad(im, ((0, 0), (0, width - im.shape[1]), (0, 0)), constant_values=1.0)
