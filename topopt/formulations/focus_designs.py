@@ -38,8 +38,9 @@ from .focus_output import write_focus
 from .focus_reliable import APPROACHES, FocusReliability, ReliableFocus
 from .focus_robust import robust_focus_stages
 from .focus_variations import FocusVariations, WorstFocus
+from .run_template import phase_paths
 
-__all__ = ["FocusDesigns", "run_focus_designs", "phase_paths", "PHASES"]
+__all__ = ["FocusDesigns", "run_focus_designs", "PHASES"]
 
 #: The phases before the last (reliability-based) one, in order.
 PHASES = ("nominal", "robust", "disk")
@@ -80,47 +81,6 @@ class FocusDesigns:
         check_int("n_shifts", self.n_shifts, 2)
 
 
-def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> list:
-    """``(checkpoint, resume)`` of each phase, the last one's at `checkpoint` itself.
-
-    Examples
-    --------
-    >>> phase_paths("ck.npz", None)
-    [('ck.nominal.npz', None), ('ck.robust.npz', None), ('ck.disk.npz', None), ('ck.npz', None)]
-    >>> import os, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> open(os.path.join(folder, "ck.nominal.npz"), "w").close()   # a finished phase
-    >>> [tuple(p and os.path.basename(p) for p in pair)
-    ...  for pair in phase_paths(os.path.join(folder, "ck.npz"),
-    ...                          os.path.join(folder, "ck.robust.npz"))]
-    [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.disk.npz', None), ('ck.npz', None)]
-    """
-    names = (*phases, "")
-
-    def sibling(path, name):
-        root, ext = os.path.splitext(path)
-        return root + (f".{name}" if name else "") + (ext or ".npz")
-
-    def base(path):
-        root, ext = os.path.splitext(path)
-        for name in phases:
-            if root.endswith("." + name):
-                return root[:-len(name) - 1] + ext, name
-        return path, ""
-
-    cks = [None if checkpoint is None else sibling(checkpoint, n) for n in names]
-    if resume is None:
-        return [(ck, None) for ck in cks]
-    root, at = base(resume)
-    k = names.index(at)
-    resumes = [sibling(root, n) for n in names[:k + 1]] + [None] * (len(names) - k - 1)
-    for path in resumes[:k]:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"resume: {resume} continues a later phase, whose "
-                                    f"earlier design {path} is missing")
-    return list(zip(cks, resumes))
-
-
 def _figures(var, rel, x, spec, beta, samples, seed, executor) -> dict:
     grid = var.grid(x, spec.grid_shifts, spec.grid_wavelengths, beta)
     mc = rel.monte_carlo(x, samples, seed, executor)
@@ -153,7 +113,8 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     if not isinstance(spec, FocusDesigns):
         raise TypeError(f"spec must be a FocusDesigns, got {type(spec).__name__}")
     with_disk = spec.approach == "pma" and spec.disk_maxeval > 0
-    paths = phase_paths(checkpoint, resume, PHASES if with_disk else PHASES[:2])
+    paths = phase_paths(checkpoint, resume,
+                        (*(PHASES if with_disk else PHASES[:2]), "reliability_based"))
     if out is not None:
         check_writable_folder(out, "out")                    # before any work
     for ck, _ in paths:
