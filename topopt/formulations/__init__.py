@@ -20,7 +20,7 @@ from .reliable_run import run_reliable, write_reliable
 from .robust_compliance import RobustCompliance, check_robust, run_robust, write_robust
 from .stress_reference import (StressSchedule, stress_figures, run_stress_reference,
                                write_stress_reference)
-from .run_template import GalleryRun, phase_paths, phase_checkpoint
+from .run_template import GalleryRun, phase_paths, phase_checkpoint, MissingPhaseError
 from .thermoelastic import ThermoelasticProblem
 from .multimaterial import MultiMaterialCompliance, write_phases, PHASE_COLOURS
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
@@ -40,7 +40,7 @@ __all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'with_callback', 'annou
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
            'run_stress_reference', 'write_stress_reference', 'GalleryRun', 'phase_paths',
-           'phase_checkpoint', 'ThermoelasticProblem',
+           'phase_checkpoint', 'MissingPhaseError', 'ThermoelasticProblem',
            'DynamicComplianceProblem',
            'MASS_INTERPOLATIONS',
            'MultiMaterialCompliance',

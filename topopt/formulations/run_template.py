@@ -44,7 +44,12 @@ from ..io.result import RunResult, run_record
 from ..optimize.checkpoint import load_checkpoint
 from .base import before_resume
 
-__all__ = ["GalleryRun", "phase_paths", "phase_checkpoint"]
+__all__ = ["GalleryRun", "phase_paths", "phase_checkpoint", "MissingPhaseError"]
+
+
+class MissingPhaseError(FileNotFoundError, ValueError):
+    """A `resume` of a later phase whose earlier phase's checkpoint is missing: a usage
+    error of the command line (a `ValueError`) and a missing file."""
 
 
 def phase_checkpoint(checkpoint: str, name: str) -> str:
@@ -100,7 +105,7 @@ def phase_paths(checkpoint: str | None, resume: str | None, phases, main: str | 
     resumes = [path(base, n) for n in names[:k]] + [resume] + [None] * (len(names) - k - 1)
     for name, earlier in zip(names[:k], resumes):
         if not os.path.exists(earlier):
-            raise FileNotFoundError(f"resume: {resume} continues the {at} phase, whose "
+            raise MissingPhaseError(f"resume: {resume} continues the {at} phase, whose "
                                     f"{name} design {earlier} is missing")
     return list(zip(cks, resumes))
 
@@ -116,6 +121,14 @@ def _checked_paths(out, checkpoint, resume, phases, main) -> list:
     if resume is not None:
         load_checkpoint(resume)                          # a readable checkpoint
     return paths
+
+
+def _write_record(out: str, result: RunResult) -> None:
+    """``OUT/result.json``: how the run ended, its record and histories."""
+    os.makedirs(out, exist_ok=True)
+    write_json(os.path.join(out, "result.json"),
+               {**result.record(), "result": result.summary(),
+                **plot_record(result.history, "objective as minimized")})
 
 
 class GalleryRun:
@@ -199,16 +212,13 @@ class GalleryRun:
             x=outcome.x, x_phys=getattr(outcome, "x_phys", None), history=outcome.history)
 
     def write(self, result: RunResult) -> None:
-        """Write the results folder `out` (``result.json`` by default, `write_stopped`'s)."""
-        self.write_stopped(result)
+        """Write the results folder `out`: by default `write_stopped`'s ``result.json``."""
+        _write_record(self.out, result)
 
     def write_stopped(self, result: RunResult) -> None:
         """Write `out` after a stopped phase: ``result.json`` with how the run ended,
         the record (``"result"``) and the phase's histories (`plot_record`)."""
-        os.makedirs(self.out, exist_ok=True)
-        write_json(os.path.join(self.out, "result.json"),
-                   {**result.record(), "result": result.summary(),
-                    **plot_record(result.history, "objective as minimized")})
+        _write_record(self.out, result)
 
     # ----------------------------------------------------------- the frame
     def record(self, name: str) -> dict:
