@@ -1,7 +1,10 @@
 """Optimization problems: a density problem base and its formulations.
 
 `DensityProblem` (base.py) holds the density chain and the run template; each
-formulation module holds one problem's physics.
+formulation module holds one problem's physics. `GalleryRun` (run_template.py) is the
+template of the gallery's runs that build their model, run phases and write their
+folder (`run_focus`, `run_reliable`, `run_robust`, `run_stress_reference`,
+`run_focus_designs`).
 """
 
 from .base import (DensityProblem, StartScaled, timed_run, with_callback, announce, FILTERS,

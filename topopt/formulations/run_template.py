@@ -19,7 +19,8 @@ own folder. `GalleryRun` is its template; a run fills the hooks of
    order: the phase's `topopt.optimize.Result` or `RunResult`, kept in
    ``outcomes[name]``. An interrupted phase before the last ends the run:
    ``stopped(name)`` is its record (the phase, its last good design, its
-   history; its checkpoint is the one to resume);
+   history; its checkpoint is the one to resume); so does the last one with
+   ``STOP_LAST = True``;
 4. ``result()``: the run's `RunResult`; also when the last phase was
    interrupted: the figures of its last good design, as `DensityProblem.run`;
 5. ``write(result)``, or ``write_stopped(result)`` after a stopped phase:
@@ -175,6 +176,8 @@ class GalleryRun:
     PHASES: tuple = ("design",)
     #: The phase whose checkpoint is `checkpoint` itself (None: the last).
     MAIN: str | None = None
+    #: True: an interrupted last phase ends the run as an earlier one does (`stopped`).
+    STOP_LAST: bool = False
 
     def __init__(self, out: str | None = None, verbose: bool = False,
                  checkpoint: str | None = None, resume: str | None = None):
@@ -257,7 +260,7 @@ class GalleryRun:
             t = time.perf_counter()
             self.outcomes[name] = outcome = self.phase(name, *self.paths[name])
             self._wall[name] = time.perf_counter() - t
-            if outcome.status == "interrupted" and name != self.PHASES[-1]:
+            if outcome.status == "interrupted" and (self.STOP_LAST or name != self.PHASES[-1]):
                 stopped = name
                 break
         result = self.result() if stopped is None else self.stopped(stopped)
