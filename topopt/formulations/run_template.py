@@ -50,7 +50,14 @@ __all__ = ["GalleryRun", "phase_paths", "phase_checkpoint", "MissingPhaseError"]
 
 class MissingPhaseError(FileNotFoundError, ValueError):
     """A `resume` of a later phase whose earlier phase's checkpoint is missing: a usage
-    error of the command line (a `ValueError`) and a missing file."""
+    error of the command line (a `ValueError`) and a missing file.
+
+    Examples
+    --------
+    >>> issubclass(MissingPhaseError, FileNotFoundError), issubclass(MissingPhaseError,
+    ...                                                              ValueError)
+    (True, True)
+    """
 
 
 def phase_checkpoint(checkpoint: str, name: str) -> str:
@@ -207,7 +214,8 @@ class GalleryRun:
                                      history=outcome.history)
 
     def stopped(self, name: str) -> RunResult:
-        """The record of a run interrupted in phase `name` (not the last): the phase,
+        """The record of a run interrupted in phase `name` (before the last; any with
+        `STOP_LAST`): the phase,
         its last good design and history, its checkpoint and the option that resumes it."""
         outcome = self.outcomes[name]
         return RunResult.from_record(
