@@ -215,8 +215,8 @@ class GalleryRun:
 
     def stopped(self, name: str) -> RunResult:
         """The record of a run interrupted in phase `name` (before the last; any with
-        `STOP_LAST`): the phase,
-        its last good design and history, its checkpoint and the option that resumes it."""
+        `STOP_LAST`): the phase, its last good design and history, its checkpoint and
+        the option that resumes it."""
         outcome = self.outcomes[name]
         return RunResult.from_record(
             self.record(name), {"phase": name, **getattr(outcome, "metrics", {})},
