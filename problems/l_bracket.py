@@ -27,8 +27,9 @@ re-entrant corner, are in ``result.json``.
     python problems/l_bracket.py [--n 100 --sigma_allow 1.2 --maxeval 480 ...]
 
 writes ``results/l_bracket/{design.png, compliance_design.png, history.png,
-result.json}`` and the design (``design.npz``, ``design.vtu``). A checkpoint
-covers the stress-constrained run; the reference run is repeated on resume.
+result.json}`` and the design (``design.npz``, ``design.vtu``). Both runs
+checkpoint: the stress-constrained one to ``OUT/checkpoint.npz`` (``--checkpoint
+PATH``), the reference to its ``.reference`` sibling; ``--resume`` takes either.
 """
 
 from __future__ import annotations

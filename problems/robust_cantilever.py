@@ -26,9 +26,11 @@ The designs are evaluated under the same uncertainty (SOSM with the same
 ``result.json`` holds the figures of each (``robust``, ``mean_optimal``,
 ``deterministic``). Writes ``results/robust_cantilever/{design.png,
 mean_optimal.png, deterministic.png, history.png, result.json}`` and the
-robust design (``design.npz``, ``design.vtu``). ``--checkpoint``/
-``--resume`` apply to the robust phase, run last; the other two are
-repeated (an interruption there ends the run without results).
+robust design (``design.npz``, ``design.vtu``). The three optimizations
+checkpoint to ``OUT/checkpoint.deterministic.npz``, ``.mean_optimal.npz``
+and ``OUT/checkpoint.npz`` (the robust one; ``--checkpoint PATH``: PATH and its
+siblings); ``--resume`` takes any of them. An interruption ends the run with
+the last good design of its phase (``result.json`` names the phase).
 
     python problems/robust_cantilever.py [--nelx 80 --nely 40 --k 3 --sigma_x 0.7 ...]
 """

@@ -123,5 +123,5 @@ def test_resume_of_the_reliability_phase_needs_its_deterministic_sibling(tmp_pat
         rb.main(["--n", "8", "--out", str(tmp_path / "o"), "--resume", str(lone)])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert f"error: resume: {lone} continues the reliability-based phase, whose " \
+    assert f"error: resume: {lone} continues the reliability phase, whose " \
         f"deterministic design {tmp_path / 'lone.deterministic.npz'} is missing" in err

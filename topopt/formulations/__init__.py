@@ -1,7 +1,10 @@
 """Optimization problems: a density problem base and its formulations.
 
 `DensityProblem` (base.py) holds the density chain and the run template; each
-formulation module holds one problem's physics.
+formulation module holds one problem's physics. `GalleryRun` (run_template.py) is the
+template of the gallery's runs that build their model, run phases and write their
+folder (`run_focus`, `run_reliable`, `run_robust`, `run_stress_reference`,
+`run_focus_designs`).
 """
 
 from .base import (DensityProblem, StartScaled, timed_run, with_callback, announce, FILTERS,
@@ -20,6 +23,7 @@ from .reliable_run import run_reliable, write_reliable
 from .robust_compliance import RobustCompliance, check_robust, run_robust, write_robust
 from .stress_reference import (StressSchedule, stress_figures, run_stress_reference,
                                write_stress_reference)
+from .run_template import GalleryRun, phase_paths, phase_checkpoint, MissingPhaseError
 from .thermoelastic import ThermoelasticProblem
 from .multimaterial import MultiMaterialCompliance, write_phases, PHASE_COLOURS
 from ..io.folder import (write_results, plot_record, write_json, run_compliance)
@@ -38,7 +42,8 @@ __all__ = ['DensityProblem', 'StartScaled', 'timed_run', 'with_callback', 'annou
            'field_map', 'ReliableCompliance', 'pf_summary', 'deterministic_checkpoint',
            'phase_checkpoints', 'run_reliable', 'write_reliable', 'RobustCompliance',
            'check_robust', 'run_robust', 'write_robust', 'StressSchedule', 'stress_figures',
-           'run_stress_reference', 'write_stress_reference', 'ThermoelasticProblem',
+           'run_stress_reference', 'write_stress_reference', 'GalleryRun', 'phase_paths',
+           'phase_checkpoint', 'MissingPhaseError', 'ThermoelasticProblem',
            'DynamicComplianceProblem',
            'MASS_INTERPOLATIONS',
            'MultiMaterialCompliance',
@@ -65,11 +70,11 @@ from .focus_reliable import (FocusReliability, ReliableFocus, focus_limit_state,
 
 __all__ += ['FocusReliability', 'ReliableFocus', 'focus_limit_state', 'disk_chords',
             'FOCUS_RELIABLE_APPROACHES']
-from .focus_designs import (FocusDesigns, run_focus_designs, phase_paths,  # noqa: E402
+from .focus_designs import (FocusDesigns, run_focus_designs,  # noqa: E402
                             PHASES as FOCUS_DESIGN_PHASES)
 from .focus_plots import save_designs, save_heatmaps  # noqa: E402
 
-__all__ += ['FocusDesigns', 'run_focus_designs', 'phase_paths', 'FOCUS_DESIGN_PHASES',
+__all__ += ['FocusDesigns', 'run_focus_designs', 'FOCUS_DESIGN_PHASES',
             'save_designs', 'save_heatmaps']
 from .focus_band import (FocusBand, run_focus_band, SCALES as FOCUS_BAND_SCALES,  # noqa: E402
                          FORMS as FOCUS_BAND_FORMS)

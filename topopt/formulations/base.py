@@ -8,7 +8,9 @@ the chain of top88 (Andreassen et al. 2011, eqs. (1)-(3)): a filter ``F``
 around the formulation's responses; a subclass holds only its physics: its
 responses, its objective's scale and name, its constraints, its MMA defaults
 and its metrics (the hooks of `DensityProblem.run`). `timed_run` is the part
-of the run that code driving `minimize` itself shares (`robust_run`).
+of the run that code driving `minimize` itself shares (`robust_run`). The
+gallery's runs, which build their model, run phases and write their folder,
+follow the template beside it (`topopt.formulations.run_template.GalleryRun`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ a `FocusSetup` carries it with the materials and the schedule.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,11 +23,11 @@ from ..design.helmholtz_filter import HelmholtzFilter
 from ..design.interpolation import blueprint, permittivity, project
 from ..optimize.driver import minimize
 from ..optimize.options import Stage
-from ..io.result import RunResult, run_record
+from ..io.result import RunResult
 from ..design.measures import grey_level
-from .._files import check_writable_file, check_writable_folder
 from .focus_output import write_focus
 from .base import before_resume
+from .run_template import GalleryRun
 
 __all__ = ["FocusSetup", "FocusProblem", "intensity", "enhancement", "run_focus"]
 
@@ -189,21 +188,6 @@ class FocusProblem:
         return -self.g(p, beta)                    # maximise g, as the tutorial
 
 
-def _check(setup, maxeval, out, checkpoint, subcell, verify, perturb, seed):
-    """The run's arguments checked before any work: ``(perturb, seed)``."""
-    perturb = check_range("perturb", perturb, 0.0, setup.p_start, what="start perturbation")
-    seed = check_seed("seed", seed)
-    if isinstance(maxeval, bool) or not isinstance(maxeval, (int, np.integer)) or maxeval < 1:
-        raise ValueError(f"maxeval must be an integer >= 1, got {maxeval!r}")
-    if verify and subcell:
-        raise ValueError("verify needs one density per element (not subcell)")
-    if out is not None:
-        check_writable_folder(out, "out")                    # before any work
-    if checkpoint is not None:
-        check_writable_file(checkpoint, "checkpoint")
-    return perturb, seed
-
-
 def _metrics(prob: FocusProblem, res, g_initial: float, u) -> dict:
     """The figures of the optimized design ``res.x`` and of its blueprint."""
     beta = prob.setup.betas[-1]
@@ -227,6 +211,66 @@ def _metrics(prob: FocusProblem, res, g_initial: float, u) -> dict:
     }
 
 
+class _FocusRun(GalleryRun):
+    """`run_focus` on the run template: one phase, MMA over the ``beta`` continuation."""
+
+    PHASES = ("focus",)
+
+    def __init__(self, setup, h, maxeval, out, verbose, checkpoint, resume, subcell, isolated,
+                 verify, solver, perturb, seed):
+        super().__init__(out, verbose, checkpoint, resume)
+        self.setup, self.h, self.maxeval, self.subcell = setup, h, maxeval, subcell
+        self.isolated, self.verify, self.solver = isolated, verify, solver
+        self.perturb, self.seed = perturb, seed
+
+    def check(self) -> None:
+        self.perturb = check_range("perturb", self.perturb, 0.0, self.setup.p_start,
+                                   what="start perturbation")
+        self.seed = check_seed("seed", self.seed)
+        maxeval = self.maxeval
+        if isinstance(maxeval, bool) or not isinstance(maxeval, (int, np.integer)) or maxeval < 1:
+            raise ValueError(f"maxeval must be an integer >= 1, got {maxeval!r}")
+        if self.verify and self.subcell:
+            raise ValueError("verify needs one density per element (not subcell)")
+
+    def build(self) -> None:
+        setup = self.setup
+        self.prob = FocusProblem(setup, self.h, self.subcell, self.isolated, self.solver)
+        self.p0 = setup.start(self.prob.n, self.perturb, self.seed)
+        self.g_initial = float(self.prob.g(self.p0, setup.betas[0]))
+
+    def phase(self, name, checkpoint, resume):
+        prob, S = self.prob, self.prob.model.system
+        stages = [Stage(maxeval=self.maxeval, params={"beta": beta})
+                  for beta in self.setup.betas]
+        # NLopt's own MMA settings, as the tutorial (NLopt.jl defaults): raw g,
+        # conservative inner iterations and NLopt's dual solver; inner_gradients=0
+        # leaves the iterates unchanged and skips the adjoint of rejected designs
+        return minimize(prob.responses, self.p0, bounds=(0.0, 1.0), stages=stages,
+                        ftol_rel=1e-8, verbose=self.verbose, checkpoint=checkpoint,
+                        resume=resume,
+                        mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
+                        count_solves=lambda: S.counts["factorizations"],
+                        objective_name=OBJECTIVE_NAME)
+
+    def result(self) -> RunResult:
+        prob, beta, res = self.prob, self.setup.betas[-1], self.outcomes["focus"]
+        p_phys = prob.element_density(res.x, beta)
+        self.u = prob.field(res.x, beta)
+        metrics = _metrics(prob, res, self.g_initial, self.u)
+        metrics["fe_solves"] += before_resume(res, "fe_solves")        # the whole run
+        metrics["seconds"] = self.elapsed()
+        if self.verify:
+            g_fine = prob.refined_g(prob.blueprint(res.x), 2)
+            metrics["blueprint_refined"] = {"resolution_nm": self.h / 2, "g": g_fine,
+                                            "field_enhancement": enhancement(g_fine)}
+        return RunResult.from_record(self.record("focus"), metrics, x=res.x, x_phys=p_phys,
+                                     history=res.history)
+
+    def write(self, result: RunResult) -> None:
+        write_focus(self.out, self.prob, result, self.u)
+
+
 def run_focus(setup: FocusSetup, h: float = 4.0, maxeval: int = 100, out: str | None = None,
               verbose: bool = False, checkpoint: str | None = None, resume: str | None = None,
               subcell: bool = False, isolated: bool = False, verify: bool = False,
@@ -239,35 +283,7 @@ def run_focus(setup: FocusSetup, h: float = 4.0, maxeval: int = 100, out: str | 
     ``x_phys`` the projected density per design element. `verify` also
     solves the blueprint on the cell refined twice (`FocusProblem.refined_g`).
     An interrupted run returns and writes the metrics of its last good design.
+    The run follows `topopt.formulations.run_template.GalleryRun` (one phase).
     """
-    perturb, seed = _check(setup, maxeval, out, checkpoint, subcell, verify, perturb, seed)
-    t0 = time.perf_counter()
-    prob = FocusProblem(setup, h, subcell, isolated, solver)
-    S = prob.model.system
-    p0 = setup.start(prob.n, perturb, seed)
-    g_initial = float(prob.g(p0, setup.betas[0]))
-    stages = [Stage(maxeval=maxeval, params={"beta": beta}) for beta in setup.betas]
-    # NLopt's own MMA settings, as the tutorial (NLopt.jl defaults): raw g,
-    # conservative inner iterations and NLopt's dual solver; inner_gradients=0
-    # leaves the iterates unchanged and skips the adjoint of rejected designs
-    res = minimize(prob.responses, p0, bounds=(0.0, 1.0), stages=stages, ftol_rel=1e-8,
-                   verbose=verbose, checkpoint=checkpoint, resume=resume,
-                   mma_params={"dual_algorithm": nlopt.LD_MMA, "inner_gradients": 0},
-                   count_solves=lambda: S.counts["factorizations"],
-                   objective_name=OBJECTIVE_NAME)
-    p_phys = prob.element_density(res.x, setup.betas[-1])
-    u = prob.field(res.x, setup.betas[-1])
-    metrics = _metrics(prob, res, g_initial, u)
-    metrics["fe_solves"] += before_resume(res, "fe_solves")        # the whole run
-    metrics["seconds"] = time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)
-    if verify:
-        g_fine = prob.refined_g(prob.blueprint(res.x), 2)
-        metrics["blueprint_refined"] = {"resolution_nm": h / 2, "g": g_fine,
-                                        "field_enhancement": enhancement(g_fine)}
-    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
-                                   x_phys=p_phys, history=res.history)
-    if out is not None:
-        from ..io.folder import signals_held
-        with signals_held():                     # a signal waits for complete files
-            write_focus(out, prob, result, u)
-    return result
+    return _FocusRun(setup, h, maxeval, out, verbose, checkpoint, resume, subcell, isolated,
+                     verify, solver, perturb, seed).run()

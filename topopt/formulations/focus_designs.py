@@ -22,25 +22,23 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
-import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validate import check_choice, check_int, check_range, check_sequence
-from .._files import check_writable_file, check_writable_folder
-from ..io.folder import signals_held, write_json
-from ..io.result import RunResult, run_record
+from ..io.folder import write_json
+from ..io.result import RunResult
 from ..design.measures import grey_level
-from .base import before_resume
 from .focus import FocusProblem, FocusSetup, run_focus
 from .focus_output import write_focus
 from .focus_reliable import APPROACHES, FocusReliability, ReliableFocus
 from .focus_robust import robust_focus_stages
 from .focus_variations import FocusVariations, WorstFocus
+from .run_template import GalleryRun
 
-__all__ = ["FocusDesigns", "run_focus_designs", "phase_paths", "PHASES"]
+__all__ = ["FocusDesigns", "run_focus_designs", "PHASES"]
 
 #: The phases before the last (reliability-based) one, in order.
 PHASES = ("nominal", "robust", "disk")
@@ -81,47 +79,6 @@ class FocusDesigns:
         check_int("n_shifts", self.n_shifts, 2)
 
 
-def phase_paths(checkpoint: str | None, resume: str | None, phases=PHASES) -> list:
-    """``(checkpoint, resume)`` of each phase, the last one's at `checkpoint` itself.
-
-    Examples
-    --------
-    >>> phase_paths("ck.npz", None)
-    [('ck.nominal.npz', None), ('ck.robust.npz', None), ('ck.disk.npz', None), ('ck.npz', None)]
-    >>> import os, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> open(os.path.join(folder, "ck.nominal.npz"), "w").close()   # a finished phase
-    >>> [tuple(p and os.path.basename(p) for p in pair)
-    ...  for pair in phase_paths(os.path.join(folder, "ck.npz"),
-    ...                          os.path.join(folder, "ck.robust.npz"))]
-    [('ck.nominal.npz', 'ck.nominal.npz'), ('ck.robust.npz', 'ck.robust.npz'), ('ck.disk.npz', None), ('ck.npz', None)]
-    """
-    names = (*phases, "")
-
-    def sibling(path, name):
-        root, ext = os.path.splitext(path)
-        return root + (f".{name}" if name else "") + (ext or ".npz")
-
-    def base(path):
-        root, ext = os.path.splitext(path)
-        for name in phases:
-            if root.endswith("." + name):
-                return root[:-len(name) - 1] + ext, name
-        return path, ""
-
-    cks = [None if checkpoint is None else sibling(checkpoint, n) for n in names]
-    if resume is None:
-        return [(ck, None) for ck in cks]
-    root, at = base(resume)
-    k = names.index(at)
-    resumes = [sibling(root, n) for n in names[:k + 1]] + [None] * (len(names) - k - 1)
-    for path in resumes[:k]:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"resume: {resume} continues a later phase, whose "
-                                    f"earlier design {path} is missing")
-    return list(zip(cks, resumes))
-
-
 def _figures(var, rel, x, spec, beta, samples, seed, executor) -> dict:
     grid = var.grid(x, spec.grid_shifts, spec.grid_wavelengths, beta)
     mc = rel.monte_carlo(x, samples, seed, executor)
@@ -137,6 +94,103 @@ def _figures(var, rel, x, spec, beta, samples, seed, executor) -> dict:
     return out
 
 
+class _DesignsRun(GalleryRun):
+    """`run_focus_designs` on the run template: the nominal, robust, (disk) and
+    reliability-based phases; any interrupted phase ends the run (no Monte Carlo)."""
+
+    STOP_LAST = True
+
+    def __init__(self, setup, h, maxeval, spec, samples, workers, seed, out, verbose,
+                 checkpoint, resume, solver):
+        super().__init__(out, verbose, checkpoint, resume)
+        self.setup, self.h, self.maxeval, self.spec = setup, h, maxeval, spec
+        self.samples, self.workers, self.seed, self.solver = samples, workers, seed, solver
+        self.beta = setup.betas[-1]
+
+    def check(self) -> None:
+        self.samples = check_int("samples", self.samples, 1,
+                                 what="Monte Carlo solves per design")
+        self.workers = check_int("workers", self.workers, 0,
+                                 what="worker processes (0: this process)")
+        spec = self.spec
+        if not isinstance(spec, FocusDesigns):
+            raise TypeError(f"spec must be a FocusDesigns, got {type(spec).__name__}")
+        self.with_disk = spec.approach == "pma" and spec.disk_maxeval > 0
+        self.PHASES = (*(PHASES if self.with_disk else PHASES[:2]), "reliability_based")
+
+    def phase(self, name, checkpoint, resume):
+        spec, beta, maxeval, verbose = self.spec, self.beta, self.maxeval, self.verbose
+        if name == "nominal":
+            return run_focus(self.setup, self.h, maxeval, None, verbose, checkpoint, resume,
+                             solver=self.solver)
+        if name == "robust":
+            self.prob = FocusProblem(self.setup, self.h, solver=self.solver)
+            var = self.var = FocusVariations(self.prob)
+            worst = WorstFocus(var, spec.shifts, spec.band)
+            return worst.minimize(self.outcomes["nominal"].x,
+                                  robust_focus_stages((beta,), maxeval), verbose=verbose,
+                                  checkpoint=checkpoint, resume=resume)
+        x_r = self.outcomes["robust"].x[:-1]
+        if name == "disk":
+            # a feasible start for the PMA: the worst case over its disk points (an epigraph)
+            design = self._design()
+            disk = WorstFocus.on_pairs(self.var, [self.rel.physical(t) for t in design.points])
+            stages = robust_focus_stages((beta,), min(maxeval, spec.disk_maxeval))
+            return disk.minimize(x_r, stages, verbose=verbose, checkpoint=checkpoint,
+                                 resume=resume)
+        x_d = self.outcomes["disk"].x[:-1] if self.with_disk else x_r
+        return self._design().minimize(x_d, min(maxeval, spec.reliable_maxeval), beta,
+                                        verbose=verbose, checkpoint=checkpoint, resume=resume)
+
+    def _design(self) -> ReliableFocus:
+        """The reliability-based design's formulation (made once, from the nominal optimum)."""
+        if not hasattr(self, "design"):
+            spec, var, beta = self.spec, self.var, self.beta
+            self.target = spec.target_fraction * float(
+                var.enhancement(self.outcomes["nominal"].x, 0.0, None, beta))
+            self.rel = FocusReliability(var, self.target, spec.sigma_shift,
+                                        spec.sigma_wavelength, beta)
+            self.design = ReliableFocus(self.rel, spec.pa, spec.approach, spec.n_shifts)
+        return self.design
+
+    def result(self) -> RunResult:
+        spec, beta, prob, design, done = (self.spec, self.beta, self.prob, self.design,
+                                          self.outcomes)
+        res, x_r = done["reliability_based"], done["robust"].x[:-1]
+        x = res.x[:prob.n]
+        designs = {"nominal": done["nominal"].x, "robust": x_r, "reliability_based": x}
+        with cf.ProcessPoolExecutor(self.workers) if self.workers else nullcontext() as ex:
+            figs = {k: _figures(self.var, self.rel, v, spec, beta, self.samples, self.seed,
+                                ex if self.workers else None) for k, v in designs.items()}
+        metrics = {"resolution_nm": self.h, "subcell": False, "isolated": False,
+                   "spec": spec.__dict__, "target": self.target, "beta_a": design.beta_a,
+                   "E_ref": design.E_ref, "n_constraints": design.n_constraints,
+                   "designs": figs, "seconds": self.elapsed(),
+                   "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
+                   "evaluations_per_phase": [
+                       done["nominal"].evaluations, done["robust"].evaluations,
+                       done["disk"].evaluations if self.with_disk else 0, res.evaluations]}
+        self.designs = designs                                  # x_d: a step, not a design
+        return RunResult.from_record(self.record("reliability_based"), metrics, x=x,
+                                     x_phys=prob.element_density(x, beta), history=res.history,
+                                     arrays={"x_nominal": designs["nominal"], "x_robust": x_r})
+
+    def stopped(self, name) -> RunResult:
+        """An interrupted phase: its last design (the checkpoint holds it), no Monte Carlo."""
+        res = self.outcomes[name]
+        if name == "nominal":
+            x, x_phys = res.x, res.x_phys
+        else:
+            x = res.x[:self.prob.n]
+            x_phys = self.prob.element_density(x, self.beta)
+        return RunResult.from_record(self.record(name),
+                                     {"phase": name, "resolution_nm": self.h},
+                                     x=x, x_phys=x_phys, history=res.history)
+
+    def write(self, result: RunResult) -> None:
+        _write(self.out, self.prob, self.var, result, self.designs, self.spec, self.beta)
+
+
 def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
                       spec: FocusDesigns = FocusDesigns(), samples: int = 1000,
                       workers: int = 2, seed: int = 0, out: str | None = None,
@@ -147,87 +201,13 @@ def run_focus_designs(setup: FocusSetup, h: float = 4.0, maxeval: int = 100,
     ``x`` of the result is the reliability-based design; its metrics hold,
     per design, the grid of enhancements (rows: `spec.grid_shifts`), the
     worst, the Monte Carlo ``pf`` (`samples` solves on `workers`
-    processes; 0 workers: in this process) and FORM's.
-    """
-    samples = check_int("samples", samples, 1, what="Monte Carlo solves per design")
-    workers = check_int("workers", workers, 0, what="worker processes (0: this process)")
-    if not isinstance(spec, FocusDesigns):
-        raise TypeError(f"spec must be a FocusDesigns, got {type(spec).__name__}")
-    with_disk = spec.approach == "pma" and spec.disk_maxeval > 0
-    paths = phase_paths(checkpoint, resume, PHASES if with_disk else PHASES[:2])
-    if out is not None:
-        check_writable_folder(out, "out")                    # before any work
-    for ck, _ in paths:
-        if ck is not None:
-            check_writable_file(ck, "checkpoint")
-    t0 = time.perf_counter()
-    nominal = run_focus(setup, h, maxeval, None, verbose, *paths[0], solver=solver)
-    if nominal.status == "interrupted":
-        return nominal
-    beta = setup.betas[-1]
-    prob = FocusProblem(setup, h, solver=solver)
-    var = FocusVariations(prob)
-    worst = WorstFocus(var, spec.shifts, spec.band)
-    res_r = worst.minimize(nominal.x, robust_focus_stages((beta,), maxeval), verbose=verbose,
-                           checkpoint=paths[1][0], resume=paths[1][1])
-    if res_r.status == "interrupted":
-        return _stopped("robust", res_r, paths[1][0], prob, h, beta, out)
-    x_r = res_r.x[:-1]
-    target = spec.target_fraction * float(var.enhancement(nominal.x, 0.0, None, beta))
-    rel = FocusReliability(var, target, spec.sigma_shift, spec.sigma_wavelength, beta)
-    design = ReliableFocus(rel, spec.pa, spec.approach, spec.n_shifts)
-    res_d, x_d = None, x_r
-    if with_disk:
-        # a feasible start for the PMA: the worst case over its disk points (an epigraph)
-        disk = WorstFocus.on_pairs(var, [rel.physical(t) for t in design.points])
-        stages = robust_focus_stages((beta,), min(maxeval, spec.disk_maxeval))
-        res_d = disk.minimize(x_r, stages, verbose=verbose, checkpoint=paths[2][0],
-                              resume=paths[2][1])
-        if res_d.status == "interrupted":
-            return _stopped("disk", res_d, paths[2][0], prob, h, beta, out)
-        x_d = res_d.x[:-1]
-    res = design.minimize(x_d, min(maxeval, spec.reliable_maxeval), beta, verbose=verbose,
-                          checkpoint=paths[-1][0], resume=paths[-1][1])
-    if res.status == "interrupted":
-        return _stopped("reliability_based", res, paths[-1][0], prob, h, beta, out)
-    x = res.x[:prob.n]
-    designs = {"nominal": nominal.x, "robust": x_r, "reliability_based": x}   # x_d: a step
-    with cf.ProcessPoolExecutor(workers) if workers else nullcontext() as ex:
-        figs = {k: _figures(var, rel, v, spec, beta, samples, seed, ex if workers else None)
-                for k, v in designs.items()}
-    metrics = {"resolution_nm": h, "subcell": False, "isolated": False,
-               "spec": spec.__dict__, "target": target, "beta_a": design.beta_a,
-               "E_ref": design.E_ref, "n_constraints": design.n_constraints,
-               "designs": figs, "seconds": time.perf_counter() - t0 + sum(
-                   before_resume(r, "seconds", 0.0) for r in (res_r, res_d, res)),
-               "field_enhancement": figs["reliability_based"]["enhancement_nominal"],
-               "evaluations_per_phase": [nominal.evaluations, res_r.evaluations,
-                                         0 if res_d is None else res_d.evaluations,
-                                         res.evaluations]}
-    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=x,
-                                   x_phys=prob.element_density(x, beta), history=res.history,
-                                   arrays={"x_nominal": nominal.x, "x_robust": x_r})
-    if out is not None:
-        with signals_held():
-            _write(out, prob, var, result, designs, spec, beta)
-    return result
-
-
-def _stopped(phase, res, checkpoint, prob, h, beta, out) -> RunResult:
-    """An interrupted `phase`: its last design (the checkpoint holds it), no Monte Carlo.
-
+    processes; 0 workers: in this process) and FORM's. The run follows
+    `topopt.formulations.run_template.GalleryRun`; an interrupted phase's
     ``OUT/result.json`` says which phase stopped, after how many evaluations
     and how to resume.
     """
-    x = res.x[:prob.n]
-    result = RunResult.from_record(run_record(res, checkpoint),
-                                   {"phase": phase, "resolution_nm": h}, x=x,
-                                   x_phys=prob.element_density(x, beta), history=res.history)
-    if out is not None:
-        with signals_held():
-            write_json(os.path.join(out, "result.json"),
-                       {**result.record(), "result": result.summary()})
-    return result
+    return _DesignsRun(setup, h, maxeval, spec, samples, workers, seed, out, verbose,
+                       checkpoint, resume, solver).run()
 
 
 def _write(out, prob, var, result, designs, spec, beta) -> None:

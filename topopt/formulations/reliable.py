@@ -9,12 +9,11 @@ drives the design from the deterministic one towards ``pf <= pa``.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..responses.structural import compliance_coefficients
 from .compliance import ComplianceProblem
+from .run_template import phase_checkpoint, phase_paths
 
 
 def _rel():
@@ -25,8 +24,8 @@ def _rel():
 __all__ = ["ReliableCompliance", "pf_summary", "deterministic_checkpoint",
            "phase_checkpoints"]
 
-#: The deterministic phase's checkpoint: a sibling of the reliability phase's.
-DETERMINISTIC = ".deterministic"
+#: The deterministic phase: its checkpoint is a sibling of the reliability phase's.
+DETERMINISTIC = "deterministic"
 
 
 class ReliableCompliance:
@@ -114,25 +113,16 @@ def deterministic_checkpoint(path: str) -> str:
     >>> deterministic_checkpoint("out/checkpoint.npz")
     'out/checkpoint.deterministic.npz'
     """
-    root, ext = os.path.splitext(path)
-    return root + DETERMINISTIC + (ext or ".npz")
+    return phase_checkpoint(path, DETERMINISTIC)
 
 
 def phase_checkpoints(checkpoint: str | None, resume: str | None):
-    """``(deterministic, reliability)`` pairs ``(checkpoint, resume)`` of the two phases.
+    """``(deterministic, reliability)`` pairs ``(checkpoint, resume)`` of the two phases
+    (`topopt.formulations.run_template.phase_paths`).
 
     Examples
     --------
     >>> phase_checkpoints("ck.npz", None)
     (('ck.deterministic.npz', None), ('ck.npz', None))
     """
-    det_ck = None if checkpoint is None else deterministic_checkpoint(checkpoint)
-    if resume is None:
-        return (det_ck, None), (checkpoint, None)
-    if os.path.splitext(resume)[0].endswith(DETERMINISTIC):
-        return (det_ck, resume), (checkpoint, None)
-    det_resume = deterministic_checkpoint(resume)
-    if not os.path.exists(det_resume):
-        raise FileNotFoundError(f"resume: {resume} continues the reliability-based phase, "
-                                f"whose deterministic design {det_resume} is missing")
-    return (det_ck, det_resume), (checkpoint, resume)
+    return tuple(phase_paths(checkpoint, resume, (DETERMINISTIC, "reliability")))

@@ -8,18 +8,16 @@ pa)^+]^2`` at its volume; both designs are then checked by Monte Carlo.
 from __future__ import annotations
 
 import os
-import time
 from typing import Callable
 
 import numpy as np
 
-from ..io.result import RunResult, run_record
+from ..io.result import RunResult
 from ..optimize.driver import minimize
-from .._files import check_writable_file, check_writable_folder
 from ..io.folder import plot_record, write_json
-from .base import before_resume
 from .compliance import ComplianceProblem
-from .reliable import ReliableCompliance, pf_summary, phase_checkpoints
+from .reliable import ReliableCompliance, pf_summary
+from .run_template import GalleryRun
 
 __all__ = ["run_reliable", "write_reliable"]
 
@@ -27,21 +25,85 @@ __all__ = ["run_reliable", "write_reliable"]
 OBJECTIVE_NAME = "c + c_det K [(ln pf - ln pa)^+]^2"
 
 
-def _check(volfrac, allow, samples, out, checkpoint, resume):
-    """The arguments checked before any work: the phases' checkpoint pairs."""
-    if not 0 < volfrac < 1:
-        raise ValueError(f"volfrac must lie in (0, 1), got {volfrac!r}")
-    if allow <= 1:
-        raise ValueError(f"allow must be > 1 (c_allow / nominal compliance), got {allow!r}")
-    if samples < 1000:
-        raise ValueError(f"samples must be >= 1000, got {samples!r}")
-    if out is not None:
-        check_writable_folder(out, "out")                    # before any work
-    phases = phase_checkpoints(checkpoint, resume)
-    for path, _ in phases:
-        if path is not None:
-            check_writable_file(path, "checkpoint")
-    return phases
+class _ReliableRun(GalleryRun):
+    """`run_reliable` on the run template: the deterministic phase, then the reliable one."""
+
+    PHASES = ("deterministic", "reliability")
+
+    def __init__(self, build, volfrac, allow, maxeval, samples, seed, out, verbose, checkpoint,
+                 resume, solver, about):
+        super().__init__(out, verbose, checkpoint, resume)
+        self._build, self.volfrac, self.allow, self.maxeval = build, volfrac, allow, maxeval
+        self.samples, self.seed, self.solver, self.about = samples, seed, solver, about
+
+    def check(self) -> None:
+        if not 0 < self.volfrac < 1:
+            raise ValueError(f"volfrac must lie in (0, 1), got {self.volfrac!r}")
+        if self.allow <= 1:
+            raise ValueError(f"allow must be > 1 (c_allow / nominal compliance), got "
+                             f"{self.allow!r}")
+        if self.samples < 1000:
+            raise ValueError(f"samples must be >= 1000, got {self.samples!r}")
+
+    def build(self) -> None:
+        self.prob = prob = self._build()
+        self.det = ComplianceProblem(prob.model, prob.f0, self.volfrac, 1.5, solver=self.solver)
+
+    def phase(self, name, checkpoint, resume):
+        if name == "deterministic":
+            return self.det.run(maxeval=self.maxeval, verbose=self.verbose,
+                                checkpoint=checkpoint, resume=resume)
+        prob, det_result, volfrac = self.prob, self.outcomes["deterministic"], self.volfrac
+        c_det = det_result["compliance"]
+        prob.c_allow = self.allow * c_det
+        # minimized: c / c_det + K [(ln pf - ln pa)^+]^2; times c_det in compliance units
+        return minimize(lambda x: prob.responses(x, c_det, volfrac), det_result.x,
+                        bounds=(0.0, 1.0), maxeval=self.maxeval, ftol_rel=1e-8,
+                        verbose=self.verbose, checkpoint=checkpoint, resume=resume,
+                        count_solves=lambda: prob.system.counts["factorizations"],
+                        objective_scale=c_det, objective_name=OBJECTIVE_NAME)
+
+    def result(self) -> RunResult:
+        prob, res, samples, seed = self.prob, self.outcomes["reliability"], self.samples, self.seed
+        det_result = self.outcomes["deterministic"]
+        x_det = det_result.x
+        metrics = {
+            "c_allow": prob.c_allow, "pa": prob.pa, "ln_pa": float(np.log(prob.pa)),
+            "K": prob.K, "method": prob.method, "samples": samples, "volfrac": self.volfrac,
+            "allow": self.allow, **(self.about or {}),
+            "reliability_based": pf_summary(prob, res.x, samples, seed),
+            "deterministic": pf_summary(prob, x_det, samples, seed + 1),
+            "seconds": self.elapsed(),
+            "phase": "reliability",
+            "deterministic_evaluations": det_result.evaluations,
+        }
+        return RunResult.from_record(
+            self.record("reliability"), metrics, x=res.x, history=res.history,
+            x_phys=np.asarray(prob.compliance.x_phys(res.x)),
+            arrays={"x_reliable": res.x, "x_deterministic": x_det,
+                    "x_phys_deterministic": det_result.x_phys})
+
+    def stopped(self, name) -> RunResult:
+        """The record of a run interrupted in its deterministic phase."""
+        det_result = self.outcomes[name]
+        return RunResult.from_record(
+            det_result.record(),
+            {"phase": "deterministic",
+             "deterministic": {"nominal_compliance": det_result["compliance"],
+                               "volume": det_result["volume"]}},
+            x=det_result.x, x_phys=det_result.x_phys, history=det_result.history,
+            arrays={"x_deterministic": det_result.x})
+
+    def write(self, result: RunResult) -> None:
+        write_reliable(self.out, self.prob, result)
+
+    def write_stopped(self, result: RunResult) -> None:
+        """``deterministic.png`` of the interrupted phase and ``result.json`` (flat)."""
+        from ..plot.figures import save_design
+        save_design(self.prob.mesh, result.x_phys, os.path.join(self.out, "deterministic.png"),
+                    title=f"deterministic, interrupted after {result.evaluations} "
+                          "evaluations")
+        write_json(os.path.join(self.out, "result.json"), result.summary())
 
 
 def run_reliable(build: Callable[[], ReliableCompliance], volfrac: float = 0.3, allow: float = 3.0,
@@ -58,68 +120,11 @@ def run_reliable(build: Callable[[], ReliableCompliance], volfrac: float = 0.3, 
     (`pf_summary`) and `about` (the problem's parameters); ``x`` is the
     reliability-based design, ``result["x_deterministic"]`` the other. A run
     interrupted in the deterministic phase returns (and writes) only that
-    phase's record.
+    phase's record. The run follows `topopt.formulations.run_template.GalleryRun`
+    (phases ``deterministic`` and ``reliability``, checkpoints `phase_checkpoints`).
     """
-    (det_ck, det_resume), (rel_ck, rel_resume) = _check(volfrac, allow, samples, out,
-                                                         checkpoint, resume)
-    t0 = time.perf_counter()
-    prob = build()
-    det = ComplianceProblem(prob.model, prob.f0, volfrac, 1.5, solver=solver)
-    t_det = time.perf_counter()
-    det_result = det.run(maxeval=maxeval, verbose=verbose, checkpoint=det_ck,
-                         resume=det_resume)
-    # the deterministic phase's time before a resume: its whole-run seconds beyond this call's
-    det_before = max(det_result["seconds"] - (time.perf_counter() - t_det), 0.0)
-    if det_result.status == "interrupted":
-        return _interrupted_deterministic(out, prob, det_result)
-    x_det, c_det = det_result.x, det_result["compliance"]
-    prob.c_allow = allow * c_det
-    # minimized: c / c_det + K [(ln pf - ln pa)^+]^2; times c_det in compliance units
-    res = minimize(lambda x: prob.responses(x, c_det, volfrac), x_det, bounds=(0.0, 1.0),
-                   maxeval=maxeval, ftol_rel=1e-8, verbose=verbose, checkpoint=rel_ck,
-                   resume=rel_resume, count_solves=lambda: prob.system.counts["factorizations"],
-                   objective_scale=c_det, objective_name=OBJECTIVE_NAME)
-    metrics = {
-        "c_allow": prob.c_allow, "pa": prob.pa, "ln_pa": float(np.log(prob.pa)), "K": prob.K,
-        "method": prob.method, "samples": samples, "volfrac": volfrac, "allow": allow,
-        **(about or {}),
-        "reliability_based": pf_summary(prob, res.x, samples, seed),
-        "deterministic": pf_summary(prob, x_det, samples, seed + 1),
-        "seconds": time.perf_counter() - t0 + det_before + before_resume(res, "seconds", 0.0),
-        "phase": "reliability",
-        "deterministic_evaluations": det_result.evaluations,
-    }
-    result = RunResult.from_record(
-        run_record(res, rel_ck), metrics, x=res.x, history=res.history,
-        x_phys=np.asarray(prob.compliance.x_phys(res.x)),
-        arrays={"x_reliable": res.x, "x_deterministic": x_det,
-                "x_phys_deterministic": det_result.x_phys})
-    if out is not None:
-        from ..io.folder import signals_held
-        with signals_held():                     # a signal waits for complete files
-            write_reliable(out, prob, result)
-    return result
-
-
-def _interrupted_deterministic(out: str | None, prob: ReliableCompliance,
-                               det_result: RunResult) -> RunResult:
-    """The record of a run interrupted in its deterministic phase (and its picture)."""
-    result = RunResult.from_record(
-        det_result.record(),
-        {"phase": "deterministic",
-         "deterministic": {"nominal_compliance": det_result["compliance"],
-                           "volume": det_result["volume"]}},
-        x=det_result.x, x_phys=det_result.x_phys, history=det_result.history,
-        arrays={"x_deterministic": det_result.x})
-    if out is not None:
-        from ..io.folder import signals_held
-        from ..plot.figures import save_design
-        with signals_held():                     # a signal waits for complete files
-            save_design(prob.mesh, det_result.x_phys, os.path.join(out, "deterministic.png"),
-                        title=f"deterministic, interrupted after {det_result.evaluations} "
-                              "evaluations")
-            write_json(os.path.join(out, "result.json"), result.summary())
-    return result
+    return _ReliableRun(build, volfrac, allow, maxeval, samples, seed, out, verbose, checkpoint,
+                        resume, solver, about).run()
 
 
 def write_reliable(out: str, prob: ReliableCompliance, result: RunResult,

@@ -10,7 +10,6 @@ come from nested AD. `run_robust` compares the deterministic, mean-optimal
 
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 import numpy as np
@@ -18,15 +17,15 @@ import numpy as np
 from .. import fem
 from .._validate import check_int, check_range
 from ..fem.budget import check_samples
-from ..io.result import RunResult, run_record
+from ..io.result import RunResult
 from ..optimize.driver import minimize
 from ..optimize.checkpoint import load_checkpoint
 from ..responses.structural import compliance
 from ..robust.moments import mean_std, monte_carlo_moments
 from .._files import check_writable_file, check_writable_folder
 from ..io.folder import write_results
-from .base import before_resume
 from .compliance import ComplianceProblem
+from .run_template import GalleryRun
 
 __all__ = ["RobustCompliance", "check_robust", "run_robust", "write_robust"]
 
@@ -84,17 +83,21 @@ class RobustCompliance:
                         objective_scale=self.scale,
                         objective_name=f"E[c] + {self.k:g} std[c]")
 
-    def figures(self, x, samples: int, seed: int) -> dict:
-        """SOSM moments, the nominal compliance and a Monte Carlo check of a design."""
+    def sosm(self, x) -> dict:
+        """The SOSM moments, the objective, the nominal compliance and the volume of `x`."""
         E = np.asarray(self.problem.stiffness(x))
         mean, std = (float(v) for v in mean_std(self.compliance, E, self.mu, self.Sigma))
-        mc = monte_carlo_moments(self.compliance, E, self.mu, self.Sigma,
-                                 n_samples=samples, seed=seed)
         return {"mean": mean, "std": std, "objective": mean + self.k * std,
                 "nominal_compliance": float(self.compliance(E, self.mu)),
-                "volume": float(self.problem.volume(x)),
-                "mc_mean": mc.mean, "mc_mean_error": mc.mean_error,
-                "mc_std": mc.std, "mc_std_error": mc.std_error}
+                "volume": float(self.problem.volume(x))}
+
+    def figures(self, x, samples: int, seed: int) -> dict:
+        """`sosm` and a Monte Carlo check of `samples` draws of a design."""
+        E = np.asarray(self.problem.stiffness(x))
+        mc = monte_carlo_moments(self.compliance, E, self.mu, self.Sigma,
+                                 n_samples=samples, seed=seed)
+        return self.sosm(x) | {"mc_mean": mc.mean, "mc_mean_error": mc.mean_error,
+                               "mc_std": mc.std, "mc_std_error": mc.std_error}
 
 
 def check_robust(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
@@ -123,6 +126,75 @@ def check_robust(k, sigma_x, sigma_y, samples, out, checkpoint, resume):
     return k, Sigma, samples
 
 
+class _RobustRun(GalleryRun):
+    """`run_robust` on the run template: the deterministic, mean-optimal, robust phases."""
+
+    PHASES = ("deterministic", "mean_optimal", "robust")
+
+    def __init__(self, build, mu, k, Sigma, samples, maxeval, seed, about, out, verbose,
+                 checkpoint, resume):
+        super().__init__(out, verbose, checkpoint, resume)
+        self._build, self.mu, self.k, self.Sigma = build, mu, k, Sigma
+        self.samples, self.maxeval, self.seed, self.about = samples, maxeval, seed, about
+
+    def build(self) -> None:
+        self.det, self.B = self._build()
+
+    def moments_of(self, k: float) -> RobustCompliance:
+        return RobustCompliance(self.det, self.B, self.mu, self.Sigma, k)
+
+    def phase(self, name, checkpoint, resume):
+        if name == "deterministic":
+            return self.det.run(maxeval=self.maxeval, verbose=self.verbose,
+                                checkpoint=checkpoint, resume=resume)
+        robust = self.moments_of(self.k if name == "robust" else 0.0)
+        if name == "robust":
+            self.robust = robust
+        return robust.optimize(self.maxeval, self.verbose, checkpoint, resume)
+
+    def result(self) -> RunResult:
+        det, robust, res, samples, seed = (self.det, self.robust, self.outcomes["robust"],
+                                           self.samples, self.seed)
+        designs = {name: self.outcomes[name].x for name in ("robust", "mean_optimal",
+                                                            "deterministic")}
+        figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
+        metrics = {"robust_objective": figures["robust"]["objective"], **figures,
+                   "k": self.k, "sigma_x": self.about["sigma_x"],
+                   "sigma_y": self.about["sigma_y"], "mu": self.mu.tolist(),
+                   "samples": samples, "objective_scale": robust.scale,
+                   "seconds": self.elapsed()}
+        arrays = {}
+        for name in ("mean_optimal", "deterministic"):
+            arrays[f"x_{name}"] = designs[name]
+            arrays[f"x_phys_{name}"] = np.asarray(det.x_phys(designs[name]))
+        return RunResult.from_record(self.record("robust"), metrics, x=res.x,
+                                     x_phys=np.asarray(det.x_phys(res.x)),
+                                     history=res.history, arrays=arrays)
+
+    def stopped(self, name) -> RunResult:
+        """The last good design of the interrupted phase `name`, its SOSM figures."""
+        res = self.outcomes[name]
+        metrics = {"phase": name, **self.moments_of(self.k).sosm(res.x)}
+        return RunResult.from_record(self.record(name), metrics, x=res.x,
+                                     x_phys=np.asarray(self.det.x_phys(res.x)),
+                                     history=res.history)
+
+    def write_stopped(self, result: RunResult) -> None:
+        """The interrupted phase's design (`write_results`: ``design.png``, ``history.png``,
+        ``result.json``, the design files)."""
+        from ..plot.markers import boundary_markers
+        det, name = self.det, result["phase"]
+        supports, loads = boundary_markers(det.model, det.f)
+        write_results(self.out, det.model.mesh, result, self.about,
+                      title=f"{name.replace('_', '-')} phase, k = {self.k:g}",
+                      point_data=det.displacement(result.x_phys), objective="objective",
+                      symbol="E + k std", constraint_names=[f"volume V / {det.volfrac:g} - 1"],
+                      supports=supports, loads=loads)
+
+    def write(self, result: RunResult) -> None:
+        write_robust(self.out, self.det, result, self.about)
+
+
 def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int, seed: int,
                about: dict, out: str | None = None, verbose: bool = False,
                checkpoint: str | None = None, resume: str | None = None) -> RunResult:
@@ -133,40 +205,19 @@ def run_robust(build: Callable, mu, k: float, Sigma, samples: int, maxeval: int,
     ``robust_objective`` and the `RobustCompliance.figures` ``robust``,
     ``mean_optimal`` and ``deterministic`` (the same `k` and Monte Carlo
     draws); ``x`` is the robust design, ``x_mean_optimal`` and
-    ``x_deterministic`` the others. A run interrupted before the robust
-    phase returns that phase's record. `about`: the problem's parameters,
+    ``x_deterministic`` the others. `about`: the problem's parameters,
     ``sigma_x`` and ``sigma_y`` among them (metrics), all of them written
     with the design to `out` (`write_robust`).
+
+    The run follows `topopt.formulations.run_template.GalleryRun`: the phases
+    ``deterministic``, ``mean_optimal`` and ``robust`` checkpoint at
+    ``PATH.deterministic.npz``, ``PATH.mean_optimal.npz`` and `checkpoint`
+    (`phase_paths`; `resume` takes any of them). A run interrupted before the
+    robust phase returns (and writes) that phase's last good design, its
+    ``phase`` and SOSM figures (``mean``, ``std``, ``objective``, ...).
     """
-    t0 = time.perf_counter()
-    det, B = build()
-    det_result = det.run(maxeval=maxeval, verbose=verbose)
-    if det_result.status == "interrupted":
-        return det_result
-    mean_res = RobustCompliance(det, B, mu, Sigma, 0.0).optimize(maxeval, verbose)
-    if mean_res.status == "interrupted":
-        return RunResult.from_record(run_record(mean_res, None), {"phase": "mean_optimal"},
-                                     x=mean_res.x, x_phys=np.asarray(det.x_phys(mean_res.x)),
-                                     history=mean_res.history)
-    robust = RobustCompliance(det, B, mu, Sigma, k)
-    res = robust.optimize(maxeval, verbose, checkpoint, resume)
-    designs = {"robust": res.x, "mean_optimal": mean_res.x, "deterministic": det_result.x}
-    figures = {name: robust.figures(x, samples, seed) for name, x in designs.items()}
-    metrics = {"robust_objective": figures["robust"]["objective"], **figures,
-               "k": k, "sigma_x": about["sigma_x"], "sigma_y": about["sigma_y"],
-               "mu": mu.tolist(),
-               "samples": samples, "objective_scale": robust.scale,
-               "seconds": time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)}
-    arrays = {}
-    for name in ("mean_optimal", "deterministic"):
-        arrays[f"x_{name}"] = designs[name]
-        arrays[f"x_phys_{name}"] = np.asarray(det.x_phys(designs[name]))
-    result = RunResult.from_record(run_record(res, checkpoint), metrics, x=res.x,
-                                   x_phys=np.asarray(det.x_phys(res.x)), history=res.history,
-                                   arrays=arrays)
-    if out is not None:
-        write_robust(out, det, result, about)
-    return result
+    return _RobustRun(build, mu, k, Sigma, samples, maxeval, seed, about, out, verbose,
+                      checkpoint, resume).run()
 
 
 def write_robust(out: str, det: ComplianceProblem, result: RunResult, setup: dict) -> None:

@@ -10,21 +10,20 @@ filter and blocks, has its stresses evaluated the same way
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from ..io.result import RunResult, run_record
+from ..io.result import RunResult
 from ..design.measures import grey_level
 from ..optimize.options import Stage
 from .stress import MinimumVolumeStress
-from .._files import check_writable_folder
 from .._validate import check_int, check_mapping, check_positive, check_range, check_sequence
 from ..io.folder import write_results
 from .base import before_resume
 from .compliance import ComplianceProblem
+from .run_template import GalleryRun
 
 __all__ = ["StressSchedule", "stress_figures", "run_stress_reference", "write_stress_reference"]
 
@@ -79,15 +78,81 @@ def stress_figures(problem: MinimumVolumeStress, x, beta, corner) -> dict:
             "grey_level": grey_level(x_phys)}
 
 
-def _reference(problem, schedule, block, rmin, solver, design, corner) -> tuple:
-    """The minimum-compliance design at the volume of `design`: its run and figures."""
-    reference = ComplianceProblem(problem.model, problem.f, design["volume"], rmin,
-                                  solver=solver)
-    ref = reference.run(stages=[Stage(block, {"beta": b}) for b in schedule.betas],
-                        verbose=False, mma_params=schedule.reference_mma)
-    figures = stress_figures(problem, ref.x, schedule.betas[-1], corner)
-    return ref, figures | {"compliance": ref["compliance"], "evaluations": ref.evaluations,
-                           "status": ref.status}
+class _StressRun(GalleryRun):
+    """`run_stress_reference` on the run template: the stress design (checkpoint
+    `checkpoint`), then its minimum-compliance reference (``PATH.reference.npz``)."""
+
+    PHASES, MAIN = ("stress", "reference"), "stress"
+
+    def __init__(self, build, schedule, sigma_allow, rmin, q, P, alpha, maxeval, solver, out,
+                 verbose, checkpoint, resume, record):
+        super().__init__(out, verbose, checkpoint, resume)
+        self._build, self.schedule = build, schedule
+        self.sigma_allow, self.rmin = sigma_allow, rmin
+        self.q, self.P, self.alpha, self.maxeval, self.solver = q, P, alpha, maxeval, solver
+        self.about = record or {}
+
+    def check(self) -> None:
+        self.block = self.maxeval // len(self.schedule.betas)
+        if self.block < 1:
+            raise ValueError(f"maxeval must be >= {len(self.schedule.betas)} (one evaluation "
+                             f"per block), got {self.maxeval}")
+
+    def build(self) -> None:
+        self.mesh, model, f, self.corner = self._build()
+        self.problem = MinimumVolumeStress(model, f, self.sigma_allow, self.rmin, q=self.q,
+                                           P=self.P, alpha=self.alpha, solver=self.solver)
+
+    def phase(self, name, checkpoint, resume):
+        problem, schedule = self.problem, self.schedule
+        if name == "stress":
+            res = problem.run(schedule.betas, self.block, x0=np.full(problem.n, schedule.x0),
+                              verbose=self.verbose, checkpoint=checkpoint, resume=resume,
+                              initial_step=schedule.step, settle=schedule.settle)
+            self.design = stress_figures(problem, res.x, schedule.betas[-1], self.corner)
+            self.seconds = self.clock() + before_resume(res, "seconds", 0.0)
+            return res
+        reference = ComplianceProblem(problem.model, problem.f, self.design["volume"],
+                                      self.rmin, solver=self.solver)
+        return reference.run(stages=[Stage(self.block, {"beta": b}) for b in schedule.betas],
+                             verbose=False, mma_params=schedule.reference_mma,
+                             checkpoint=checkpoint, resume=resume)
+
+    def _result(self, name: str, metrics: dict) -> RunResult:
+        res, arrays = self.outcomes["stress"], {}
+        if "reference" in self.outcomes:
+            arrays["x_phys_compliance"] = self.outcomes["reference"].x_phys
+        return RunResult.from_record(
+            self.record(name), metrics, x=res.x, history=res.history, arrays=arrays,
+            x_phys=np.asarray(self.problem.x_phys(res.x, self.schedule.betas[-1])))
+
+    def _metrics(self) -> dict:
+        return {**self.design, "sigma_allow": self.sigma_allow, "c": self.problem.norm.c,
+                "evaluations_per_block": self.block, "seconds": self.seconds}
+
+    def result(self) -> RunResult:
+        """The stress design's figures and its reference's; an interrupted reference
+        phase says so (its record, ``phase``)."""
+        ref = self.outcomes["reference"]
+        figures = stress_figures(self.problem, ref.x, self.schedule.betas[-1], self.corner)
+        metrics = self._metrics() | {
+            "compliance_design": figures | {"compliance": ref["compliance"],
+                                            "evaluations": ref.evaluations,
+                                            "status": ref.status},
+            "total_seconds": self.elapsed()}
+        if ref.status == "interrupted":
+            return self._result("reference", metrics | {"phase": "reference"})
+        return self._result("stress", metrics)
+
+    def stopped(self, name) -> RunResult:
+        """The last good stress design, its figures (no reference)."""
+        return self._result(name, self._metrics() | {"phase": name})
+
+    def write(self, result: RunResult) -> None:
+        write_stress_reference(self.out, self.mesh, self.problem, result, self.about,
+                               self.schedule.betas[-1])
+
+    write_stopped = write
 
 
 def run_stress_reference(build: Callable, schedule: StressSchedule, sigma_allow: float,
@@ -102,51 +167,35 @@ def run_stress_reference(build: Callable, schedule: StressSchedule, sigma_allow:
     `stress_figures`, ``c`` (the normalisation reached) and
     ``compliance_design`` (the reference's); `record` is written with the
     design to `out`.
+
+    The run follows `topopt.formulations.run_template.GalleryRun`: the phases
+    ``stress`` (checkpoint `checkpoint`) and ``reference`` (``PATH.reference.npz``,
+    `phase_paths`). A run interrupted in the stress phase returns (and writes) its
+    last good design without a reference; one interrupted in the reference phase
+    has the reference's record (``phase``: ``"reference"``).
     """
-    if out is not None:
-        check_writable_folder(out, "out")
-    block = maxeval // len(schedule.betas)
-    if block < 1:
-        raise ValueError(f"maxeval must be >= {len(schedule.betas)} (one evaluation per "
-                         f"block), got {maxeval}")
-    t0 = time.perf_counter()
-    mesh, model, f, corner = build()
-    problem = MinimumVolumeStress(model, f, sigma_allow, rmin, q=q, P=P, alpha=alpha,
-                                  solver=solver)
-    res = problem.run(schedule.betas, block, x0=np.full(problem.n, schedule.x0),
-                      verbose=verbose, checkpoint=checkpoint, resume=resume,
-                      initial_step=schedule.step, settle=schedule.settle)
-    design = stress_figures(problem, res.x, schedule.betas[-1], corner)
-    seconds = time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)
-    ref, compliance_design = _reference(problem, schedule, block, rmin, solver, design, corner)
-    metrics = {**design, "sigma_allow": sigma_allow, "c": problem.norm.c,
-               "evaluations_per_block": block, "seconds": seconds,
-               "compliance_design": compliance_design,
-               "total_seconds": time.perf_counter() - t0 + before_resume(res, "seconds", 0.0)}
-    result = RunResult.from_record(
-        run_record(res, checkpoint), metrics, x=res.x,
-        x_phys=np.asarray(problem.x_phys(res.x, schedule.betas[-1])), history=res.history,
-        arrays={"x_phys_compliance": ref.x_phys})
-    if out is not None:
-        write_stress_reference(out, mesh, problem, result, record or {}, schedule.betas[-1])
-    return result
+    return _StressRun(build, schedule, sigma_allow, rmin, q, P, alpha, maxeval, solver, out,
+                      verbose, checkpoint, resume, record).run()
 
 
 def write_stress_reference(out: str, mesh, problem: MinimumVolumeStress, result: RunResult,
                            setup: dict, beta) -> None:
-    """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``."""
+    """``design.png`` etc. (`write_results`) and the reference's ``compliance_design.png``
+    (when `result` has a reference)."""
     from ..plot.markers import boundary_markers
-    ref = result["compliance_design"]
     u = problem.analysis(result.x, beta)[1]
     supports, loads = boundary_markers(problem.model, problem.f)
+    pictures = {}
+    if "compliance_design" in result:              # none after an interrupted stress phase
+        ref = result["compliance_design"]
+        pictures["compliance_design"] = (
+            result["x_phys_compliance"],
+            f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
+            f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")
     write_results(out, mesh, result, setup=setup,
                   title=f"L-bracket, max sigma_vm = {result['max_von_mises']:.3f} "
                         f"(allow {problem.sigma_allow:g})",
                   point_data={"displacement": np.asarray(u)[problem.model.basis.nodal_dofs].T},
                   objective="volume", symbol="V", constraint_names=["c PN / sigma_allow - 1"],
                   objective_scale=1.0, objective_label="volume fraction V",
-                  supports=supports, loads=loads,
-                  pictures={"compliance_design": (
-                      result["x_phys_compliance"],
-                      f"min compliance, V = {ref['volume']:.3f}: max sigma_vm = "
-                      f"{ref['max_von_mises']:.3f}, corner {ref['corner_von_mises']:.3f}")})
+                  supports=supports, loads=loads, pictures=pictures)
