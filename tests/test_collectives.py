@@ -11,10 +11,8 @@ gradient of the gathered vector, Taylor rates), and this file asserts its
 numbers.
 """
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -23,6 +21,8 @@ import pytest
 
 from topopt import ad
 from topopt.ad import collectives
+
+from mpi_launch import HAVE_MPIRUN, mpirun  # noqa: E402 (tests/mpi_launch.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 S = ad.SELF
@@ -159,18 +159,8 @@ def test_importing_the_ad_layer_imports_no_mpi():
 
 # ------------------------------------------------------------------ under MPI
 
-HAVE_MPI = importlib.util.find_spec("mpi4py") is not None and shutil.which("mpirun") is not None
+HAVE_MPI = HAVE_MPIRUN
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="mpi4py or mpirun missing")
-
-
-def _mpirun(n: int, args: list, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe", sys.executable, *args],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +171,7 @@ def runs(tmp_path_factory):
     out = {}
     for n in (1, 2):
         path = tmp_path_factory.mktemp(f"coll{n}") / "out.json"
-        _mpirun(n, [os.path.join(ROOT, "tests", "mpi_collectives.py"), str(path)])
+        mpirun(n, [os.path.join(ROOT, "tests", "mpi_collectives.py"), str(path)])
         out[n] = json.loads(path.read_text())
         assert out[n]["ranks"] == n
     return out

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +20,8 @@ import scipy.sparse as sps
 
 from topopt import fem
 from topopt.fem.petsc.layout import element_blocks, partition, rank_payload
+
+from mpi_launch import mpirun  # noqa: E402 (tests/mpi_launch.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAVE_MPI = all(importlib.util.find_spec(m) for m in ("petsc4py", "mpi4py")) \
@@ -138,16 +139,6 @@ def test_missing_petsc4py_names_the_mpi_extra(monkeypatch):
 
 # ---------------------------------------------------------------- under mpirun
 
-def _mpirun(n: int, args: list, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe", sys.executable, *args],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
-
-
 PCS = ("gamg", "mg")         # topopt.fem.petsc.backend.PCS (not imported: petsc4py may be missing)
 
 
@@ -159,7 +150,7 @@ def runs(tmp_path_factory, request):
     out, pc = {}, request.param
     for n, cases in ((1, ["compliance", "mma"]), (2, [])):
         path = tmp_path_factory.mktemp(f"mpi{n}{pc}") / "out.json"
-        _mpirun(n, [os.path.join(ROOT, "tests", "mpi_petsc.py"), str(path), pc, *cases])
+        mpirun(n, [os.path.join(ROOT, "tests", "mpi_petsc.py"), str(path), pc, *cases])
         out[n] = json.loads(path.read_text())
         assert out[n]["ranks"] == n and out[n]["pc"] == pc
     return out
@@ -224,7 +215,7 @@ def test_heat_matches_cholmod_under_two_ranks(runs):
 
 @needs_mpi
 def test_topopt_command_runs_on_two_ranks_and_names_the_solver(tmp_path):
-    proc = _mpirun(2, ["-c", "import sys; from topopt.cli.command import main; sys.exit(main())",
+    proc = mpirun(2, ["-c", "import sys; from topopt.cli.command import main; sys.exit(main())",
                        "run", "cantilever3d", "--solver", "petsc", "--nelx", "8", "--nely", "4",
                        "--nelz", "4", "--maxeval", "2", "--out", str(tmp_path / "out")])
     out = proc.stdout + proc.stderr
@@ -236,7 +227,7 @@ def test_topopt_command_runs_on_two_ranks_and_names_the_solver(tmp_path):
 @needs_mpi
 def test_problem_script_runs_on_two_ranks_and_only_rank_0_writes(tmp_path):
     out = tmp_path / "out"
-    proc = _mpirun(2, [os.path.join(ROOT, "problems", "cantilever3d.py"), "--solver", "petsc",
+    proc = mpirun(2, [os.path.join(ROOT, "problems", "cantilever3d.py"), "--solver", "petsc",
                        "--nelx", "12", "--nely", "6", "--nelz", "4", "--maxeval", "3",
                        "--quiet", "--out", str(out)])
     result = json.loads((out / "result.json").read_text())["result"]

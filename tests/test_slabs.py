@@ -9,11 +9,8 @@ designs differing in < 0.01 % of the elements); the split solve equals the
 serial one to 1e-10 of its scale with the same CG iteration count.
 """
 
-import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -21,9 +18,11 @@ import pytest
 
 from topopt.grid.slabs import slab_bounds
 
+from mpi_launch import HAVE_MPIRUN, mpirun  # noqa: E402 (tests/mpi_launch.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-HAVE_MPI = importlib.util.find_spec("mpi4py") is not None and shutil.which("mpirun") is not None
+HAVE_MPI = HAVE_MPIRUN
 needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="mpi4py or mpirun missing "
                                "(pip install mpi4py; apt install openmpi-bin)")
 
@@ -42,15 +41,6 @@ def test_slab_bounds_refuse_what_cannot_split(nelx, size, align, match):
         slab_bounds(nelx, size, align)
 
 
-def _mpirun(n: int, args: list, timeout: int = 900) -> None:
-    env = dict(os.environ, PYTHONPATH=ROOT, MPLBACKEND="Agg", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMPI_MCA_mpi_yield_when_idle="1", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    proc = subprocess.run(["mpirun", "-n", str(n), "--oversubscribe", sys.executable, *args],
-                          capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """`tests/mpi_voxel.py`'s cases on 1, 2 and 4 ranks."""
@@ -59,7 +49,7 @@ def runs(tmp_path_factory):
     out = {}
     for n in (1, 2, 4):
         path = tmp_path_factory.mktemp("slabs") / f"n{n}.json"
-        _mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run", "peak", "write", "filters"])
+        mpirun(n, ["tests/mpi_voxel.py", str(path), "solve", "run", "peak", "write", "filters"])
         out[n] = json.loads(path.read_text())
     return out
 
