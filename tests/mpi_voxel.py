@@ -105,16 +105,33 @@ def case_run(shape=RUN_SHAPE, maxeval=10):
             "x_phys": None if x_phys is None else np.concatenate(x_phys).tolist(),
             "cg_iterations": run.cg_iterations}
 def case_peak():
-    """Each rank's largest traced allocation total (tracemalloc: numpy's arrays included)
-    over 3 evaluations, on a grid of 16 element planes per rank: a rank that held an array of
-    the whole grid's length would need more on more ranks."""
+    """Each rank's traced peak (tracemalloc: numpy's arrays included) over 3 evaluations with
+    16 element planes per rank, and the largest array any rank gathered from the others
+    (`Slabs.gather`, `Slabs.gather_cells`: the coarsest level's, solved on every rank)."""
     import tracemalloc
-    tracemalloc.start()
-    _, problem = _slab_cantilever((16 * COMM.size, 8, 8), RUN_OPTIONS)
-    problem.run(3)
-    peaks = COMM.gather(tracemalloc.get_traced_memory()[1], root=0)
-    tracemalloc.stop()
-    return {"peaks": peaks}
+    gathered = {"vector": 0, "cells": 0}
+
+    def counted(name, fun):
+        def wrapper(self, *args, **kw):
+            out = fun(self, *args, **kw)
+            gathered[name] = max(gathered[name], out.size)
+            return out
+        return wrapper
+    saved = Slabs.gather, Slabs.gather_cells
+    Slabs.gather, Slabs.gather_cells = counted("vector", saved[0]), counted("cells", saved[1])
+    try:
+        tracemalloc.start()
+        slabs, problem = _slab_cantilever((16 * COMM.size, 8, 8), RUN_OPTIONS)
+        problem.run(3)
+        peaks = COMM.gather(tracemalloc.get_traced_memory()[1], root=0)
+        tracemalloc.stop()
+    finally:
+        Slabs.gather, Slabs.gather_cells = saved
+    coarse = problem.system._iterative.slabs[-1].grid
+    return {"peaks": peaks, "gathered_vector": gathered["vector"],
+            "gathered_cells": gathered["cells"], "coarsest_dofs": 3 * coarse.n_nodes,
+            "coarsest_cell_entries": coarse.n_el * 24 * 24,
+            "fine_dofs": 3 * slabs.grid.n_nodes}
 
 
 def case_write(folder):

@@ -314,6 +314,14 @@ ROWS += [
 ]
 
 
+# the collectives of topopt.ad.collectives on the one-rank communicator (their MPI forms:
+# tests/test_collectives.py under mpirun)
+ROWS += [row(_attr("collectives", "_allsum"), "SELF", lambda x: ad.allsum(x, ad.SELF), "v5"),
+         row(_attr("collectives", "_allsum"), "SELF, complex", lambda x: ad.allsum(x, ad.SELF),
+             "v5c"),
+         row(_attr("collectives", "_allmax"), "SELF", lambda x: ad.allmax(x, ad.SELF), "v5")]
+
+
 def _id(r):
     return f"{function_name(r[0]) if r[0] is not None else 'absent'}[{r[1]}]"
 

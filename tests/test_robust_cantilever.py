@@ -7,6 +7,7 @@ import pytest
 
 from topopt import ad
 from topopt.formulations.compliance import ComplianceProblem
+from topopt.formulations.robust_compliance import RobustCompliance
 from topopt.io.result import RunResult
 
 from topopt_problems import robust_cantilever as rc
@@ -15,7 +16,7 @@ from topopt_problems import robust_cantilever as rc
 def robust_problem(nelx=12, nely=6, k=3.0, Sigma=np.diag([0.49, 0.0025])):
     mesh, model, B = rc.setup(nelx, nely)
     det = ComplianceProblem(model, B @ rc.MU, 0.4, 1.5)
-    return rc.RobustCompliance(det, B, rc.MU, Sigma, k)
+    return RobustCompliance(det, B, rc.MU, Sigma, k)
 
 
 def test_setup_loads_the_tip_with_unit_components():
