@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_CLASS_LINES = 500, 80, 250
 MAX_FORMULATION_LINES, MAX_SCRIPT_LINES, MAX_TOP_MODULES = 150, 150, 8
 # a lower layer imports nothing from a higher one
-_UTILS = ("topopt._validate", "topopt._keywords", "topopt._files", "topopt._memory")
+_UTILS = ("topopt._validate", "topopt._keywords", "topopt._files", "topopt._memory",
+          "topopt._comm")
 LAYERS = {"topopt.ad": ("topopt.ad",),
           "topopt.fem": ("topopt.ad", "topopt.fem") + _UTILS,
           "topopt.design": ("topopt.ad", "topopt.fem", "topopt.design") + _UTILS,

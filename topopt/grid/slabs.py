@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._comm import reduce_bcast
 from .grid import Grid
 
 __all__ = ["Slabs", "slab_bounds"]
@@ -136,13 +137,8 @@ class Slabs:
 
     # -------------------------------------------------------------- reductions
     def reduce(self, local, op: str = "sum") -> np.ndarray:
-        """Sum (or max) over the ranks, the same bits on every rank."""
-        send = np.ascontiguousarray(local, dtype=float).reshape(-1)
-        out = np.empty_like(send)
-        mpi_op = self.MPI.SUM if op == "sum" else self.MPI.MAX
-        self.comm.Reduce(send, out, op=mpi_op, root=0)
-        self.comm.Bcast(out, root=0)
-        return out
+        """Sum (or max) over the ranks, the same bits on every rank (a 1-D array)."""
+        return reduce_bcast(self.comm, np.reshape(local, -1), op)
 
     def dot(self, x: np.ndarray, y: np.ndarray, components: int) -> float:
         """``x . y`` of consistent vectors, each node counted once, on every rank."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._comm import reduce_bcast
+
 __all__ = ["SerialReduce", "CommReduce"]
 
 
@@ -35,15 +37,13 @@ class SerialReduce:
 class CommReduce:
     """The global reductions of `MMA` over the ranks of an MPI communicator.
 
-    Each reduction is a ``Reduce`` to rank 0 then a ``Bcast``: every rank gets
-    rank 0's bits (an ``Allreduce`` may round differently on different ranks,
-    which the MPI standard allows), so the ranks' iterates never drift apart.
+    Each reduction is `topopt._comm.reduce_bcast` (a ``Reduce`` to rank 0 then a
+    ``Bcast``): every rank gets rank 0's bits, so the ranks' iterates never drift apart.
 
     Parameters
     ----------
     comm : mpi4py.MPI.Comm
-        The ranks that share the design (``MPI.COMM_WORLD``); mpi4py is imported
-        only here, where the caller has initialized MPI already.
+        The ranks that share the design (``MPI.COMM_WORLD``).
 
     Examples
     --------
@@ -53,24 +53,16 @@ class CommReduce:
     """
 
     def __init__(self, comm):
-        from mpi4py import MPI
         for name in ("Reduce", "Bcast", "size", "rank"):
             if not hasattr(comm, name):
                 raise TypeError(f"comm must be an mpi4py communicator (MPI.COMM_WORLD), got "
                                 f"{type(comm).__name__} without {name!r}")
-        self.comm, self._ops = comm, {"sum": MPI.SUM, "max": MPI.MAX}
-
-    def _reduce(self, local, op: str) -> np.ndarray:
-        send = np.ascontiguousarray(local, dtype=float)
-        out = np.empty_like(send)
-        self.comm.Reduce(send, out, op=self._ops[op], root=0)
-        self.comm.Bcast(out, root=0)
-        return out
+        self.comm = comm
 
     def sum(self, local: np.ndarray) -> np.ndarray:
         """Entry-wise sum over the ranks of the small vector `local`, the same on every rank."""
-        return self._reduce(local, "sum")
+        return reduce_bcast(self.comm, local, "sum")
 
     def max(self, local: np.ndarray) -> np.ndarray:
         """Entry-wise maximum over the ranks of `local`, the same on every rank."""
-        return self._reduce(local, "max")
+        return reduce_bcast(self.comm, local, "max")
